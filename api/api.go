@@ -1,0 +1,110 @@
+// Package api owns Trawler's REST API (Fiber v2): routes, authentication,
+// strict request decoding and validation, the mapping from errors to HTTP
+// answers, and the response shapes of spec/web-content-acquisition-v2.md.
+package api
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/trawler-dev/trawler/publicurl"
+	"github.com/trawler-dev/trawler/sessions"
+	"github.com/trawler-dev/trawler/store"
+	"github.com/trawler-dev/trawler/teams"
+)
+
+// Deps are what the API serves.
+type Deps struct {
+	Teams    *teams.Registry
+	Sessions *sessions.Manager
+	Store    *store.Store
+	URLs     publicurl.Resolver
+	Log      *slog.Logger
+}
+
+// API is the Fiber application and what it needs.
+type API struct {
+	Deps
+	log *slog.Logger
+	app *fiber.App
+}
+
+// BodyLimit is the largest JSON body accepted.
+const BodyLimit = 10 << 20
+
+// New builds the application.
+func New(d Deps) *API {
+	a := &API{Deps: d, log: d.Log}
+	a.app = fiber.New(fiber.Config{
+		AppName:               "trawler",
+		BodyLimit:             BodyLimit,
+		DisableStartupMessage: true,
+		ErrorHandler:          a.errorHandler,
+	})
+	a.app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"ok": true}) })
+	v2 := a.app.Group("/v2", a.authenticate)
+	v2.Post("/browser", a.createBrowser)
+	v2.Get("/browser", a.listBrowsers)
+	v2.Get("/browser/:id", a.getBrowser)
+	v2.Delete("/browser/:id", a.deleteBrowser)
+	v2.Post("/browser/:id/execute", a.executeBrowser)
+	v2.Get("/team/activity", a.listActivity)
+	return a
+}
+
+// App is the Fiber application.
+func (a *API) App() *fiber.App { return a.app }
+
+const teamKey = "trawler.team"
+
+func (a *API) authenticate(c *fiber.Ctx) error {
+	auth := c.Get(fiber.HeaderAuthorization)
+	key := ""
+	if scheme, rest, ok := strings.Cut(auth, " "); ok && strings.EqualFold(scheme, "Bearer") {
+		key = strings.TrimSpace(rest)
+	}
+	if auth != "" && key == "" && !a.Teams.Local() {
+		return &Error{Status: fiber.StatusUnauthorized, Code: "UNAUTHORIZED", Message: "Authorization header must be \"Bearer <API key>\""}
+	}
+	team, ok := a.Teams.Authenticate(key)
+	if !ok {
+		if key == "" {
+			return &Error{Status: fiber.StatusUnauthorized, Code: "UNAUTHORIZED", Message: "missing API key: send Authorization: Bearer <API key>"}
+		}
+		return &Error{Status: fiber.StatusUnauthorized, Code: "UNAUTHORIZED", Message: "invalid API key"}
+	}
+	c.Locals(teamKey, team)
+	return c.Next()
+}
+
+func teamOf(c *fiber.Ctx) teams.Team { return c.Locals(teamKey).(teams.Team) }
+
+func (a *API) baseURL(c *fiber.Ctx) string {
+	return a.URLs.BaseURL(publicurl.Request{
+		RemoteAddr:     c.Context().RemoteAddr().String(),
+		TLS:            c.Protocol() == "https",
+		Host:           string(c.Request().Host()),
+		ForwardedProto: c.Get(fiber.HeaderXForwardedProto),
+		ForwardedHost:  c.Get(fiber.HeaderXForwardedHost),
+	})
+}
+
+// recordActivity appends to the team's activity log; a failure is logged,
+// never returned, since the job itself succeeded.
+func (a *API) recordActivity(team, id, endpoint, target string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := a.Store.AddActivity(ctx, store.Activity{ID: id, Team: team, Endpoint: endpoint, APIVersion: "v2",
+		CreatedAt: time.Now().UTC(), Target: target})
+	if err != nil {
+		a.log.Error("recording activity", "err", err)
+	}
+}
+
+func isoTime(t time.Time) string {
+	return t.UTC().Format("2006-01-02T15:04:05.000Z")
+}

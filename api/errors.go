@@ -1,0 +1,100 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+
+	"github.com/trawler-dev/trawler/sessions"
+)
+
+// Error is an error with its HTTP answer. The message is the user-facing
+// sentence; internal causes stay in the log.
+type Error struct {
+	Status  int
+	Code    string
+	Message string
+	Details any
+	// RetryAfter, in seconds, is sent as the Retry-After header when set.
+	RetryAfter int
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// FieldProblem is one entry of a validation error's details.
+type FieldProblem struct {
+	Path    []string `json:"path"`
+	Message string   `json:"message"`
+}
+
+func badRequest(problems ...FieldProblem) *Error {
+	msgs := make([]string, len(problems))
+	for i, p := range problems {
+		msgs[i] = p.Message
+	}
+	return &Error{Status: fiber.StatusBadRequest, Code: "BAD_REQUEST", Message: strings.Join(msgs, "; "), Details: problems}
+}
+
+func fieldError(path, format string, args ...any) FieldProblem {
+	return FieldProblem{Path: strings.Split(path, "."), Message: fmt.Sprintf(format, args...)}
+}
+
+// errorHandler is the one place where errors become HTTP answers.
+func (a *API) errorHandler(c *fiber.Ctx, err error) error {
+	e := a.toError(err)
+	if e.RetryAfter > 0 {
+		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(e.RetryAfter))
+	}
+	body := fiber.Map{"success": false, "error": e.Message, "code": e.Code}
+	if e.Details != nil {
+		body["details"] = e.Details
+	}
+	return c.Status(e.Status).JSON(body)
+}
+
+func (a *API) toError(err error) *Error {
+	var e *Error
+	var fe *fiber.Error
+	var busy *sessions.BusyError
+	var destroyed *sessions.DestroyedError
+	var start *sessions.StartError
+	switch {
+	case errors.As(err, &e):
+		return e
+	case errors.As(err, &fe):
+		switch fe.Code {
+		case fiber.StatusNotFound:
+			return &Error{Status: fe.Code, Code: "NOT_FOUND", Message: "no such endpoint"}
+		case fiber.StatusMethodNotAllowed:
+			return &Error{Status: fe.Code, Code: "METHOD_NOT_ALLOWED", Message: "method not allowed on this endpoint"}
+		case fiber.StatusRequestEntityTooLarge:
+			return &Error{Status: fe.Code, Code: "PAYLOAD_TOO_LARGE", Message: "request body is larger than 10 MB"}
+		default:
+			return &Error{Status: fe.Code, Code: "BAD_REQUEST", Message: fe.Message}
+		}
+	case errors.As(err, &busy):
+		secs := int(busy.RetryAfter.Seconds() + 0.999)
+		return &Error{Status: fiber.StatusTooManyRequests, Code: "RATE_LIMITED",
+			Message: "no browser available: " + busy.Reason + "; retry later", RetryAfter: secs}
+	case errors.As(err, &destroyed):
+		return &Error{Status: fiber.StatusGone, Code: "SESSION_DESTROYED", Message: destroyed.Error()}
+	case errors.Is(err, sessions.ErrNotFound):
+		return &Error{Status: fiber.StatusNotFound, Code: "NOT_FOUND", Message: "browser session not found"}
+	case errors.As(err, &start):
+		a.log.Error("browser start failed", "err", err)
+		return &Error{Status: fiber.StatusServiceUnavailable, Code: "UNAVAILABLE", Message: "could not start a browser; see the server log"}
+	case errors.Is(err, sessions.ErrClosed), errors.Is(err, sessions.ErrPoolClosed):
+		return &Error{Status: fiber.StatusServiceUnavailable, Code: "UNAVAILABLE", Message: "the service is shutting down"}
+	case errors.Is(err, context.DeadlineExceeded):
+		return &Error{Status: fiber.StatusServiceUnavailable, Code: "UNAVAILABLE", Message: "the request took too long"}
+	}
+	id := uuid.NewString()
+	a.log.Error("internal error", "errorId", id, "err", err)
+	return &Error{Status: fiber.StatusInternalServerError, Code: "INTERNAL",
+		Message: "internal error " + id + " (the server log has the details)", Details: fiber.Map{"errorId": id}}
+}

@@ -1,0 +1,294 @@
+// Package cdpproxy owns the WebSocket proxy between CDP clients (Playwright,
+// Puppeteer, chromedp) and a session's browser, the /json/version and
+// /json/list discovery answers that let those clients connect by URL, and
+// the reporting of every client message as session activity. It decides no
+// lifetimes: it closes sockets, with the reason, when the session ends.
+//
+// It is served by net/http and gorilla/websocket on the same listener as the
+// API (which runs Fiber behind an adaptor), so cdpUrl shares the API's host.
+package cdpproxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/trawler-dev/trawler/cdp"
+	"github.com/trawler-dev/trawler/publicurl"
+	"github.com/trawler-dev/trawler/sessions"
+)
+
+// Sessions finds sessions; it is implemented by *sessions.Manager.
+type Sessions interface {
+	Lookup(ctx context.Context, id string) (*sessions.Session, error)
+}
+
+// Proxy serves /cdp/{id}...
+type Proxy struct {
+	sessions Sessions
+	urls     publicurl.Resolver
+	log      *slog.Logger
+	upgrader websocket.Upgrader
+	dialer   websocket.Dialer
+
+	conns atomic.Int64
+	wg    sync.WaitGroup
+}
+
+// New returns a proxy.
+func New(s Sessions, urls publicurl.Resolver, log *slog.Logger) *Proxy {
+	return &Proxy{
+		sessions: s, urls: urls, log: log,
+		upgrader: websocket.Upgrader{
+			ReadBufferSize: 64 << 10, WriteBufferSize: 64 << 10,
+			// CDP clients are programs, not pages: the token is the credential.
+			CheckOrigin: func(*http.Request) bool { return true },
+		},
+		dialer: websocket.Dialer{ReadBufferSize: 64 << 10, WriteBufferSize: 64 << 10, HandshakeTimeout: 10 * time.Second},
+	}
+}
+
+// Connections is how many client sockets are open now.
+func (p *Proxy) Connections() int64 { return p.conns.Load() }
+
+// Wait waits for every proxied connection to finish.
+func (p *Proxy) Wait() { p.wg.Wait() }
+
+// CDPURL is the cdpUrl of session id for a client that reached the service
+// at base (http(s)://host).
+func CDPURL(base, id, token string) string {
+	return publicurl.WebSocket(base) + "/cdp/" + id + "?token=" + url.QueryEscape(token)
+}
+
+func (p *Proxy) baseURL(r *http.Request) string {
+	return p.urls.BaseURL(publicurl.Request{RemoteAddr: r.RemoteAddr, TLS: r.TLS != nil, Host: r.Host,
+		ForwardedProto: r.Header.Get("X-Forwarded-Proto"), ForwardedHost: r.Header.Get("X-Forwarded-Host")})
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]any{"success": false, "error": msg, "code": code})
+}
+
+// ServeHTTP routes /cdp/{id}, /cdp/{id}/json/version, /cdp/{id}/json/list and
+// /cdp/{id}/devtools/page/{target}.
+func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rest := strings.TrimPrefix(r.URL.Path, "/cdp/")
+	id, sub, _ := strings.Cut(rest, "/")
+	sub = strings.TrimSuffix("/"+sub, "/")
+	if id == "" {
+		writeError(w, http.StatusNotFound, "NOT_FOUND", "no browser session id in the path")
+		return
+	}
+	s, err := p.sessions.Lookup(r.Context(), id)
+	var destroyed *sessions.DestroyedError
+	switch {
+	case errors.Is(err, sessions.ErrNotFound):
+		writeError(w, http.StatusNotFound, "NOT_FOUND", "browser session not found")
+		return
+	case errors.As(err, &destroyed):
+		writeError(w, http.StatusGone, "SESSION_DESTROYED", "browser session was destroyed: "+destroyed.Reason)
+		return
+	case err != nil:
+		p.log.Error("looking up a session", "session", id, "err", err)
+		writeError(w, http.StatusInternalServerError, "INTERNAL", "could not look up the session")
+		return
+	}
+	token := r.URL.Query().Get("token")
+	if token == "" {
+		writeError(w, http.StatusUnauthorized, "UNAUTHORIZED", "token query parameter is required: use the cdpUrl returned by POST /v2/browser")
+		return
+	}
+	if !s.CheckCDPToken(token) {
+		writeError(w, http.StatusUnauthorized, "UNAUTHORIZED", "token does not match this browser session")
+		return
+	}
+	upgrade := websocket.IsWebSocketUpgrade(r)
+	switch {
+	case sub == "" && upgrade, strings.HasPrefix(sub, "/devtools/browser") && upgrade:
+		p.proxy(w, r, s, s.DevToolsURL())
+	case strings.HasPrefix(sub, "/devtools/page/") && upgrade:
+		target := strings.TrimPrefix(sub, "/devtools/page/")
+		u, _ := url.Parse(s.DevToolsURL())
+		u.Path = "/devtools/page/" + url.PathEscape(target)
+		p.proxy(w, r, s, u.String())
+	case sub == "" || sub == "/json/version":
+		p.version(w, r, s, token)
+	case sub == "/json/list" || sub == "/json":
+		p.list(w, r, s, token)
+	default:
+		writeError(w, http.StatusNotFound, "NOT_FOUND", "unknown CDP path "+sub)
+	}
+}
+
+func (p *Proxy) version(w http.ResponseWriter, r *http.Request, s *sessions.Session, token string) {
+	var v map[string]any
+	if err := cdp.GetJSON(r.Context(), s.DevToolsURL(), "/json/version", &v); err != nil {
+		writeError(w, http.StatusBadGateway, "UPSTREAM_ERROR", "the session's browser did not answer: "+err.Error())
+		return
+	}
+	v["webSocketDebuggerUrl"] = CDPURL(p.baseURL(r), s.ID(), token)
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(v)
+}
+
+func (p *Proxy) list(w http.ResponseWriter, r *http.Request, s *sessions.Session, token string) {
+	var list []map[string]any
+	if err := cdp.GetJSON(r.Context(), s.DevToolsURL(), "/json/list", &list); err != nil {
+		writeError(w, http.StatusBadGateway, "UPSTREAM_ERROR", "the session's browser did not answer: "+err.Error())
+		return
+	}
+	ws := publicurl.WebSocket(p.baseURL(r))
+	for _, t := range list {
+		delete(t, "devtoolsFrontendUrl")
+		if id, ok := t["id"].(string); ok {
+			t["webSocketDebuggerUrl"] = ws + "/cdp/" + s.ID() + "/devtools/page/" + url.PathEscape(id) + "?token=" + url.QueryEscape(token)
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(list)
+}
+
+// closeCode maps a session's end reason to a WebSocket close code.
+func closeCode(reason string) int {
+	switch {
+	case reason == sessions.ReasonShutdown:
+		return websocket.CloseGoingAway
+	case strings.Contains(reason, sessions.ErrBrowserExited.Error()):
+		return websocket.CloseInternalServerErr
+	default:
+		return websocket.CloseNormalClosure
+	}
+}
+
+func closeMessage(code int, reason string) []byte {
+	reason = "session ended: " + reason
+	if len(reason) > 123 {
+		reason = reason[:123]
+	}
+	return websocket.FormatCloseMessage(code, reason)
+}
+
+func (p *Proxy) proxy(w http.ResponseWriter, r *http.Request, s *sessions.Session, upstreamURL string) {
+	detach, ok := s.Attach()
+	if !ok {
+		writeError(w, http.StatusGone, "SESSION_DESTROYED", "browser session was destroyed: "+s.Reason())
+		return
+	}
+	defer detach()
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	up, _, err := p.dialer.DialContext(ctx, upstreamURL, nil)
+	cancel()
+	if err != nil {
+		writeError(w, http.StatusBadGateway, "UPSTREAM_ERROR", "could not reach the session's browser: "+err.Error())
+		return
+	}
+	client, err := p.upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		up.Close()
+		return // the upgrader has answered the client
+	}
+	p.wg.Add(1)
+	defer p.wg.Done()
+	p.conns.Add(1)
+	defer p.conns.Add(-1)
+	s.Touch()
+	// Tens of megabytes (full-page screenshots) must pass in both directions.
+	client.SetReadLimit(-1)
+	up.SetReadLimit(-1)
+
+	errc := make(chan error, 2)
+	go func() { errc <- p.fromClient(up, client, s) }()
+	go func() { errc <- copyMessages(client, up) }()
+
+	var msg []byte
+	select {
+	case <-s.Done():
+		msg = closeMessage(closeCode(s.Reason()), s.Reason())
+	case err := <-errc:
+		// One side went away. If the browser went, the session is ending
+		// (its watcher sees the exit): wait a moment to name the reason.
+		if !isClientGone(err) {
+			select {
+			case <-s.Done():
+				msg = closeMessage(closeCode(s.Reason()), s.Reason())
+			case <-time.After(time.Second):
+				msg = websocket.FormatCloseMessage(websocket.CloseInternalServerErr, "connection to the browser lost")
+			}
+		}
+	}
+	if msg != nil {
+		client.WriteControl(websocket.CloseMessage, msg, time.Now().Add(time.Second))
+	}
+	up.Close()
+	client.Close()
+}
+
+// clientSide marks errors that came from reading the client.
+type clientSide struct{ error }
+
+func isClientGone(err error) bool {
+	var c clientSide
+	return errors.As(err, &c)
+}
+
+// fromClient forwards client messages to the browser, counting each as
+// activity. Browser.close is not forwarded: it ends the session instead, so
+// a Puppeteer browser.close() frees the session cleanly rather than looking
+// like a crash.
+func (p *Proxy) fromClient(up, client *websocket.Conn, s *sessions.Session) error {
+	for {
+		mt, msg, err := client.ReadMessage()
+		if err != nil {
+			return clientSide{err}
+		}
+		s.Touch()
+		if mt == websocket.TextMessage && bytes.Contains(msg, []byte(`"Browser.close"`)) {
+			var m struct {
+				ID     int64  `json:"id"`
+				Method string `json:"method"`
+			}
+			if json.Unmarshal(msg, &m) == nil && m.Method == "Browser.close" {
+				p.log.Info("client closed the browser", "session", s.ID())
+				go s.End(sessions.ReasonClientClosed)
+				continue
+			}
+		}
+		if err := up.WriteMessage(mt, msg); err != nil {
+			return err
+		}
+	}
+}
+
+// copyMessages streams messages from src to dst frame by frame, so a large
+// message is never held whole in memory.
+func copyMessages(dst, src *websocket.Conn) error {
+	for {
+		mt, r, err := src.NextReader()
+		if err != nil {
+			return err
+		}
+		w, err := dst.NextWriter(mt)
+		if err != nil {
+			return clientSide{err}
+		}
+		if _, err := io.Copy(w, r); err != nil {
+			return err
+		}
+		if err := w.Close(); err != nil {
+			return clientSide{err}
+		}
+	}
+}

@@ -1,0 +1,98 @@
+// Command trawler is the Trawler service and its command-line tools.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/trawler-dev/trawler/config"
+	"github.com/trawler-dev/trawler/service"
+)
+
+const usage = `Trawler: web content acquisition and remote Chromium sessions.
+
+Usage:
+  trawler serve     run the service (configured by TRAWLER_* environment variables; see README)
+  trawler version   print the version
+`
+
+var version = "dev"
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	switch os.Args[1] {
+	case "serve":
+		if err := serve(); err != nil {
+			fmt.Fprintln(os.Stderr, "trawler:", err)
+			os.Exit(1)
+		}
+	case "version":
+		fmt.Println("trawler", version)
+	case "help", "-h", "--help":
+		fmt.Print(usage)
+	default:
+		fmt.Fprintf(os.Stderr, "trawler: unknown command %q\n\n%s", os.Args[1], usage)
+		os.Exit(2)
+	}
+}
+
+func serve() error {
+	cfg, err := config.FromEnv(os.Getenv)
+	if err != nil {
+		return fmt.Errorf("configuration:\n%w", err)
+	}
+	var level slog.Level
+	level.UnmarshalText([]byte(cfg.LogLevel))
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listening on TRAWLER_ADDR %s: %w", cfg.Addr, err)
+	}
+	svc, err := service.New(ctx, cfg, log)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	srv := &http.Server{Handler: svc.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	mode := "keys"
+	if cfg.LocalMode() {
+		mode = "local (no API keys configured)"
+	}
+	log.Info("trawler listening", "addr", ln.Addr().String(), "auth", mode, "pool", cfg.PoolSize, "warm", cfg.WarmBrowsers)
+
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			svc.Close()
+			return err
+		}
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	// Stop taking requests, then end the sessions: their WebSockets (which
+	// Shutdown does not track) get a close frame naming the shutdown.
+	go srv.Shutdown(shutdownCtx)
+	svc.Close()
+	srv.Shutdown(shutdownCtx)
+	log.Info("stopped")
+	return nil
+}

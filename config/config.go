@@ -1,0 +1,278 @@
+// Package config owns Trawler's settings: one typed Config read from the
+// environment (every TRAWLER_ name lives in this file) and validated at start
+// with messages that name the setting.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is everything the service needs to start.
+type Config struct {
+	// Addr is the listen address of the API, the CDP proxy and the live view
+	// (TRAWLER_ADDR, default 127.0.0.1:3002).
+	Addr string
+	// APIKeys maps each configured key to its team (TRAWLER_API_KEYS,
+	// "team:key,team:key"). Empty means local mode: one team "local" and any
+	// or no bearer token accepted.
+	APIKeys []TeamKey
+	// AllowPublicLocalMode lets local mode listen on a non-loopback address
+	// (TRAWLER_ALLOW_PUBLIC_LOCAL_MODE). Off by default: local mode has no
+	// authentication at all.
+	AllowPublicLocalMode bool
+	// DataDir holds the database and the browsers' user-data directories
+	// (TRAWLER_DATA_DIR, default ./data).
+	DataDir string
+	// AllowPrivateNetworks lets scrapes, crawls and webhooks reach loopback and
+	// private addresses (TRAWLER_ALLOW_PRIVATE_NETWORKS, default false).
+	AllowPrivateNetworks bool
+	// PublicURL is the base of the absolute URLs handed to clients
+	// (TRAWLER_PUBLIC_URL). Empty: built from each request's scheme and Host.
+	PublicURL *url.URL
+	// TrustedProxies are the networks whose X-Forwarded-Proto and
+	// X-Forwarded-Host headers are honoured (TRAWLER_TRUSTED_PROXIES, CIDRs).
+	TrustedProxies []netip.Prefix
+
+	// ChromiumPath is the browser binary (TRAWLER_CHROMIUM_PATH, default the
+	// first of chromium, chromium-browser, google-chrome on PATH).
+	ChromiumPath string
+	// PoolSize is the most browsers that run at once, warm or leased
+	// (TRAWLER_POOL_SIZE, default 8).
+	PoolSize int
+	// WarmBrowsers is how many idle browsers the pool keeps started so that a
+	// lease does not wait for a cold start (TRAWLER_WARM_BROWSERS, default 1).
+	WarmBrowsers int
+	// TeamConcurrency is how many browsers one team may lease at once
+	// (TRAWLER_TEAM_CONCURRENCY, default 4).
+	TeamConcurrency int
+	// QueueWait bounds how long a request waits for a browser when the pool or
+	// the team is full before it is refused with 429 (TRAWLER_QUEUE_WAIT,
+	// a Go duration, default 10s).
+	QueueWait time.Duration
+	// BrowserStartTimeout bounds one browser start (TRAWLER_BROWSER_START_TIMEOUT,
+	// default 30s).
+	BrowserStartTimeout time.Duration
+
+	// LogLevel is debug, info, warn or error (TRAWLER_LOG_LEVEL, default info).
+	LogLevel string
+}
+
+// TeamKey is one configured API key and the team it belongs to.
+type TeamKey struct {
+	Team string
+	Key  string
+}
+
+// LocalTeam is the only team in local mode.
+const LocalTeam = "local"
+
+// LocalMode reports whether no API keys are configured.
+func (c *Config) LocalMode() bool { return len(c.APIKeys) == 0 }
+
+// FromEnv reads the configuration from getenv (os.Getenv in production) and
+// validates it.
+func FromEnv(getenv func(string) string) (*Config, error) {
+	c := &Config{
+		Addr:                "127.0.0.1:3002",
+		DataDir:             "./data",
+		PoolSize:            8,
+		WarmBrowsers:        1,
+		TeamConcurrency:     4,
+		QueueWait:           10 * time.Second,
+		BrowserStartTimeout: 30 * time.Second,
+		LogLevel:            "info",
+	}
+	var errs []error
+	str := func(name string, dst *string) {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			*dst = v
+		}
+	}
+	boolean := func(name string, dst *bool) {
+		v := strings.TrimSpace(getenv(name))
+		if v == "" {
+			return
+		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s must be true or false, got %q", name, v))
+			return
+		}
+		*dst = b
+	}
+	integer := func(name string, dst *int) {
+		v := strings.TrimSpace(getenv(name))
+		if v == "" {
+			return
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s must be a whole number, got %q", name, v))
+			return
+		}
+		*dst = n
+	}
+	duration := func(name string, dst *time.Duration) {
+		v := strings.TrimSpace(getenv(name))
+		if v == "" {
+			return
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s must be a duration such as 10s or 500ms, got %q", name, v))
+			return
+		}
+		*dst = d
+	}
+
+	str("TRAWLER_ADDR", &c.Addr)
+	str("TRAWLER_DATA_DIR", &c.DataDir)
+	str("TRAWLER_CHROMIUM_PATH", &c.ChromiumPath)
+	str("TRAWLER_LOG_LEVEL", &c.LogLevel)
+	boolean("TRAWLER_ALLOW_PRIVATE_NETWORKS", &c.AllowPrivateNetworks)
+	boolean("TRAWLER_ALLOW_PUBLIC_LOCAL_MODE", &c.AllowPublicLocalMode)
+	integer("TRAWLER_POOL_SIZE", &c.PoolSize)
+	integer("TRAWLER_WARM_BROWSERS", &c.WarmBrowsers)
+	integer("TRAWLER_TEAM_CONCURRENCY", &c.TeamConcurrency)
+	duration("TRAWLER_QUEUE_WAIT", &c.QueueWait)
+	duration("TRAWLER_BROWSER_START_TIMEOUT", &c.BrowserStartTimeout)
+
+	if v := strings.TrimSpace(getenv("TRAWLER_API_KEYS")); v != "" {
+		keys, err := parseKeys(v)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		c.APIKeys = keys
+	}
+	if v := strings.TrimSpace(getenv("TRAWLER_PUBLIC_URL")); v != "" {
+		u, err := url.Parse(strings.TrimRight(v, "/"))
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("TRAWLER_PUBLIC_URL must be an absolute http or https URL, got %q", v))
+		} else {
+			c.PublicURL = u
+		}
+	}
+	if v := strings.TrimSpace(getenv("TRAWLER_TRUSTED_PROXIES")); v != "" {
+		for _, s := range strings.Split(v, ",") {
+			s = strings.TrimSpace(s)
+			p, err := netip.ParsePrefix(s)
+			if err != nil {
+				a, aerr := netip.ParseAddr(s)
+				if aerr != nil {
+					errs = append(errs, fmt.Errorf("TRAWLER_TRUSTED_PROXIES must list IP addresses or CIDR prefixes, got %q", s))
+					continue
+				}
+				p = netip.PrefixFrom(a, a.BitLen())
+			}
+			c.TrustedProxies = append(c.TrustedProxies, p)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func parseKeys(v string) ([]TeamKey, error) {
+	var keys []TeamKey
+	seen := map[string]bool{}
+	for _, pair := range strings.Split(v, ",") {
+		pair = strings.TrimSpace(pair)
+		if pair == "" {
+			continue
+		}
+		team, key, ok := strings.Cut(pair, ":")
+		team, key = strings.TrimSpace(team), strings.TrimSpace(key)
+		if !ok || team == "" || key == "" {
+			return nil, fmt.Errorf("TRAWLER_API_KEYS must be a comma-separated list of team:key pairs, got an entry without a team or a key")
+		}
+		if len(key) < 8 {
+			return nil, fmt.Errorf("TRAWLER_API_KEYS: the key of team %q must be at least 8 characters", team)
+		}
+		if seen[key] {
+			return nil, fmt.Errorf("TRAWLER_API_KEYS: a key is listed twice")
+		}
+		seen[key] = true
+		keys = append(keys, TeamKey{Team: team, Key: key})
+	}
+	return keys, nil
+}
+
+// Validate checks every setting and names the one at fault.
+func (c *Config) Validate() error {
+	var errs []error
+	host, _, err := net.SplitHostPort(c.Addr)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("TRAWLER_ADDR must be host:port, got %q", c.Addr))
+	} else if c.LocalMode() && !c.AllowPublicLocalMode && !isLoopbackHost(host) {
+		errs = append(errs, fmt.Errorf("TRAWLER_ADDR %q is not a loopback address and no TRAWLER_API_KEYS are set: local mode accepts any caller, so set keys or TRAWLER_ALLOW_PUBLIC_LOCAL_MODE=true", c.Addr))
+	}
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("TRAWLER_DATA_DIR must not be empty"))
+	}
+	if c.PoolSize < 1 || c.PoolSize > 1000 {
+		errs = append(errs, fmt.Errorf("TRAWLER_POOL_SIZE must be between 1 and 1000, got %d", c.PoolSize))
+	}
+	if c.WarmBrowsers < 0 || c.WarmBrowsers > c.PoolSize {
+		errs = append(errs, fmt.Errorf("TRAWLER_WARM_BROWSERS must be between 0 and TRAWLER_POOL_SIZE (%d), got %d", c.PoolSize, c.WarmBrowsers))
+	}
+	if c.TeamConcurrency < 1 {
+		errs = append(errs, fmt.Errorf("TRAWLER_TEAM_CONCURRENCY must be at least 1, got %d", c.TeamConcurrency))
+	}
+	if c.QueueWait < 0 || c.QueueWait > 10*time.Minute {
+		errs = append(errs, fmt.Errorf("TRAWLER_QUEUE_WAIT must be between 0s and 10m, got %s", c.QueueWait))
+	}
+	if c.BrowserStartTimeout < time.Second {
+		errs = append(errs, fmt.Errorf("TRAWLER_BROWSER_START_TIMEOUT must be at least 1s, got %s", c.BrowserStartTimeout))
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("TRAWLER_LOG_LEVEL must be debug, info, warn or error, got %q", c.LogLevel))
+	}
+	if c.ChromiumPath == "" {
+		c.ChromiumPath = findChromium()
+	}
+	if c.ChromiumPath == "" {
+		errs = append(errs, errors.New("TRAWLER_CHROMIUM_PATH is not set and no chromium, chromium-browser or google-chrome is on PATH (install it with apt-get install chromium)"))
+	} else if p, err := exec.LookPath(c.ChromiumPath); err != nil {
+		errs = append(errs, fmt.Errorf("TRAWLER_CHROMIUM_PATH %q is not an executable file", c.ChromiumPath))
+	} else {
+		c.ChromiumPath = p
+	}
+	if c.DataDir != "" {
+		if abs, err := filepath.Abs(c.DataDir); err == nil {
+			c.DataDir = abs
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func isLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.IsLoopback()
+}
+
+func findChromium() string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}

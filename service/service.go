@@ -1,0 +1,162 @@
+// Package service assembles Trawler from its parts (store, teams, pool,
+// sessions, API, CDP proxy, metrics) behind one net/http handler, and takes
+// them down again in order. The CLI and the end-to-end tests both start the
+// service through it.
+//
+// One listener serves everything: net/http routes /cdp/ to the CDP proxy
+// (gorilla/websocket needs net/http), /metrics to Prometheus, and every other
+// path to the Fiber API through Fiber's adaptor. Keeping one host and port
+// means cdpUrl and liveViewUrl share the API's public base URL.
+package service
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+
+	"github.com/gofiber/fiber/v2/middleware/adaptor"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/trawler-dev/trawler/api"
+	"github.com/trawler-dev/trawler/cdpproxy"
+	"github.com/trawler-dev/trawler/config"
+	"github.com/trawler-dev/trawler/publicurl"
+	"github.com/trawler-dev/trawler/sessions"
+	"github.com/trawler-dev/trawler/store"
+	"github.com/trawler-dev/trawler/teams"
+)
+
+// Service is a running Trawler.
+type Service struct {
+	Config   *config.Config
+	Store    *store.Store
+	Pool     *sessions.Pool
+	Sessions *sessions.Manager
+	Proxy    *cdpproxy.Proxy
+	log      *slog.Logger
+	handler  http.Handler
+}
+
+// New starts a service: opens the store, reaps browsers an earlier run left
+// behind, and starts the pool's warm browsers.
+func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, error) {
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating TRAWLER_DATA_DIR %s: %w", cfg.DataDir, err)
+	}
+	st, err := store.Open(ctx, filepath.Join(cfg.DataDir, "trawler.db"))
+	if err != nil {
+		return nil, err
+	}
+	reg, err := teams.Open(ctx, st, cfg)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	rt := &sessions.ProcessRuntime{Chromium: cfg.ChromiumPath, Dir: filepath.Join(cfg.DataDir, "browsers"),
+		StartTimeout: cfg.BrowserStartTimeout, Log: log}
+	if n, err := rt.Reap(ctx); err != nil {
+		log.Warn("reaping browsers of an earlier run", "err", err)
+	} else if n > 0 {
+		log.Warn("reaped browsers left by an earlier run", "browsers", n)
+	}
+	pool := sessions.NewPool(rt, sessions.PoolOptions{Size: cfg.PoolSize, Warm: cfg.WarmBrowsers,
+		QueueWait: cfg.QueueWait, Log: log})
+	mgr, err := sessions.NewManager(ctx, pool, st, log)
+	if err != nil {
+		pool.Close()
+		st.Close()
+		return nil, err
+	}
+	urls := publicurl.Resolver{Base: cfg.PublicURL, Trusted: cfg.TrustedProxies}
+	proxy := cdpproxy.New(mgr, urls, log)
+	a := api.New(api.Deps{Teams: reg, Sessions: mgr, Store: st, URLs: urls, Log: log})
+
+	s := &Service{Config: cfg, Store: st, Pool: pool, Sessions: mgr, Proxy: proxy, log: log}
+	reg2 := prometheus.NewRegistry()
+	reg2.MustRegister(s.collectors()...)
+	mux := http.NewServeMux()
+	mux.Handle("/cdp/", proxy)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg2, promhttp.HandlerOpts{}))
+	mux.Handle("/", limitBody(adaptor.FiberApp(a.App())))
+	s.handler = mux
+	return s, nil
+}
+
+// Handler serves the API, the CDP proxy and the metrics.
+func (s *Service) Handler() http.Handler { return s.handler }
+
+// Close ends every session (clients get a close frame), stops every browser
+// and closes the store.
+func (s *Service) Close() {
+	s.Sessions.Close()
+	s.Pool.Close()
+	s.Proxy.Wait()
+	s.Store.Close()
+}
+
+// limitBody refuses bodies over api.BodyLimit before Fiber's adaptor reads
+// them whole into memory.
+func limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > api.BodyLimit {
+			tooLarge(w)
+			return
+		}
+		if r.Body != nil && r.ContentLength < 0 {
+			body, err := io.ReadAll(io.LimitReader(r.Body, api.BodyLimit+1))
+			if err != nil || len(body) > api.BodyLimit {
+				tooLarge(w)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			r.ContentLength = int64(len(body))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func tooLarge(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusRequestEntityTooLarge)
+	json.NewEncoder(w).Encode(map[string]any{"success": false, "code": "PAYLOAD_TOO_LARGE",
+		"error": "request body is larger than 10 MB"})
+}
+
+func (s *Service) collectors() []prometheus.Collector {
+	gauge := func(name, help string, f func() float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "trawler", Name: name, Help: help}, f)
+	}
+	return []prometheus.Collector{
+		gauge("browsers_warm", "Idle browsers ready to lease.", func() float64 { return float64(s.Pool.Stats().Idle) }),
+		gauge("browsers_leased", "Browsers leased to sessions and jobs.", func() float64 { return float64(s.Pool.Stats().Leased) }),
+		gauge("browsers_starting", "Browsers starting.", func() float64 { return float64(s.Pool.Stats().Starting) }),
+		gauge("browsers_total", "Browsers alive or starting.", func() float64 { return float64(s.Pool.Stats().Total) }),
+		gauge("pool_waiters", "Requests waiting for a browser.", func() float64 { return float64(s.Pool.Stats().Waiters) }),
+		gauge("cdp_connections", "Open CDP client connections.", func() float64 { return float64(s.Proxy.Connections()) }),
+		&sessionCollector{s: s, desc: prometheus.NewDesc("trawler_sessions", "Browser sessions by status.", []string{"status"}, nil)},
+	}
+}
+
+type sessionCollector struct {
+	s    *Service
+	desc *prometheus.Desc
+}
+
+func (c *sessionCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *sessionCollector) Collect(ch chan<- prometheus.Metric) {
+	counts, err := c.s.Store.CountSessions(context.Background())
+	if err != nil {
+		c.s.log.Error("counting sessions for metrics", "err", err)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(c.s.Sessions.Stats()), "active")
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(counts["destroyed"]), "destroyed")
+}

@@ -1,0 +1,489 @@
+package sessions
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/google/uuid"
+
+	"github.com/trawler-dev/trawler/cdp"
+	"github.com/trawler-dev/trawler/store"
+)
+
+// Errors callers branch on.
+var (
+	// ErrNotFound: no such session, or it belongs to another team.
+	ErrNotFound = errors.New("browser session not found")
+	// ErrClosed: the manager is shutting down.
+	ErrClosed = errors.New("the service is shutting down")
+)
+
+// DestroyedError is returned for a session that has already ended.
+type DestroyedError struct {
+	ID     string
+	Reason string
+}
+
+func (e *DestroyedError) Error() string {
+	return fmt.Sprintf("browser session %s was already destroyed (%s)", e.ID, e.Reason)
+}
+
+// End reasons, as stored and as sent in WebSocket close frames. A close
+// frame's reason must stay under 123 bytes.
+const (
+	ReasonDeleted  = "session deleted by its owner"
+	ReasonShutdown = "service shutting down"
+	// ReasonClientClosed: a CDP client sent Browser.close.
+	ReasonClientClosed = "browser closed by a CDP client"
+)
+
+func reasonTTL(ttl time.Duration) string {
+	return fmt.Sprintf("ttl of %ds reached", int(ttl/time.Second))
+}
+
+func reasonIdle(ttl time.Duration) string {
+	return fmt.Sprintf("activityTtl of %ds passed without activity", int(ttl/time.Second))
+}
+
+// Manager runs interactive browser sessions on leases from the pool.
+type Manager struct {
+	pool  *Pool
+	store *store.Store
+	log   *slog.Logger
+
+	mu     sync.Mutex
+	active map[string]*Session
+	closed bool
+	wg     sync.WaitGroup // session watchers
+}
+
+// NewManager returns a manager. Sessions left active in the store by a
+// service that did not shut down cleanly are marked destroyed.
+func NewManager(ctx context.Context, pool *Pool, st *store.Store, log *slog.Logger) (*Manager, error) {
+	n, err := st.EndActiveSessions(ctx, "service restarted")
+	if err != nil {
+		return nil, err
+	}
+	if n > 0 {
+		log.Warn("marked sessions of an earlier run destroyed", "sessions", n)
+	}
+	return &Manager{pool: pool, store: st, log: log, active: map[string]*Session{}}, nil
+}
+
+// CreateOptions are the options of a new session.
+type CreateOptions struct {
+	Team          string
+	TeamLimit     int
+	TTL           time.Duration
+	ActivityTTL   time.Duration
+	StreamWebView bool
+}
+
+// Session is one live interactive session.
+type Session struct {
+	rec   store.Session
+	lease *Lease
+	mgr   *Manager
+
+	lastActivity atomic.Int64 // unix nanoseconds
+
+	mu       sync.Mutex
+	ended    bool
+	reason   string
+	done     chan struct{}
+	attached int
+	detached chan struct{} // closed when attached drops to 0 after the end
+}
+
+// ID is the session's id.
+func (s *Session) ID() string { return s.rec.ID }
+
+// Team is the session's team.
+func (s *Session) Team() string { return s.rec.Team }
+
+// DevToolsURL is the browser's own CDP endpoint.
+func (s *Session) DevToolsURL() string { return s.lease.Browser().DevToolsURL() }
+
+// Done is closed when the session ends.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Reason says why the session ended; empty while it lasts.
+func (s *Session) Reason() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reason
+}
+
+// End ends the session with reason, as DELETE does.
+func (s *Session) End(reason string) { s.mgr.finish(s, reason) }
+
+// Touch records activity, which postpones the activityTtl expiry.
+func (s *Session) Touch() { s.lastActivity.Store(time.Now().UnixNano()) }
+
+// CheckCDPToken reports whether token is the session's CDP token.
+func (s *Session) CheckCDPToken(token string) bool { return tokenEqual(token, s.rec.CDPToken) }
+
+// Attach registers a client connection. The session waits for every
+// attached connection to detach (after it has been told of the end through
+// Done) before it frees the browser, so clients get a close frame naming the
+// reason rather than a dropped socket. ok is false once the session ended.
+func (s *Session) Attach() (detach func(), ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return nil, false
+	}
+	s.attached++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			s.attached--
+			if s.attached == 0 && s.detached != nil {
+				close(s.detached)
+				s.detached = nil
+			}
+			s.mu.Unlock()
+		})
+	}, true
+}
+
+// Record returns the session as it stands, activity included.
+func (s *Session) Record() store.Session {
+	r := s.rec
+	r.LastActivity = time.Unix(0, s.lastActivity.Load()).UTC()
+	return r
+}
+
+func tokenEqual(a, b string) bool {
+	return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
+
+func newToken() string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// Create leases a browser and starts a session on it.
+func (m *Manager) Create(ctx context.Context, o CreateOptions) (*Session, error) {
+	m.mu.Lock()
+	closed := m.closed
+	m.mu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	lease, err := m.pool.Acquire(ctx, LeaseRequest{Team: o.Team, TeamLimit: o.TeamLimit, Lifetime: o.TTL})
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now().UTC()
+	s := &Session{
+		rec: store.Session{
+			ID: uuid.NewString(), Team: o.Team, Status: "active", StreamWebView: o.StreamWebView,
+			TTL: o.TTL, ActivityTTL: o.ActivityTTL,
+			CDPToken: newToken(), ViewToken: newToken(), InteractToken: newToken(),
+			CreatedAt: now, ExpiresAt: lease.Deadline().UTC(), LastActivity: now,
+		},
+		lease: lease, mgr: m, done: make(chan struct{}),
+	}
+	s.lastActivity.Store(now.UnixNano())
+	if err := m.store.InsertSession(ctx, s.rec); err != nil {
+		lease.Release(false)
+		return nil, err
+	}
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		m.finish(s, ReasonShutdown)
+		return nil, ErrClosed
+	}
+	m.active[s.rec.ID] = s
+	m.wg.Add(1)
+	m.mu.Unlock()
+	go m.watch(s)
+	return s, nil
+}
+
+// watch ends s when its lease ends (ttl, browser exit, shutdown) or when it
+// has been idle for activityTtl.
+func (m *Manager) watch(s *Session) {
+	defer m.wg.Done()
+	timer := time.NewTimer(s.rec.ActivityTTL)
+	defer timer.Stop()
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-s.lease.Done():
+			cause := s.lease.Cause()
+			reason := cause.Error()
+			switch {
+			case errors.Is(cause, ErrLeaseExpired):
+				reason = reasonTTL(s.rec.TTL)
+			case errors.Is(cause, ErrPoolClosed):
+				reason = ReasonShutdown
+			}
+			m.finish(s, reason)
+			return
+		case <-timer.C:
+			idle := time.Since(time.Unix(0, s.lastActivity.Load()))
+			if idle >= s.rec.ActivityTTL {
+				m.finish(s, reasonIdle(s.rec.ActivityTTL))
+				return
+			}
+			timer.Reset(s.rec.ActivityTTL - idle)
+		}
+	}
+}
+
+// finish ends s once: tells attached clients, waits briefly for them to
+// detach, frees the browser and records the end. It reports whether this
+// call ended the session.
+func (m *Manager) finish(s *Session, reason string) bool {
+	s.mu.Lock()
+	if s.ended {
+		s.mu.Unlock()
+		return false
+	}
+	s.ended = true
+	s.reason = reason
+	var detached chan struct{}
+	if s.attached > 0 {
+		detached = make(chan struct{})
+		s.detached = detached
+	}
+	close(s.done)
+	s.mu.Unlock()
+
+	if detached != nil {
+		select {
+		case <-detached:
+		case <-time.After(3 * time.Second):
+			m.log.Warn("clients did not detach in time", "session", s.rec.ID)
+		}
+	}
+	s.lease.Release(false)
+	m.mu.Lock()
+	delete(m.active, s.rec.ID)
+	m.mu.Unlock()
+	now := time.Now()
+	last := time.Unix(0, s.lastActivity.Load())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := m.store.EndSession(ctx, s.rec.ID, now, last, reason); err != nil {
+		m.log.Error("recording the end of a session", "session", s.rec.ID, "err", err)
+	}
+	m.log.Info("browser session ended", "session", s.rec.ID, "team", s.rec.Team, "reason", reason)
+	return true
+}
+
+// Lookup returns the live session id whatever its team (the CDP proxy
+// authenticates with the session's own token), a *DestroyedError for one
+// that ended, or ErrNotFound.
+func (m *Manager) Lookup(ctx context.Context, id string) (*Session, error) {
+	m.mu.Lock()
+	s := m.active[id]
+	m.mu.Unlock()
+	if s != nil {
+		return s, nil
+	}
+	rec, err := m.store.Session(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return nil, &DestroyedError{ID: id, Reason: rec.EndReason}
+}
+
+// TeamLookup is Lookup for an API caller: another team's session is
+// ErrNotFound.
+func (m *Manager) TeamLookup(ctx context.Context, team, id string) (*Session, error) {
+	m.mu.Lock()
+	s := m.active[id]
+	m.mu.Unlock()
+	if s != nil {
+		if s.rec.Team != team {
+			return nil, ErrNotFound
+		}
+		return s, nil
+	}
+	rec, err := m.store.TeamSession(ctx, team, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return nil, &DestroyedError{ID: id, Reason: rec.EndReason}
+}
+
+// Get returns the record of team's session id, live or ended.
+func (m *Manager) Get(ctx context.Context, team, id string) (store.Session, error) {
+	m.mu.Lock()
+	s := m.active[id]
+	m.mu.Unlock()
+	if s != nil && s.rec.Team == team {
+		return s.Record(), nil
+	}
+	rec, err := m.store.TeamSession(ctx, team, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return rec, ErrNotFound
+	}
+	return rec, err
+}
+
+// List returns team's sessions, newest first; status filters when not empty.
+func (m *Manager) List(ctx context.Context, team, status string) ([]store.Session, error) {
+	recs, err := m.store.TeamSessions(ctx, team, status, 1000)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i, r := range recs {
+		if s := m.active[r.ID]; s != nil {
+			recs[i] = s.Record()
+		}
+	}
+	return recs, nil
+}
+
+// Delete ends team's session id and returns how long it lasted.
+func (m *Manager) Delete(ctx context.Context, team, id string) (time.Duration, error) {
+	s, err := m.TeamLookup(ctx, team, id)
+	if err != nil {
+		return 0, err
+	}
+	if !m.finish(s, ReasonDeleted) {
+		return 0, &DestroyedError{ID: id, Reason: s.Reason()}
+	}
+	return time.Since(s.rec.CreatedAt), nil
+}
+
+// ExecResult is the outcome of Execute.
+type ExecResult struct {
+	// Value is the JSON value of the last expression (null for undefined).
+	Value json.RawMessage
+	// Exception is the text of an uncaught exception, if one was thrown.
+	Exception string
+}
+
+// ErrExecTimeout is returned when the code ran past its timeout.
+var ErrExecTimeout = errors.New("execution timed out")
+
+// Execute evaluates JavaScript in the session's active page. Top-level await
+// is allowed; the completion value of the last statement is returned.
+func (m *Manager) Execute(ctx context.Context, team, id, code string, timeout time.Duration) (ExecResult, error) {
+	s, err := m.TeamLookup(ctx, team, id)
+	if err != nil {
+		return ExecResult{}, err
+	}
+	s.Touch()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	// End with the session: a browser that vanished must not hang the caller.
+	go func() {
+		select {
+		case <-s.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	page, err := cdp.ActivePage(ctx, s.DevToolsURL())
+	if err != nil {
+		return ExecResult{}, m.execErr(ctx, s, err)
+	}
+	conn, err := cdp.Dial(ctx, page.WebSocketDebuggerURL)
+	if err != nil {
+		return ExecResult{}, m.execErr(ctx, s, err)
+	}
+	defer conn.Close()
+	yes := true
+	params := runtime.EvaluateParams{Expression: code, AwaitPromise: &yes, ReturnByValue: &yes,
+		UserGesture: &yes, ReplMode: &yes, Timeout: runtime.TimeDelta(timeout.Milliseconds())}
+	// Decoded here rather than into runtime.EvaluateResult, whose values use
+	// the v2 JSON package.
+	var res struct {
+		Result struct {
+			Type        string          `json:"type"`
+			Value       json.RawMessage `json:"value"`
+			Description string          `json:"description"`
+		} `json:"result"`
+		ExceptionDetails *struct {
+			Text      string `json:"text"`
+			Exception *struct {
+				Description string `json:"description"`
+			} `json:"exception"`
+		} `json:"exceptionDetails"`
+	}
+	if err := conn.Call(ctx, "", runtime.CommandEvaluate, params, &res); err != nil {
+		return ExecResult{}, m.execErr(ctx, s, err)
+	}
+	s.Touch()
+	if d := res.ExceptionDetails; d != nil {
+		msg := d.Text
+		if d.Exception != nil && d.Exception.Description != "" {
+			msg = d.Exception.Description
+		}
+		return ExecResult{Exception: msg}, nil
+	}
+	v := res.Result.Value
+	if len(v) == 0 {
+		v = json.RawMessage("null")
+	}
+	return ExecResult{Value: v}, nil
+}
+
+func (m *Manager) execErr(ctx context.Context, s *Session, err error) error {
+	select {
+	case <-s.done:
+		return &DestroyedError{ID: s.rec.ID, Reason: s.Reason()}
+	default:
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return ErrExecTimeout
+	}
+	return err
+}
+
+// Stats counts live sessions, for metrics.
+func (m *Manager) Stats() (active int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.active)
+}
+
+// Close ends every session (their clients get a close frame saying the
+// service is shutting down) and waits for them.
+func (m *Manager) Close() {
+	m.mu.Lock()
+	m.closed = true
+	all := make([]*Session, 0, len(m.active))
+	for _, s := range m.active {
+		all = append(all, s)
+	}
+	m.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range all {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m.finish(s, ReasonShutdown)
+		}()
+	}
+	wg.Wait()
+	m.wg.Wait()
+}

@@ -1,0 +1,434 @@
+// Package sessions owns Trawler's browsers: the one pool that interactive
+// sessions, scrapes and crawls all lease from (warm browsers, leases with
+// deadlines, per-team limits and a bounded queue), the Runtime interface with
+// its local-process implementation, and interactive browser sessions with
+// their ttl and activityTtl.
+package sessions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Errors callers branch on.
+var (
+	// ErrPoolClosed is returned by Acquire after Close, and is the cause of
+	// every lease that Close ended.
+	ErrPoolClosed = errors.New("browser pool is shut down")
+	// ErrLeaseExpired is the cause of a lease that reached its deadline.
+	ErrLeaseExpired = errors.New("lease deadline reached")
+	// ErrReleased is the cause of a lease its holder released.
+	ErrReleased = errors.New("lease released")
+)
+
+// BusyError is returned when no browser could be had within the queue wait.
+type BusyError struct {
+	// Reason says which limit was reached.
+	Reason string
+	// RetryAfter is a fair guess at when to try again.
+	RetryAfter time.Duration
+}
+
+func (e *BusyError) Error() string { return e.Reason }
+
+// StartError is returned when the runtime failed to start a browser.
+type StartError struct{ Err error }
+
+func (e *StartError) Error() string { return "starting a browser: " + e.Err.Error() }
+func (e *StartError) Unwrap() error { return e.Err }
+
+// PoolOptions configures a Pool.
+type PoolOptions struct {
+	// Size is the most browsers alive at once, warm, leased or starting.
+	Size int
+	// Warm is how many idle browsers to keep started.
+	Warm int
+	// QueueWait bounds how long Acquire waits for room.
+	QueueWait time.Duration
+	// MaxUses is how many reusable leases a browser serves before it is
+	// recycled; 0 means 50.
+	MaxUses int
+	Log     *slog.Logger
+}
+
+// Pool owns every browser. A Lease borrows one; the pool closes it.
+type Pool struct {
+	rt   Runtime
+	opts PoolOptions
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	total    int // browsers alive or starting
+	starting int
+	idle     []*pooled
+	leases   map[*Lease]struct{}
+	perTeam  map[string]int
+	waiters  int
+	changed  chan struct{} // closed and replaced on every change
+	closed   bool
+	retryGap bool // a warm start failed recently; back off
+
+	wg sync.WaitGroup // every goroutine the pool starts
+}
+
+type pooled struct {
+	b    Browser
+	uses int
+}
+
+// NewPool returns a pool over rt and starts its warm browsers.
+func NewPool(rt Runtime, opts PoolOptions) *Pool {
+	if opts.MaxUses <= 0 {
+		opts.MaxUses = 50
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	p := &Pool{rt: rt, opts: opts, log: opts.Log, leases: map[*Lease]struct{}{},
+		perTeam: map[string]int{}, changed: make(chan struct{})}
+	p.mu.Lock()
+	p.fillLocked()
+	p.mu.Unlock()
+	return p
+}
+
+// LeaseRequest asks for a browser.
+type LeaseRequest struct {
+	// Team is charged for the lease.
+	Team string
+	// TeamLimit is how many leases Team may hold at once.
+	TeamLimit int
+	// Lifetime bounds the lease: when it passes, the lease ends with
+	// ErrLeaseExpired and its browser is destroyed. Zero means no bound.
+	Lifetime time.Duration
+}
+
+// Stats is a snapshot of the pool, for metrics.
+type Stats struct {
+	Total, Idle, Leased, Starting, Waiters int
+}
+
+// Stats returns the pool's current figures.
+func (p *Pool) Stats() Stats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return Stats{Total: p.total, Idle: len(p.idle), Leased: len(p.leases), Starting: p.starting, Waiters: p.waiters}
+}
+
+// broadcastLocked wakes every waiter.
+func (p *Pool) broadcastLocked() {
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+// Acquire leases a browser: a warm one when there is one, else a new one when
+// the pool has room. When the pool or the team is full it waits up to
+// QueueWait, then returns a *BusyError.
+func (p *Pool) Acquire(ctx context.Context, req LeaseRequest) (*Lease, error) {
+	deadline := time.NewTimer(p.opts.QueueWait)
+	defer deadline.Stop()
+	for {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return nil, ErrPoolClosed
+		}
+		var reason string
+		switch {
+		case req.TeamLimit > 0 && p.perTeam[req.Team] >= req.TeamLimit:
+			reason = fmt.Sprintf("team concurrency limit of %d browsers reached", req.TeamLimit)
+		case len(p.idle) > 0:
+			pb := p.idle[len(p.idle)-1]
+			p.idle = p.idle[:len(p.idle)-1]
+			l := p.leaseLocked(pb, req)
+			p.fillLocked()
+			p.mu.Unlock()
+			return l, nil
+		case p.total < p.opts.Size:
+			p.total++
+			p.starting++
+			p.perTeam[req.Team]++ // hold the team's slot while starting
+			p.mu.Unlock()
+			b, err := p.start(ctx)
+			p.mu.Lock()
+			p.starting--
+			p.perTeam[req.Team]--
+			if err != nil {
+				p.total--
+				p.broadcastLocked()
+				p.mu.Unlock()
+				return nil, err
+			}
+			pb := &pooled{b: b}
+			p.watch(pb)
+			if p.closed {
+				p.mu.Unlock()
+				b.Close()
+				return nil, ErrPoolClosed
+			}
+			l := p.leaseLocked(pb, req)
+			p.mu.Unlock()
+			return l, nil
+		default:
+			reason = fmt.Sprintf("all %d browsers of the pool are in use", p.opts.Size)
+		}
+		p.waiters++
+		ch := p.changed
+		p.mu.Unlock()
+		var err error
+		select {
+		case <-ch:
+		case <-deadline.C:
+			err = &BusyError{Reason: reason, RetryAfter: p.retryAfter()}
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		p.mu.Lock()
+		p.waiters--
+		p.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (p *Pool) retryAfter() time.Duration {
+	if p.opts.QueueWait < time.Second {
+		return time.Second
+	}
+	return p.opts.QueueWait
+}
+
+func (p *Pool) start(ctx context.Context) (Browser, error) {
+	b, err := p.rt.Start(ctx, uuid.NewString())
+	if err != nil {
+		return nil, &StartError{Err: err}
+	}
+	return b, nil
+}
+
+// watch starts the goroutine that owns pb for its whole life: when the
+// browser exits it is removed from the pool, its lease (if any) ends and the
+// pool refills. Called with p.mu held.
+func (p *Pool) watch(pb *pooled) {
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		<-pb.b.Done()
+		pb.b.Close() // reap what is left of its process group and files
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.total--
+		for i, x := range p.idle {
+			if x == pb {
+				p.idle = append(p.idle[:i], p.idle[i+1:]...)
+				p.log.Warn("warm browser exited", "browser", pb.b.ID(), "err", pb.b.Err())
+				break
+			}
+		}
+		for l := range p.leases {
+			if l.pb == pb {
+				p.endLocked(l, fmt.Errorf("%w (%v)", ErrBrowserExited, pb.b.Err()))
+			}
+		}
+		p.fillLocked()
+		p.broadcastLocked()
+	}()
+}
+
+// fillLocked starts browsers until Warm are idle or starting.
+func (p *Pool) fillLocked() {
+	if p.closed || p.retryGap {
+		return
+	}
+	for len(p.idle)+p.starting < p.opts.Warm && p.total < p.opts.Size {
+		p.total++
+		p.starting++
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			b, err := p.start(ctx)
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			p.starting--
+			if err != nil {
+				p.total--
+				p.log.Error("starting a warm browser", "err", err)
+				p.backoffLocked()
+				p.broadcastLocked()
+				return
+			}
+			pb := &pooled{b: b}
+			p.watch(pb)
+			if p.closed {
+				go b.Close()
+				return
+			}
+			p.idle = append(p.idle, pb)
+			p.broadcastLocked()
+		}()
+	}
+}
+
+// backoffLocked pauses warm starts for a moment after a failure, so a
+// missing or broken Chromium does not spin.
+func (p *Pool) backoffLocked() {
+	if p.retryGap {
+		return
+	}
+	p.retryGap = true
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		time.Sleep(2 * time.Second)
+		p.mu.Lock()
+		p.retryGap = false
+		p.fillLocked()
+		p.mu.Unlock()
+	}()
+}
+
+func (p *Pool) leaseLocked(pb *pooled, req LeaseRequest) *Lease {
+	pb.uses++
+	l := &Lease{pool: p, pb: pb, Team: req.Team, done: make(chan struct{})}
+	if req.Lifetime > 0 {
+		l.deadline = time.Now().Add(req.Lifetime)
+		l.timer = time.AfterFunc(req.Lifetime, func() {
+			p.mu.Lock()
+			ended := p.endLocked(l, ErrLeaseExpired)
+			p.mu.Unlock()
+			if ended {
+				p.destroy(pb)
+			}
+		})
+	}
+	p.leases[l] = struct{}{}
+	p.perTeam[req.Team]++
+	return l
+}
+
+// endLocked ends l with cause, once; it reports whether this call ended it.
+func (p *Pool) endLocked(l *Lease, cause error) bool {
+	if _, ok := p.leases[l]; !ok {
+		return false
+	}
+	delete(p.leases, l)
+	p.perTeam[l.Team]--
+	if p.perTeam[l.Team] <= 0 {
+		delete(p.perTeam, l.Team)
+	}
+	if l.timer != nil {
+		l.timer.Stop()
+	}
+	l.cause = cause
+	close(l.done)
+	p.broadcastLocked()
+	return true
+}
+
+// destroy closes a browser in the background; its watcher refills the pool.
+func (p *Pool) destroy(pb *pooled) {
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		pb.b.Close()
+	}()
+}
+
+// Close ends every lease, stops every browser and waits for them to exit.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		p.wg.Wait()
+		return
+	}
+	p.closed = true
+	var all []*pooled
+	for l := range p.leases {
+		all = append(all, l.pb)
+		p.endLocked(l, ErrPoolClosed)
+	}
+	all = append(all, p.idle...)
+	p.idle = nil
+	p.broadcastLocked()
+	p.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, pb := range all {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pb.b.Close()
+		}()
+	}
+	wg.Wait()
+	p.wg.Wait()
+}
+
+// Lease is one holder's use of one browser, until Release, the lease's
+// deadline, the browser's exit or the pool's shutdown, whichever comes first.
+type Lease struct {
+	pool     *Pool
+	pb       *pooled
+	Team     string
+	deadline time.Time
+	timer    *time.Timer
+	done     chan struct{}
+	cause    error // set before done is closed
+}
+
+// Browser is the leased browser.
+func (l *Lease) Browser() Browser { return l.pb.b }
+
+// Deadline is when the lease expires; zero if it does not.
+func (l *Lease) Deadline() time.Time { return l.deadline }
+
+// Done is closed when the lease has ended.
+func (l *Lease) Done() <-chan struct{} { return l.done }
+
+// Cause says why the lease ended: ErrReleased, ErrLeaseExpired,
+// ErrBrowserExited (wrapped) or ErrPoolClosed. Nil while it lasts.
+func (l *Lease) Cause() error {
+	select {
+	case <-l.done:
+		return l.cause
+	default:
+		return nil
+	}
+}
+
+// Release gives the browser back. With reuse, a healthy browser that has not
+// served MaxUses leases goes back to the warm set (for short page jobs whose
+// state lives in a browser context they disposed of); otherwise the browser
+// is destroyed, as after an interactive session whose user could have
+// changed anything in it. Releasing an ended lease does nothing.
+func (l *Lease) Release(reuse bool) {
+	p := l.pool
+	p.mu.Lock()
+	if !p.endLocked(l, ErrReleased) {
+		p.mu.Unlock()
+		return
+	}
+	alive := true
+	select {
+	case <-l.pb.b.Done():
+		alive = false
+	default:
+	}
+	if reuse && alive && !p.closed && l.pb.uses < p.opts.MaxUses && len(p.idle) < p.opts.Size {
+		p.idle = append(p.idle, l.pb)
+		p.broadcastLocked()
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	p.destroy(l.pb)
+}

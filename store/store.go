@@ -1,0 +1,121 @@
+// Package store owns Trawler's persistence: SQLite through modernc.org/sqlite
+// (pure Go, WAL, versioned migrations) holding teams and their hashed keys,
+// browser session history and the team activity log.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// ErrNotFound is returned when a record does not exist (or belongs to
+// another team, which callers must not be able to tell apart).
+var ErrNotFound = errors.New("not found")
+
+// Store is the SQLite database.
+type Store struct {
+	db *sql.DB
+}
+
+// migrations are applied in order, each once; never edit a released one,
+// append a new one.
+var migrations = []string{
+	`CREATE TABLE teams (
+		id TEXT PRIMARY KEY,
+		created_at INTEGER NOT NULL
+	);
+	CREATE TABLE api_keys (
+		key_hash BLOB PRIMARY KEY,
+		team_id TEXT NOT NULL REFERENCES teams(id),
+		created_at INTEGER NOT NULL
+	);
+	CREATE TABLE browser_sessions (
+		id TEXT PRIMARY KEY,
+		team_id TEXT NOT NULL,
+		status TEXT NOT NULL,
+		stream_web_view INTEGER NOT NULL,
+		ttl_s INTEGER NOT NULL,
+		activity_ttl_s INTEGER NOT NULL,
+		cdp_token TEXT NOT NULL,
+		view_token TEXT NOT NULL,
+		interact_token TEXT NOT NULL,
+		created_at INTEGER NOT NULL,
+		expires_at INTEGER NOT NULL,
+		last_activity INTEGER NOT NULL,
+		destroyed_at INTEGER,
+		end_reason TEXT NOT NULL DEFAULT ''
+	);
+	CREATE INDEX browser_sessions_team ON browser_sessions(team_id, status, created_at);
+	CREATE TABLE activity (
+		id TEXT NOT NULL,
+		team_id TEXT NOT NULL,
+		endpoint TEXT NOT NULL,
+		api_version TEXT NOT NULL,
+		created_at INTEGER NOT NULL,
+		target TEXT NOT NULL,
+		PRIMARY KEY (team_id, created_at, id)
+	);`,
+}
+
+// Open opens (creating if needed) the database at path and migrates it.
+func Open(ctx context.Context, path string) (*Store, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("creating database directory: %w", err)
+	}
+	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", path, err)
+	}
+	// SQLite has one writer; a small pool keeps readers concurrent while
+	// busy_timeout serialises writers.
+	db.SetMaxOpenConns(4)
+	s := &Store{db: db}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+func (s *Store) migrate(ctx context.Context) error {
+	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)`); err != nil {
+		return fmt.Errorf("creating schema_migrations: %w", err)
+	}
+	var have int
+	if err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
+		return fmt.Errorf("reading schema version: %w", err)
+	}
+	for v := have + 1; v <= len(migrations); v++ {
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, migrations[v-1]); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("applying migration %d: %w", v, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations(version) VALUES (?)`, v); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("recording migration %d: %w", v, err)
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("committing migration %d: %w", v, err)
+		}
+	}
+	return nil
+}
+
+func millis(t time.Time) int64 { return t.UnixMilli() }
+
+func fromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
