@@ -1,0 +1,38 @@
+# Trawler's two front-door commands are `make run` and `make test` (README).
+SHELL := /bin/bash
+GO ?= go
+BIN := bin/trawler
+export PUPPETEER_SKIP_DOWNLOAD := 1
+export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
+
+.PHONY: run build deps test-deps test test-go test-node bench clean
+
+build:
+	$(GO) build -o $(BIN) ./cmd/trawler
+
+# deps installs what the service needs to run: Chromium from Debian.
+deps:
+	@scripts/install-deps.sh run
+
+# test-deps adds what the tests need: Node.js and the pinned npm clients.
+test-deps:
+	@scripts/install-deps.sh test
+	cd test/node && npm ci --no-audit --no-fund
+
+run: deps build
+	./$(BIN) serve
+
+test: test-deps build test-go test-node
+
+test-go:
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 15m ./...
+
+test-node: build
+	cd test/node && TRAWLER_BIN=$(CURDIR)/$(BIN) node --test --test-concurrency=1
+
+bench: deps build
+	$(GO) run ./bench
+
+clean:
+	rm -rf bin data

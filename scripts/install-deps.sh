@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs what Trawler needs on a Debian machine, skipping what is present.
+#   install-deps.sh run    Chromium
+#   install-deps.sh test   Chromium, Node.js and npm
+set -euo pipefail
+want=(chromium)
+[ "${1:-run}" = test ] && want+=(nodejs npm)
+missing=()
+for p in "${want[@]}"; do
+  case "$p" in
+    chromium) command -v chromium >/dev/null 2>&1 || missing+=(chromium) ;;
+    nodejs) command -v node >/dev/null 2>&1 || missing+=(nodejs) ;;
+    npm) command -v npm >/dev/null 2>&1 || missing+=(npm) ;;
+  esac
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo=sudo
+echo "installing ${missing[*]} with apt-get" >&2
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
