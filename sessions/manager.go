@@ -111,6 +111,9 @@ func (s *Session) ID() string { return s.rec.ID }
 // Team is the session's team.
 func (s *Session) Team() string { return s.rec.Team }
 
+// BrowserID names the session's browser (its runtime id).
+func (s *Session) BrowserID() string { return s.lease.Browser().ID() }
+
 // DevToolsURL is the browser's own CDP endpoint.
 func (s *Session) DevToolsURL() string { return s.lease.Browser().DevToolsURL() }
 

@@ -1,0 +1,220 @@
+package service_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/trawler-dev/trawler/config"
+	"github.com/trawler-dev/trawler/service"
+)
+
+const (
+	keyAcme   = "acme-secret-key-1"
+	keyGlobex = "globex-secret-key-2"
+)
+
+type testService struct {
+	*service.Service
+	URL string // http://127.0.0.1:port
+	t   *testing.T
+}
+
+// start runs a service on a loopback port with two teams (acme, globex)
+// unless env overrides TRAWLER_API_KEYS.
+func start(t *testing.T, env map[string]string) *testService {
+	t.Helper()
+	vars := map[string]string{
+		"TRAWLER_DATA_DIR":      t.TempDir(),
+		"TRAWLER_API_KEYS":      "acme:" + keyAcme + ",globex:" + keyGlobex,
+		"TRAWLER_WARM_BROWSERS": "1",
+		"TRAWLER_POOL_SIZE":     "6",
+		"TRAWLER_QUEUE_WAIT":    "2s",
+	}
+	for k, v := range env {
+		vars[k] = v
+	}
+	cfg, err := config.FromEnv(func(k string) string { return vars[k] })
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	level := slog.LevelWarn
+	if os.Getenv("TRAWLER_TEST_DEBUG") != "" {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	svc, err := service.New(context.Background(), cfg, log)
+	if err != nil {
+		t.Fatalf("service: %v", err)
+	}
+	srv := httptest.NewServer(svc.Handler())
+	t.Cleanup(func() {
+		svc.Close()
+		srv.Close()
+	})
+	return &testService{Service: svc, URL: srv.URL, t: t}
+}
+
+type response struct {
+	Status int
+	Header http.Header
+	Body   map[string]any
+	Raw    []byte
+}
+
+func (r response) str(key string) string {
+	s, _ := r.Body[key].(string)
+	return s
+}
+
+func (ts *testService) do(method, path, key string, body any) response {
+	ts.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	default:
+		raw, _ := json.Marshal(b)
+		rd = bytes.NewReader(raw)
+	}
+	req, _ := http.NewRequest(method, ts.URL+path, rd)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		ts.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	out := response{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
+	json.Unmarshal(raw, &out.Body)
+	return out
+}
+
+// create makes a session for key and fails the test unless it succeeds.
+func (ts *testService) create(key string, body map[string]any) response {
+	ts.t.Helper()
+	if body == nil {
+		body = map[string]any{}
+	}
+	r := ts.do("POST", "/v2/browser", key, body)
+	if r.Status != 200 {
+		ts.t.Fatalf("POST /v2/browser: %d %s", r.Status, r.Raw)
+	}
+	return r
+}
+
+// cdpClient is a raw CDP client over the proxy.
+type cdpClient struct {
+	t    *testing.T
+	ws   *websocket.Conn
+	next int
+}
+
+func dialCDP(t *testing.T, url string) *cdpClient {
+	t.Helper()
+	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second}
+	ws, resp, err := d.Dial(url, nil)
+	if err != nil {
+		status := 0
+		if resp != nil {
+			status = resp.StatusCode
+		}
+		t.Fatalf("dialing %s: %v (status %d)", url, err, status)
+	}
+	ws.SetReadLimit(-1)
+	t.Cleanup(func() { ws.Close() })
+	return &cdpClient{t: t, ws: ws}
+}
+
+// call sends a command and waits for its reply, skipping events.
+func (c *cdpClient) call(method string, params any) (map[string]any, error) {
+	c.next++
+	id := c.next
+	msg := map[string]any{"id": id, "method": method}
+	if params != nil {
+		msg["params"] = params
+	}
+	if err := c.ws.WriteJSON(msg); err != nil {
+		return nil, err
+	}
+	c.ws.SetReadDeadline(time.Now().Add(30 * time.Second))
+	for {
+		var m map[string]any
+		if err := c.ws.ReadJSON(&m); err != nil {
+			return nil, err
+		}
+		if n, ok := m["id"].(float64); ok && int(n) == id {
+			if e, ok := m["error"]; ok {
+				return nil, fmt.Errorf("cdp error: %v", e)
+			}
+			res, _ := m["result"].(map[string]any)
+			return res, nil
+		}
+	}
+}
+
+// waitClose reads until the connection closes and returns the close frame.
+func (c *cdpClient) waitClose(within time.Duration) *websocket.CloseError {
+	c.t.Helper()
+	c.ws.SetReadDeadline(time.Now().Add(within))
+	for {
+		_, _, err := c.ws.ReadMessage()
+		if err == nil {
+			continue
+		}
+		if ce, ok := err.(*websocket.CloseError); ok {
+			return ce
+		}
+		c.t.Fatalf("connection ended without a close frame: %v", err)
+		return nil
+	}
+}
+
+// waitFor polls cond until it holds or d passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %s waiting for %s", d, what)
+}
+
+// browserPID is the main process of the browser behind session id.
+func (ts *testService) browserPID(id string) int {
+	ts.t.Helper()
+	s, err := ts.Sessions.Lookup(context.Background(), id)
+	if err != nil {
+		ts.t.Fatalf("lookup %s: %v", id, err)
+	}
+	raw, err := os.ReadFile(filepath.Join(ts.Config.DataDir, "browsers", s.BrowserID(), "trawler.pid"))
+	if err != nil {
+		ts.t.Fatalf("reading pid: %v", err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(raw)))
+	return pid
+}
+
+func jsonUnmarshal(raw []byte, v any) error { return json.Unmarshal(raw, v) }
