@@ -313,7 +313,7 @@ func TestRateLimitAndQueue(t *testing.T) {
 
 func TestPoolFullQueues(t *testing.T) {
 	t.Parallel()
-	ts := start(t, map[string]string{"TRAWLER_POOL_SIZE": "1", "TRAWLER_WARM_BROWSERS": "1", "TRAWLER_QUEUE_WAIT": "1s"})
+	ts := start(t, map[string]string{"TRAWLER_POOL_SIZE": "1", "TRAWLER_WARM_BROWSERS": "1", "TRAWLER_QUEUE_WAIT": "5s"})
 	first := ts.create(keyAcme, nil)
 	if r := ts.do("POST", "/v2/browser", keyGlobex, map[string]any{}); r.Status != 429 || !strings.Contains(r.str("error"), "pool") {
 		t.Fatalf("pool full: %d %s", r.Status, r.Raw)

@@ -94,6 +94,7 @@ func (r *ProcessRuntime) Start(ctx context.Context, id string) (Browser, error) 
 	}
 
 	found := make(chan string, 1)
+	failed := make(chan string, 1) // the last lines before an early exit
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 64*1024), 1024*1024)
@@ -117,7 +118,7 @@ func (r *ProcessRuntime) Start(ctx context.Context, id string) (Browser, error) 
 			}
 		}
 		if !sent {
-			b.startErr = strings.Join(tail, " | ")
+			failed <- strings.Join(tail, " | ")
 		}
 		io.Copy(io.Discard, stderr)
 	}()
@@ -144,7 +145,12 @@ func (r *ProcessRuntime) Start(ctx context.Context, id string) (Browser, error) 
 		return b, nil
 	case <-b.done:
 		b.Close()
-		return nil, fmt.Errorf("chromium exited before its DevTools endpoint was ready (%v): %s", b.Err(), b.startErr)
+		var lines string
+		select {
+		case lines = <-failed:
+		case <-time.After(time.Second):
+		}
+		return nil, fmt.Errorf("chromium exited before its DevTools endpoint was ready (%v): %s", b.Err(), lines)
 	case <-timer.C:
 		b.Close()
 		return nil, fmt.Errorf("chromium did not open its DevTools endpoint within %s", timeout)
@@ -213,7 +219,6 @@ type processBrowser struct {
 	id, dir, url string
 	cmd          *exec.Cmd
 	done         chan struct{}
-	startErr     string
 
 	mu        sync.Mutex
 	err       error

@@ -1,0 +1,286 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/trawler-dev/trawler/cdp"
+)
+
+// wsConn is a deliberately lean, synchronous CDP client: one command in
+// flight, no reader goroutine, so that the client adds as little as possible
+// to what is measured. The same client is used for the direct and the
+// proxied connection.
+type wsConn struct {
+	ws *websocket.Conn
+	id int64
+}
+
+func dialWS(ctx context.Context, u string) (*wsConn, error) {
+	// The same buffer sizes as the repository's cdp package and the proxy.
+	d := websocket.Dialer{ReadBufferSize: 64 << 10, WriteBufferSize: 64 << 10, HandshakeTimeout: 10 * time.Second}
+	ws, _, err := d.DialContext(ctx, u, nil)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to %s: %w", u, err)
+	}
+	ws.SetReadLimit(-1)
+	return &wsConn{ws: ws}, nil
+}
+
+func (c *wsConn) Close() { c.ws.Close() }
+
+type cdpReply struct {
+	ID     int64           `json:"id"`
+	Result json.RawMessage `json:"result"`
+	Error  *cdp.Error      `json:"error"`
+}
+
+// call sends one command and reads until its reply, skipping events. It
+// returns the raw result.
+func (c *wsConn) call(method string, params any) (json.RawMessage, error) {
+	c.id++
+	msg, err := json.Marshal(struct {
+		ID     int64  `json:"id"`
+		Method string `json:"method"`
+		Params any    `json:"params,omitempty"`
+	}{c.id, method, params})
+	if err != nil {
+		return nil, err
+	}
+	c.ws.SetWriteDeadline(time.Now().Add(30 * time.Second))
+	if err := c.ws.WriteMessage(websocket.TextMessage, msg); err != nil {
+		return nil, fmt.Errorf("sending %s: %w", method, err)
+	}
+	c.ws.SetReadDeadline(time.Now().Add(60 * time.Second))
+	for {
+		_, raw, err := c.ws.ReadMessage()
+		if err != nil {
+			return nil, fmt.Errorf("reading the reply to %s: %w", method, err)
+		}
+		var r cdpReply
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return nil, fmt.Errorf("decoding the reply to %s: %w", method, err)
+		}
+		if r.ID != c.id {
+			continue // an event
+		}
+		if r.Error != nil {
+			return nil, fmt.Errorf("%s: %w", method, r.Error)
+		}
+		return r.Result, nil
+	}
+}
+
+// pageEndpoints returns the WebSocket URLs of the same page target, direct
+// (the browser's own /devtools/page/<id>) and through the proxy (as the
+// proxy's /cdp/<id>/json/list names it), for session c of in.
+func pageEndpoints(ctx context.Context, in *instance, c created) (direct, proxied string, err error) {
+	s, err := in.session(ctx, c.ID)
+	if err != nil {
+		return "", "", err
+	}
+	page, err := cdp.ActivePage(ctx, s.DevToolsURL())
+	if err != nil {
+		return "", "", fmt.Errorf("finding the session's page: %w", err)
+	}
+	u, err := url.Parse(c.CDPURL)
+	if err != nil {
+		return "", "", err
+	}
+	token := u.Query().Get("token")
+	var list []cdp.Target
+	if err := in.do(ctx, "GET", "/cdp/"+c.ID+"/json/list?token="+url.QueryEscape(token), nil, &list); err != nil {
+		return "", "", err
+	}
+	for _, t := range list {
+		if t.ID == page.ID {
+			return page.WebSocketDebuggerURL, t.WebSocketDebuggerURL, nil
+		}
+	}
+	return "", "", fmt.Errorf("the proxy's /json/list does not list page %s", page.ID)
+}
+
+// roundtrips times n sequential Runtime.evaluate("1+1") on each connection.
+// The two run in alternating blocks (direct first in even blocks, proxied
+// first in odd ones) so that drift in machine load hits both alike.
+func roundtrips(ctx context.Context, direct, proxied *wsConn, n int) (d, p []time.Duration, err error) {
+	params := map[string]any{"expression": "1+1", "returnByValue": true}
+	one := func(c *wsConn, into *[]time.Duration) error {
+		t := time.Now()
+		res, err := c.call("Runtime.evaluate", params)
+		el := time.Since(t)
+		if err != nil {
+			return err
+		}
+		if into != nil {
+			if !bytes.Contains(res, []byte(`"value":2`)) {
+				return fmt.Errorf("Runtime.evaluate(1+1) answered %s", res)
+			}
+			*into = append(*into, el)
+		}
+		return nil
+	}
+	for i := 0; i < 100; i++ { // warm-up, not recorded
+		if err := one(direct, nil); err != nil {
+			return nil, nil, err
+		}
+		if err := one(proxied, nil); err != nil {
+			return nil, nil, err
+		}
+	}
+	const block = 50
+	for b := 0; len(d) < n; b++ {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		order := []*wsConn{direct, proxied}
+		if b%2 == 1 {
+			order = []*wsConn{proxied, direct}
+		}
+		for _, c := range order {
+			into := &d
+			if c == proxied {
+				into = &p
+			}
+			for i := 0; i < block && len(*into) < n; i++ {
+				if err := one(c, into); err != nil {
+					return nil, nil, err
+				}
+			}
+		}
+	}
+	return d, p, nil
+}
+
+// longPageJS builds a long page (more than 15000 CSS px at 1280 px wide) of
+// varied content in the current document: headings, paragraphs of
+// pseudo-random words in assorted sizes and colours, gradient tiles and
+// tables, so that the PNG does not compress to nothing. It is deterministic.
+const longPageJS = `(() => {
+  let seed = 12345;
+  const rnd = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+  const pick = a => a[Math.floor(rnd() * a.length)];
+  const words = "trawler browser session proxy chromium devtools protocol screenshot latency throughput memory pool warm cold lease websocket frame render paint layout glyph pixel gradient table column row".split(" ");
+  const col = () => "hsl(" + Math.floor(rnd()*360) + "," + (40+Math.floor(rnd()*60)) + "%," + (25+Math.floor(rnd()*50)) + "%)";
+  const para = n => { let s = []; for (let i = 0; i < n; i++) s.push(pick(words)); return s.join(" "); };
+  document.body.style.margin = "0";
+  document.body.style.width = "1280px";
+  document.body.style.fontFamily = "sans-serif";
+  const parts = [];
+  for (let i = 0; i < 220; i++) {
+    parts.push('<h2 style="color:' + col() + ';margin:8px 16px">' + (i+1) + '. ' + para(6) + '</h2>');
+    parts.push('<p style="font-size:' + (11 + Math.floor(rnd()*10)) + 'px;color:' + col() + ';margin:4px 16px">' + para(60 + Math.floor(rnd()*60)) + '</p>');
+    let tiles = '<div style="display:flex;gap:4px;margin:4px 16px">';
+    for (let j = 0; j < 10; j++) tiles += '<div style="flex:1;height:' + (20 + Math.floor(rnd()*40)) + 'px;background:linear-gradient(' + Math.floor(rnd()*360) + 'deg,' + col() + ',' + col() + ');border-radius:' + Math.floor(rnd()*12) + 'px"></div>';
+    parts.push(tiles + '</div>');
+    if (i % 4 === 0) {
+      let t = '<table style="margin:4px 16px;border-collapse:collapse;font-size:12px">';
+      for (let r = 0; r < 4; r++) { t += '<tr>'; for (let c = 0; c < 8; c++) t += '<td style="border:1px solid ' + col() + ';padding:2px 6px;background:' + (rnd() < 0.3 ? col() : '#fff') + '">' + pick(words) + ' ' + Math.floor(rnd()*100000) + '</td>'; t += '</tr>'; }
+      parts.push(t + '</table>');
+    }
+  }
+  document.body.innerHTML = parts.join("");
+  return document.documentElement.scrollHeight;
+})()`
+
+// screenshotParams is a full-page capture of 1280x15000 CSS px.
+var screenshotParams = map[string]any{
+	"format":                "png",
+	"captureBeyondViewport": true,
+	"clip":                  map[string]any{"x": 0, "y": 0, "width": 1280, "height": 15000, "scale": 1},
+}
+
+var viewportParams = map[string]any{"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": false}
+
+// preparePage loads the long page and sets a 1280 px viewport on both
+// connections (a device metrics override belongs to the CDP session that
+// set it). It returns the page's height in CSS px.
+func preparePage(direct, proxied *wsConn) (int, error) {
+	res, err := direct.call("Runtime.evaluate", map[string]any{"expression": longPageJS, "returnByValue": true})
+	if err != nil {
+		return 0, err
+	}
+	var r struct {
+		Result struct {
+			Value int `json:"value"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(res, &r); err != nil {
+		return 0, err
+	}
+	for _, c := range []*wsConn{direct, proxied} {
+		if _, err := c.call("Emulation.setDeviceMetricsOverride", viewportParams); err != nil {
+			return 0, err
+		}
+	}
+	return r.Result.Value, nil
+}
+
+// screenshot captures the page and returns the size of the PNG in bytes.
+func screenshot(c *wsConn, check bool) (int, error) {
+	res, err := c.call("Page.captureScreenshot", screenshotParams)
+	if err != nil {
+		return 0, err
+	}
+	var r struct {
+		Data json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(res, &r); err != nil {
+		return 0, err
+	}
+	if len(r.Data) < 2 {
+		return 0, fmt.Errorf("Page.captureScreenshot answered no data")
+	}
+	b64 := r.Data[1 : len(r.Data)-1]
+	if check {
+		png, err := base64.StdEncoding.DecodeString(string(b64))
+		if err != nil {
+			return 0, fmt.Errorf("screenshot data: %w", err)
+		}
+		if !bytes.HasPrefix(png, []byte("\x89PNG")) {
+			return 0, fmt.Errorf("screenshot is not a PNG")
+		}
+		return len(png), nil
+	}
+	return base64.StdEncoding.DecodedLen(len(b64)), nil
+}
+
+// screenshots takes n screenshots on each connection, alternating which goes
+// first, and returns the total time spent on each side and the PNG size.
+func screenshots(ctx context.Context, direct, proxied *wsConn, n int) (dTotal, pTotal time.Duration, size int, err error) {
+	// Warm-up: one each, not timed; the first also checks the PNG.
+	if size, err = screenshot(direct, true); err != nil {
+		return 0, 0, 0, err
+	}
+	if _, err = screenshot(proxied, false); err != nil {
+		return 0, 0, 0, err
+	}
+	for i := 0; i < n; i++ {
+		if err := ctx.Err(); err != nil {
+			return 0, 0, 0, err
+		}
+		order := []*wsConn{direct, proxied}
+		if i%2 == 1 {
+			order = []*wsConn{proxied, direct}
+		}
+		for _, c := range order {
+			t := time.Now()
+			if _, err := screenshot(c, false); err != nil {
+				return 0, 0, 0, err
+			}
+			if c == direct {
+				dTotal += time.Since(t)
+			} else {
+				pTotal += time.Since(t)
+			}
+		}
+	}
+	return dTotal, pTotal, size, nil
+}

@@ -1,0 +1,492 @@
+// Command bench measures Trawler's session creation latency (warm and cold
+// pool), the CDP proxy's overhead (round trips and screenshot throughput,
+// each against the same browser reached directly), the memory of an idle
+// session, and browser leaks over many create/delete cycles.
+//
+// It prints one line per figure to stdout, "bench: NAME VALUE UNIT"; all
+// other output goes to stderr. Every ratio is taken against a baseline
+// measured in the same run. The services run in this process on 127.0.0.1
+// listeners, in local mode, with a temporary data directory.
+//
+// Run it with `go run ./bench` (or `make bench`).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/trawler-dev/trawler/sessions"
+)
+
+const (
+	createSamples  = 15   // per pool state
+	roundtripCalls = 1000 // per side
+	screenshotsN   = 10   // per side
+	rssSessions    = 5
+	leakCycles     = 200
+	poolSize       = 8
+)
+
+// figure prints one result line on stdout.
+func figure(name string, value float64, unit string) {
+	prec := 2
+	switch {
+	case unit == "x":
+		prec = 3
+	case unit == "browsers" || unit == "dirs":
+		prec = 0
+	case unit == "us":
+		prec = 1
+	}
+	fmt.Printf("bench: %s %.*f %s\n", name, prec, value, unit)
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
+}
+
+func main() {
+	start := time.Now()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// A safety net well above the expected ~4-5 minutes.
+	ctx, cancel := context.WithTimeout(ctx, 12*time.Minute)
+	b := &bench{log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	flag.StringVar(&b.only, "only", "", "run only these phases, comma-separated: create, memory, cdp, leaks")
+	flag.Parse()
+	err := b.run(ctx)
+	cerr := b.cleanup()
+	cancel()
+	stop()
+	if err == nil {
+		err = cerr
+	} else if cerr != nil {
+		logf("cleanup: %v", cerr)
+	}
+	if err != nil {
+		logf("FAILED after %s: %v", time.Since(start).Round(time.Second), err)
+		os.Exit(1)
+	}
+	logf("done in %s", time.Since(start).Round(time.Second))
+}
+
+type bench struct {
+	log       *slog.Logger
+	only      string
+	tmp       string
+	instances []*instance
+	before    procCounts
+}
+
+// procCounts are machine-wide counts, for the before/after check.
+type procCounts struct {
+	chromium, crashpad, zombies int
+}
+
+func countProcs() procCounts {
+	var c procCounts
+	for _, p := range listProcs() {
+		if !p.isChromium() {
+			continue
+		}
+		if p.state == "Z" {
+			c.zombies++
+			continue
+		}
+		c.chromium++ // what `pgrep -f chromium` counts, crashpad handlers included
+		if strings.Contains(p.comm, "crashpad") {
+			c.crashpad++
+		}
+	}
+	return c
+}
+
+func (b *bench) start(ctx context.Context, name string, warm int) (*instance, error) {
+	in, err := startInstance(ctx, name, filepath.Join(b.tmp, name), warm, poolSize, b.log)
+	if err != nil {
+		return nil, err
+	}
+	b.instances = append(b.instances, in)
+	if err := in.waitSettled(ctx, warm); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+func (b *bench) run(ctx context.Context) error {
+	b.before = countProcs()
+	logf("before: %d chromium processes on the machine (pgrep -f chromium; %d crashpad handlers), %d chromium zombies",
+		b.before.chromium, b.before.crashpad, b.before.zombies)
+	var err error
+	if b.tmp, err = os.MkdirTemp("", "trawler-bench-"); err != nil {
+		return err
+	}
+	if err := os.Setenv(markerEnv, b.tmp); err != nil {
+		return err
+	}
+	warm, err := b.start(ctx, "warm", 1)
+	if err != nil {
+		return err
+	}
+	phases := []struct {
+		name string
+		run  func(context.Context, *instance) error
+	}{
+		{"create", b.createLatency},
+		{"memory", b.idleMemory},
+		{"cdp", b.cdpOverhead},
+		{"leaks", b.leaks},
+	}
+	for _, ph := range phases {
+		if !b.selected(ph.name) {
+			continue
+		}
+		t := time.Now()
+		if err := ph.run(ctx, warm); err != nil {
+			return fmt.Errorf("%s: %w", ph.name, err)
+		}
+		logf("phase %s took %s", ph.name, time.Since(t).Round(time.Second))
+	}
+	return nil
+}
+
+// selected reports whether phase is to run (-only, for quick iterations).
+func (b *bench) selected(phase string) bool {
+	return b.only == "" || slices.Contains(strings.Split(b.only, ","), phase)
+}
+
+// cleanup closes every service, checks that none of their Chromium
+// processes survived and removes the data directories.
+func (b *bench) cleanup() error {
+	for _, in := range b.instances {
+		in.Close()
+	}
+	if b.tmp == "" {
+		return nil
+	}
+	var left []proc
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		left = markedProcs(b.tmp)
+		if len(left) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	after := countProcs()
+	logf("after: %d chromium processes on the machine (before: %d), %d crashpad handlers (before: %d), %d chromium zombies (before: %d)",
+		after.chromium, b.before.chromium, after.crashpad, b.before.crashpad, after.zombies, b.before.zombies)
+	if after.chromium != b.before.chromium {
+		logf("note: the machine-wide counts also move with Chromiums that other programs start or stop; the check below counts only this run's")
+	}
+	var errs []error
+	if len(left) > 0 {
+		for _, p := range left {
+			logf("left behind: pid %d %s", p.pid, truncate(p.joined(), 160))
+		}
+		errs = append(errs, fmt.Errorf("%d processes started by the bench's services are still running after Close", len(left)))
+	} else {
+		logf("after Close: no process started by this run is left (checked by the %s marker in /proc/*/environ)", markerEnv)
+	}
+	if err := os.RemoveAll(b.tmp); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func countLive(groups map[int][]proc) int {
+	n := 0
+	for _, ps := range groups {
+		n += len(ps)
+	}
+	return n
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// createLatency times POST /v2/browser over HTTP against a pool with one
+// warm browser ready and against a pool with none (a cold Chromium start
+// inside the request). Warm and cold samples alternate; before each, both
+// pools are left to settle (the warm pool refilled, the last session's
+// browser gone) so a sample never competes with a browser starting or dying.
+// Each session is deleted right after.
+func (b *bench) createLatency(ctx context.Context, warm *instance) error {
+	cold, err := b.start(ctx, "cold", 0)
+	if err != nil {
+		return err
+	}
+	defer cold.Close()
+	var ws, cs []time.Duration
+	sample := func(in *instance) (time.Duration, error) {
+		if err := warm.waitSettled(ctx, 1); err != nil {
+			return 0, err
+		}
+		if err := cold.waitSettled(ctx, 0); err != nil {
+			return 0, err
+		}
+		time.Sleep(300 * time.Millisecond) // let the fresh warm browser go quiet
+		t := time.Now()
+		c, err := in.create(ctx)
+		el := time.Since(t)
+		if err != nil {
+			return 0, err
+		}
+		return el, in.remove(ctx, c.ID)
+	}
+	for i := 0; i <= createSamples; i++ { // sample 0 is a warm-up
+		w, err := sample(warm)
+		if err != nil {
+			return err
+		}
+		c, err := sample(cold)
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			ws, cs = append(ws, w), append(cs, c)
+		}
+	}
+	wp, cp := median(ws), median(cs)
+	logf("create warm ms: %s", msList(ws))
+	logf("create cold ms: %s", msList(cs))
+	figure("session_create_warm_p50_ms", ms(wp), "ms")
+	figure("session_create_cold_p50_ms", ms(cp), "ms")
+	figure("session_create_cold_over_warm", float64(cp)/float64(wp), "x")
+	return nil
+}
+
+// idleMemory measures what one idle session costs: the PSS of its browser's
+// process group, plus the growth of this (the service's) process's RSS per
+// session. PSS rather than RSS because Chromium's processes share most of
+// their code pages; RSS would count those once per process.
+func (b *bench) idleMemory(ctx context.Context, in *instance) error {
+	if err := in.waitSettled(ctx, 1); err != nil {
+		return err
+	}
+	runtime.GC()
+	debug.FreeOSMemory()
+	base, err := rssKB(os.Getpid())
+	if err != nil {
+		return err
+	}
+	var ids []string
+	defer func() {
+		for _, id := range ids {
+			in.remove(context.Background(), id)
+		}
+	}()
+	for i := 0; i < rssSessions; i++ {
+		c, err := in.create(ctx)
+		if err != nil {
+			return err
+		}
+		ids = append(ids, c.ID)
+	}
+	err = in.waitPool(ctx, 60*time.Second, "refilled", func(s sessions.Stats) bool {
+		return s.Idle == 1 && s.Starting == 0 && s.Leased == rssSessions
+	})
+	if err != nil {
+		return err
+	}
+	time.Sleep(3 * time.Second) // let the new browsers finish their start-up work
+	var pss, rss int64
+	for _, id := range ids {
+		s, err := in.session(ctx, id)
+		if err != nil {
+			return err
+		}
+		pid, _, err := browserPID(in.browsersDir(), s.DevToolsURL())
+		if err != nil {
+			return err
+		}
+		p, r, n, err := groupMemory(pid)
+		if err != nil {
+			return err
+		}
+		logf("idle session %s: browser pid %d, %d processes, PSS %.1f MB, RSS %.1f MB", id[:8], pid, n, kbMB(p), kbMB(r))
+		pss += p
+		rss += r
+	}
+	runtime.GC()
+	debug.FreeOSMemory()
+	after, err := rssKB(os.Getpid())
+	if err != nil {
+		return err
+	}
+	perPSS := kbMB(pss) / rssSessions
+	growth := kbMB(after-base) / rssSessions
+	logf("service process RSS %.1f MB before, %.1f MB with %d idle sessions", kbMB(base), kbMB(after), rssSessions)
+	figure("session_idle_browser_pss_mb", perPSS, "MB")
+	figure("session_idle_browser_rss_mb", kbMB(rss)/rssSessions, "MB")
+	figure("session_idle_service_rss_growth_mb", growth, "MB")
+	figure("session_idle_rss_mb", perPSS+growth, "MB")
+	return nil
+}
+
+// cdpOverhead compares the proxy with a direct connection to the same page
+// target of the same browser, with the same client.
+func (b *bench) cdpOverhead(ctx context.Context, in *instance) error {
+	c, err := in.create(ctx)
+	if err != nil {
+		return err
+	}
+	defer in.remove(context.Background(), c.ID)
+	directURL, proxiedURL, err := pageEndpoints(ctx, in, c)
+	if err != nil {
+		return err
+	}
+	logf("direct  %s", directURL)
+	logf("proxied %s", truncate(proxiedURL, strings.Index(proxiedURL, "?")+8))
+	direct, err := dialWS(ctx, directURL)
+	if err != nil {
+		return err
+	}
+	defer direct.Close()
+	proxied, err := dialWS(ctx, proxiedURL)
+	if err != nil {
+		return err
+	}
+	defer proxied.Close()
+
+	d, p, err := roundtrips(ctx, direct, proxied, roundtripCalls)
+	if err != nil {
+		return err
+	}
+	dp, pp := median(d), median(p)
+	logf("round trip direct  p50 %.1f p90 %.1f p99 %.1f us", us(dp), us(pct(d, 0.9)), us(pct(d, 0.99)))
+	logf("round trip proxied p50 %.1f p90 %.1f p99 %.1f us", us(pp), us(pct(p, 0.9)), us(pct(p, 0.99)))
+	figure("cdp_roundtrip_direct_p50_us", us(dp), "us")
+	figure("cdp_roundtrip_proxy_p50_us", us(pp), "us")
+	figure("cdp_roundtrip_direct_mean_us", us(mean(d)), "us")
+	figure("cdp_roundtrip_proxy_mean_us", us(mean(p)), "us")
+	// The ratio is of medians: the means carry the odd GC pause or
+	// scheduler hiccup of a 2-core machine, which says little about the proxy.
+	figure("cdp_roundtrip_proxy_over_direct", float64(pp)/float64(dp), "x")
+
+	height, err := preparePage(direct, proxied)
+	if err != nil {
+		return err
+	}
+	logf("screenshot page is %d CSS px tall; capturing 1280x15000", height)
+	dt, pt, size, err := screenshots(ctx, direct, proxied, screenshotsN)
+	if err != nil {
+		return err
+	}
+	dRate := screenshotsN / dt.Seconds()
+	pRate := screenshotsN / pt.Seconds()
+	figure("cdp_screenshot_direct_per_s", dRate, "screenshots/s")
+	figure("cdp_screenshot_proxy_per_s", pRate, "screenshots/s")
+	figure("cdp_screenshot_mb", float64(size)/(1<<20), "MB")
+	figure("cdp_screenshot_throughput_proxy_over_direct", pRate/dRate, "x")
+	return nil
+}
+
+// leaks creates and deletes sessions back to back, then counts the browsers
+// and user-data directories left beyond the warm pool's.
+func (b *bench) leaks(ctx context.Context, in *instance) error {
+	t := time.Now()
+	for i := 0; i < leakCycles; i++ {
+		c, err := in.create(ctx)
+		if err != nil {
+			return fmt.Errorf("cycle %d: %w", i, err)
+		}
+		if err := in.remove(ctx, c.ID); err != nil {
+			return fmt.Errorf("cycle %d: %w", i, err)
+		}
+	}
+	logf("%d create/delete cycles in %s (%.0f ms each)", leakCycles, time.Since(t).Round(time.Millisecond),
+		ms(time.Since(t))/leakCycles)
+	if err := in.waitSettled(ctx, 1); err != nil {
+		return err
+	}
+	time.Sleep(2 * time.Second)
+	warm := in.svc.Pool.Stats().Idle
+	groups := browserProcs(in.dataDir)
+	procs := countLive(groups)
+	entries, err := os.ReadDir(in.browsersDir())
+	if err != nil {
+		return err
+	}
+	logf("after %d cycles: %d Chromium processes in %d browsers (%d warm), %d user-data directories",
+		leakCycles, procs, len(groups), warm, len(entries))
+	for pgid, ps := range groups {
+		dirs := map[string]bool{}
+		for _, p := range ps {
+			dirs[p.userDataDir()] = true
+		}
+		for d := range dirs {
+			if _, err := os.Stat(d); err != nil {
+				logf("browser (process group %d) runs on a removed user-data directory %s", pgid, d)
+			}
+		}
+		if len(groups) > warm {
+			for _, p := range ps {
+				logf("browser process group %d: pid %d ppid %d state %s: %s", pgid, p.pid, p.ppid, p.state, truncate(p.joined(), 160))
+			}
+		}
+	}
+	// Processes this run started that are in no browser's user-data
+	// directory: Chromium's crashpad handlers leave the process group.
+	inDirs := map[int]bool{}
+	for _, ps := range groups {
+		for _, p := range ps {
+			inDirs[p.pid] = true
+		}
+	}
+	var others []string
+	for _, p := range markedProcs(b.tmp) {
+		if !inDirs[p.pid] {
+			others = append(others, fmt.Sprintf("%d:%s", p.pid, p.comm))
+		}
+	}
+	logf("other processes of this run (outside any user-data directory): %d %v", len(others), others)
+	figure("leaked_browsers_after_200_cycles", float64(len(groups)-warm), "browsers")
+	figure("leaked_user_data_dirs_after_200_cycles", float64(len(entries)-warm), "dirs")
+	return nil
+}
+
+func median(ds []time.Duration) time.Duration { return pct(ds, 0.5) }
+
+// pct is the nearest-rank percentile q of ds.
+func pct(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := int(q*float64(len(s))+0.5) - 1
+	return s[max(0, min(i, len(s)-1))]
+}
+
+func mean(ds []time.Duration) time.Duration {
+	var t time.Duration
+	for _, d := range ds {
+		t += d
+	}
+	return t / time.Duration(max(1, len(ds)))
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+func kbMB(kb int64) float64      { return float64(kb) / 1024 }
+func msList(ds []time.Duration) string {
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		parts[i] = fmt.Sprintf("%.0f", ms(d))
+	}
+	return strings.Join(parts, " ")
+}

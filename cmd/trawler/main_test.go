@@ -1,0 +1,210 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "trawler-bin")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "trawler")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building trawler: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type proc struct {
+	cmd    *exec.Cmd
+	addr   string
+	stderr *bytes.Buffer
+}
+
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func startBinary(t *testing.T, dataDir, addr string) *proc {
+	t.Helper()
+	cmd := exec.Command(binary, "serve")
+	cmd.Env = append(os.Environ(), "TRAWLER_DATA_DIR="+dataDir, "TRAWLER_ADDR="+addr,
+		"TRAWLER_API_KEYS=acme:acme-key-0001", "TRAWLER_WARM_BROWSERS=1")
+	p := &proc{cmd: cmd, addr: addr, stderr: &bytes.Buffer{}}
+	cmd.Stderr = p.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("service log:\n%s", p.stderr)
+		}
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
+			resp.Body.Close()
+			return p
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("service did not come up:\n%s", p.stderr)
+	return nil
+}
+
+func (p *proc) call(t *testing.T, method, path string) map[string]any {
+	t.Helper()
+	req, _ := http.NewRequest(method, "http://"+p.addr+path, strings.NewReader("{}"))
+	req.Header.Set("Authorization", "Bearer acme-key-0001")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	json.NewDecoder(resp.Body).Decode(&out)
+	return out
+}
+
+// browsers lists the pids of Chromium processes using a directory under
+// dataDir.
+func browsers(dataDir string) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	marker := []byte("--user-data-dir=" + filepath.Join(dataDir, "browsers") + "/")
+	for _, e := range entries {
+		var pid int
+		if _, err := fmt.Sscan(e.Name(), &pid); err != nil {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(raw, marker) {
+			if st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil && strings.Contains(string(st), ") Z ") {
+				continue // a zombie waiting for its parent is gone for our purposes
+			}
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestRestartAfterKillReapsOrphans(t *testing.T) {
+	dataDir, addr := t.TempDir(), freeAddr(t)
+	p := startBinary(t, dataDir, addr)
+	s := p.call(t, "POST", "/v2/browser")
+	id, _ := s["id"].(string)
+	if id == "" {
+		t.Fatalf("POST /v2/browser: %v", s)
+	}
+	waitUntil(t, 20*time.Second, "the warm browser and the session's browser", func() bool {
+		return len(browsers(dataDir)) >= 2
+	})
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	p.cmd.Wait()
+	orphans := browsers(dataDir)
+	if len(orphans) == 0 {
+		t.Fatal("no browser outlived the killed service; the test cannot show reaping")
+	}
+
+	p2 := startBinary(t, dataDir, addr)
+	for _, pid := range orphans {
+		if err := syscall.Kill(pid, 0); err == nil {
+			if st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); bytes.Contains(st, []byte(dataDir)) {
+				// Only the new run's own browsers may remain.
+				if raw, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); !strings.Contains(string(raw), ") Z ") {
+					t.Errorf("orphaned browser %d still runs after the restart", pid)
+				}
+			}
+		}
+	}
+	g := p2.call(t, "GET", "/v2/browser/"+id)
+	if g["status"] != "destroyed" || g["endReason"] != "service restarted" {
+		t.Fatalf("the killed run's session after restart: %v", g)
+	}
+}
+
+func TestSIGTERMClosesSessionsAndBrowsers(t *testing.T) {
+	dataDir, addr := t.TempDir(), freeAddr(t)
+	p := startBinary(t, dataDir, addr)
+	s := p.call(t, "POST", "/v2/browser")
+	cdpURL, _ := s["cdpUrl"].(string)
+	ws, _, err := websocket.DefaultDialer.Dial(cdpURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	ws.SetReadDeadline(time.Now().Add(15 * time.Second))
+	_, _, err = ws.ReadMessage()
+	ce, ok := err.(*websocket.CloseError)
+	if !ok || ce.Code != websocket.CloseGoingAway || !strings.Contains(ce.Text, "shutting down") {
+		t.Fatalf("client saw %v, want a 1001 close frame naming the shutdown", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- p.cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("service exited with %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("service did not exit after SIGTERM")
+	}
+	if left := browsers(dataDir); len(left) > 0 {
+		t.Fatalf("browsers left after shutdown: %v", left)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(dataDir, "browsers")); len(entries) > 0 {
+		t.Fatalf("%d user-data directories left after shutdown", len(entries))
+	}
+}
+
+func TestConfigErrorsNameTheSetting(t *testing.T) {
+	cmd := exec.Command(binary, "serve")
+	cmd.Env = append(os.Environ(), "TRAWLER_DATA_DIR="+t.TempDir(), "TRAWLER_POOL_SIZE=0", "TRAWLER_ADDR=0.0.0.0:0")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatal("serve started with an invalid configuration")
+	}
+	for _, want := range []string{"TRAWLER_POOL_SIZE must be between 1 and 1000", "TRAWLER_ADDR", "local mode"} {
+		if !strings.Contains(string(out), want) {
+			t.Fatalf("output lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -1,0 +1,99 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestDefaults(t *testing.T) {
+	t.Parallel()
+	c, err := FromEnv(env(map[string]string{"TRAWLER_CHROMIUM_PATH": "/bin/sh"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Addr != "127.0.0.1:3002" || !c.LocalMode() || c.PoolSize != 8 || c.WarmBrowsers != 1 ||
+		c.TeamConcurrency != 4 || c.QueueWait != 10*time.Second || c.AllowPrivateNetworks || c.PublicURL != nil {
+		t.Fatalf("defaults: %+v", c)
+	}
+	if !strings.HasSuffix(c.DataDir, "/data") || !strings.HasPrefix(c.DataDir, "/") {
+		t.Fatalf("data dir %q should be ./data made absolute", c.DataDir)
+	}
+}
+
+func TestSettings(t *testing.T) {
+	t.Parallel()
+	c, err := FromEnv(env(map[string]string{
+		"TRAWLER_ADDR":                   "0.0.0.0:9000",
+		"TRAWLER_API_KEYS":               "acme:key-aaaaaaaa, globex:key-bbbbbbbb",
+		"TRAWLER_PUBLIC_URL":             "https://trawler.example.com/",
+		"TRAWLER_ALLOW_PRIVATE_NETWORKS": "true",
+		"TRAWLER_TRUSTED_PROXIES":        "10.0.0.0/8, 127.0.0.1",
+		"TRAWLER_POOL_SIZE":              "3",
+		"TRAWLER_WARM_BROWSERS":          "2",
+		"TRAWLER_TEAM_CONCURRENCY":       "2",
+		"TRAWLER_QUEUE_WAIT":             "1500ms",
+		"TRAWLER_CHROMIUM_PATH":          "sh",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.LocalMode() || len(c.APIKeys) != 2 || c.APIKeys[1] != (TeamKey{"globex", "key-bbbbbbbb"}) {
+		t.Fatalf("keys: %+v", c.APIKeys)
+	}
+	if c.PublicURL.String() != "https://trawler.example.com" || !c.AllowPrivateNetworks || len(c.TrustedProxies) != 2 ||
+		c.PoolSize != 3 || c.WarmBrowsers != 2 || c.TeamConcurrency != 2 || c.QueueWait != 1500*time.Millisecond {
+		t.Fatalf("settings: %+v", c)
+	}
+	if !strings.HasPrefix(c.ChromiumPath, "/") {
+		t.Fatalf("chromium path %q not resolved on PATH", c.ChromiumPath)
+	}
+}
+
+func TestErrorsNameTheSetting(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"local mode on a public address", map[string]string{"TRAWLER_ADDR": "0.0.0.0:3002"}, "TRAWLER_ADDR \"0.0.0.0:3002\" is not a loopback address and no TRAWLER_API_KEYS"},
+		{"bad address", map[string]string{"TRAWLER_ADDR": "3002"}, "TRAWLER_ADDR must be host:port"},
+		{"key without team", map[string]string{"TRAWLER_API_KEYS": ":abcdefghij"}, "TRAWLER_API_KEYS must be a comma-separated list of team:key pairs"},
+		{"short key", map[string]string{"TRAWLER_API_KEYS": "acme:short"}, "TRAWLER_API_KEYS: the key of team \"acme\" must be at least 8 characters"},
+		{"duplicate key", map[string]string{"TRAWLER_API_KEYS": "a:samekey1,b:samekey1"}, "a key is listed twice"},
+		{"public URL", map[string]string{"TRAWLER_PUBLIC_URL": "trawler.example.com"}, "TRAWLER_PUBLIC_URL must be an absolute http or https URL"},
+		{"boolean", map[string]string{"TRAWLER_ALLOW_PRIVATE_NETWORKS": "yes please"}, "TRAWLER_ALLOW_PRIVATE_NETWORKS must be true or false"},
+		{"pool size", map[string]string{"TRAWLER_POOL_SIZE": "0"}, "TRAWLER_POOL_SIZE must be between 1 and 1000"},
+		{"pool size text", map[string]string{"TRAWLER_POOL_SIZE": "many"}, "TRAWLER_POOL_SIZE must be a whole number"},
+		{"warm over size", map[string]string{"TRAWLER_POOL_SIZE": "2", "TRAWLER_WARM_BROWSERS": "3"}, "TRAWLER_WARM_BROWSERS must be between 0 and TRAWLER_POOL_SIZE (2)"},
+		{"team concurrency", map[string]string{"TRAWLER_TEAM_CONCURRENCY": "0"}, "TRAWLER_TEAM_CONCURRENCY must be at least 1"},
+		{"queue wait", map[string]string{"TRAWLER_QUEUE_WAIT": "10"}, "TRAWLER_QUEUE_WAIT must be a duration"},
+		{"trusted proxies", map[string]string{"TRAWLER_TRUSTED_PROXIES": "proxy.local"}, "TRAWLER_TRUSTED_PROXIES must list IP addresses or CIDR prefixes"},
+		{"chromium", map[string]string{"TRAWLER_CHROMIUM_PATH": "/nonexistent/chromium"}, "TRAWLER_CHROMIUM_PATH \"/nonexistent/chromium\" is not an executable file"},
+		{"log level", map[string]string{"TRAWLER_LOG_LEVEL": "loud"}, "TRAWLER_LOG_LEVEL must be debug, info, warn or error"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if _, ok := tc.env["TRAWLER_CHROMIUM_PATH"]; !ok {
+				tc.env["TRAWLER_CHROMIUM_PATH"] = "/bin/sh"
+			}
+			_, err := FromEnv(env(tc.env))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestPublicLocalModeNeedsExplicitConsent(t *testing.T) {
+	t.Parallel()
+	_, err := FromEnv(env(map[string]string{"TRAWLER_ADDR": "0.0.0.0:3002", "TRAWLER_ALLOW_PUBLIC_LOCAL_MODE": "true", "TRAWLER_CHROMIUM_PATH": "/bin/sh"}))
+	if err != nil {
+		t.Fatalf("explicitly allowed public local mode: %v", err)
+	}
+}
