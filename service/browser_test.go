@@ -2,6 +2,7 @@ package service_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -59,6 +60,17 @@ func TestSessionLifecycleWithChromedp(t *testing.T) {
 	ex = ts.do("POST", "/v2/browser/"+id+"/execute", keyAcme, map[string]any{"code": "await new Promise(r => setTimeout(r, 50)); ({a: [1, 2]})"})
 	if ex.Body["success"] != true || ex.Body["result"].(map[string]any)["a"].([]any)[1] != float64(2) {
 		t.Fatalf("execute with await: %s", ex.Raw)
+	}
+	for code, want := range map[string]any{
+		"Promise.resolve(42)": float64(42),
+		"new Promise(r => setTimeout(() => r('later'), 300))": "later",
+		"(async () => [document.title.length])()":             []any{float64(len("through the proxy"))},
+		"undefined":                                           nil,
+	} {
+		ex = ts.do("POST", "/v2/browser/"+id+"/execute", keyAcme, map[string]any{"code": code})
+		if ex.Body["success"] != true || fmt.Sprint(ex.Body["result"]) != fmt.Sprint(want) {
+			t.Fatalf("execute %q: %s, want result %v", code, ex.Raw, want)
+		}
 	}
 	ex = ts.do("POST", "/v2/browser/"+id+"/execute", keyAcme, map[string]any{"code": "throw new Error('boom')"})
 	if ex.Status != 200 || ex.Body["success"] != false || !strings.Contains(ex.str("error"), "boom") {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -387,15 +388,51 @@ type ExecResult struct {
 // ErrExecTimeout is returned when the code ran past its timeout.
 var ErrExecTimeout = errors.New("execution timed out")
 
+// remoteObject and exceptionDetails decode the parts of Runtime results that
+// Execute reads (cdproto's own types carry values in the v2 JSON package).
+type remoteObject struct {
+	Type     string          `json:"type"`
+	Subtype  string          `json:"subtype"`
+	Value    json.RawMessage `json:"value"`
+	ObjectID string          `json:"objectId"`
+}
+
+type evalResult struct {
+	Result           remoteObject `json:"result"`
+	ExceptionDetails *struct {
+		Text      string `json:"text"`
+		Exception *struct {
+			Description string `json:"description"`
+		} `json:"exception"`
+	} `json:"exceptionDetails"`
+}
+
+func (r evalResult) exception() string {
+	d := r.ExceptionDetails
+	if d == nil {
+		return ""
+	}
+	if d.Exception != nil && d.Exception.Description != "" {
+		return d.Exception.Description
+	}
+	if d.Text != "" {
+		return d.Text
+	}
+	return "uncaught exception"
+}
+
+const execGroup = "trawler-execute"
+
 // Execute evaluates JavaScript in the session's active page. Top-level await
-// is allowed; the completion value of the last statement is returned.
+// is allowed, the completion value of the last statement is returned, and a
+// promise that the code evaluates to is awaited.
 func (m *Manager) Execute(ctx context.Context, team, id, code string, timeout time.Duration) (ExecResult, error) {
 	s, err := m.TeamLookup(ctx, team, id)
 	if err != nil {
 		return ExecResult{}, err
 	}
 	s.Touch()
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// End with the session: a browser that vanished must not hang the caller.
 	go func() {
@@ -405,41 +442,45 @@ func (m *Manager) Execute(ctx context.Context, team, id, code string, timeout ti
 		case <-ctx.Done():
 		}
 	}()
-	page, err := cdp.ActivePage(ctx, s.DevToolsURL())
+	connectCtx, cancelConnect := context.WithTimeout(ctx, 10*time.Second)
+	defer cancelConnect()
+	page, err := cdp.ActivePage(connectCtx, s.DevToolsURL())
 	if err != nil {
 		return ExecResult{}, m.execErr(ctx, s, err)
 	}
-	conn, err := cdp.Dial(ctx, page.WebSocketDebuggerURL)
+	conn, err := cdp.Dial(connectCtx, page.WebSocketDebuggerURL)
 	if err != nil {
 		return ExecResult{}, m.execErr(ctx, s, err)
 	}
 	defer conn.Close()
+	evalCtx, cancelEval := context.WithTimeout(ctx, timeout)
+	defer cancelEval()
+	defer conn.Call(context.Background(), "", runtime.CommandReleaseObjectGroup, runtime.ReleaseObjectGroupParams{ObjectGroup: execGroup}, nil)
+
+	// REPL mode allows top-level await but wraps the completion value in a
+	// promise of its own, so the value is fetched by reference and, when it
+	// is itself a promise, awaited in a second step.
 	yes := true
-	params := runtime.EvaluateParams{Expression: code, AwaitPromise: &yes, ReturnByValue: &yes,
-		UserGesture: &yes, ReplMode: &yes, Timeout: runtime.TimeDelta(timeout.Milliseconds())}
-	// Decoded here rather than into runtime.EvaluateResult, whose values use
-	// the v2 JSON package.
-	var res struct {
-		Result struct {
-			Type        string          `json:"type"`
-			Value       json.RawMessage `json:"value"`
-			Description string          `json:"description"`
-		} `json:"result"`
-		ExceptionDetails *struct {
-			Text      string `json:"text"`
-			Exception *struct {
-				Description string `json:"description"`
-			} `json:"exception"`
-		} `json:"exceptionDetails"`
+	var res evalResult
+	err = conn.Call(evalCtx, "", runtime.CommandEvaluate, runtime.EvaluateParams{Expression: code, ObjectGroup: execGroup,
+		AwaitPromise: &yes, UserGesture: &yes, ReplMode: &yes, Timeout: runtime.TimeDelta(timeout.Milliseconds())}, &res)
+	if err == nil && res.ExceptionDetails == nil && res.Result.ObjectID != "" {
+		if res.Result.Subtype == "promise" {
+			err = conn.Call(evalCtx, "", runtime.CommandAwaitPromise, runtime.AwaitPromiseParams{
+				PromiseObjectID: runtime.RemoteObjectID(res.Result.ObjectID), ReturnByValue: &yes}, &res)
+		} else {
+			err = conn.Call(evalCtx, "", runtime.CommandCallFunctionOn, runtime.CallFunctionOnParams{
+				FunctionDeclaration: "function() { return this; }", ObjectID: runtime.RemoteObjectID(res.Result.ObjectID),
+				ReturnByValue: &yes}, &res)
+		}
 	}
-	if err := conn.Call(ctx, "", runtime.CommandEvaluate, params, &res); err != nil {
-		return ExecResult{}, m.execErr(ctx, s, err)
+	if err != nil {
+		return ExecResult{}, m.execErr(evalCtx, s, err)
 	}
 	s.Touch()
-	if d := res.ExceptionDetails; d != nil {
-		msg := d.Text
-		if d.Exception != nil && d.Exception.Description != "" {
-			msg = d.Exception.Description
+	if msg := res.exception(); msg != "" {
+		if strings.Contains(msg, "Execution was terminated") {
+			return ExecResult{}, ErrExecTimeout
 		}
 		return ExecResult{Exception: msg}, nil
 	}

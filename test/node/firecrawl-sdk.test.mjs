@@ -131,13 +131,8 @@ test("another team's key cannot see, use or delete the session", async () => {
   }
 });
 
-// Server bug (reported to the lead): POST /v2/browser/{id}/execute evaluates
-// with replMode, so a Promise that is the *value* of the code is not awaited:
-// `Promise.resolve(42)` answers {success:true, result:{}} at once. A
-// top-level `await` does work. Remove `todo` when the server awaits results.
-test('browserExecute resolves a returned Promise', {
-  todo: 'server bug: execute answers {} for code whose value is a Promise (e.g. Promise.resolve(42)) instead of awaiting it',
-}, async () => {
+// A Promise that is the value of the code is awaited, not answered as {}.
+test('browserExecute resolves a returned Promise', async () => {
   const fc = sdk('acme');
   const s = await within(30_000, fc.browser({ ttl: 120, activityTtl: 60 }), 'fc.browser');
   try {
