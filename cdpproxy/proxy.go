@@ -210,7 +210,11 @@ func (p *Proxy) proxy(w http.ResponseWriter, r *http.Request, s *sessions.Sessio
 	up.SetReadLimit(-1)
 
 	errc := make(chan error, 2)
-	go func() { errc <- p.fromClient(up, client, s) }()
+	clientDone := make(chan struct{})
+	go func() {
+		defer close(clientDone)
+		errc <- p.fromClient(up, client, s)
+	}()
 	go func() { errc <- copyMessages(client, up) }()
 
 	var msg []byte
@@ -229,10 +233,16 @@ func (p *Proxy) proxy(w http.ResponseWriter, r *http.Request, s *sessions.Sessio
 			}
 		}
 	}
+	up.Close()
 	if msg != nil {
 		client.WriteControl(websocket.CloseMessage, msg, time.Now().Add(time.Second))
+		// Give the client a moment to answer the close frame, so the socket
+		// is not reset under a frame it has not read yet.
+		select {
+		case <-clientDone:
+		case <-time.After(time.Second):
+		}
 	}
-	up.Close()
 	client.Close()
 }
 
