@@ -65,7 +65,7 @@ func TestSessionLifecycleWithChromedp(t *testing.T) {
 		"Promise.resolve(42)": float64(42),
 		"new Promise(r => setTimeout(() => r('later'), 300))": "later",
 		"(async () => [document.title.length])()":             []any{float64(len("through the proxy"))},
-		"undefined":                                           nil,
+		"undefined": nil,
 	} {
 		ex = ts.do("POST", "/v2/browser/"+id+"/execute", keyAcme, map[string]any{"code": code})
 		if ex.Body["success"] != true || fmt.Sprint(ex.Body["result"]) != fmt.Sprint(want) {
