@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -253,18 +254,25 @@ func screenshot(c *wsConn, check bool) (int, error) {
 }
 
 // screenshots takes n screenshots on each connection, alternating which goes
-// first, and returns the total time spent on each side and the PNG size.
-func screenshots(ctx context.Context, direct, proxied *wsConn, n int) (dTotal, pTotal time.Duration, size int, err error) {
+// first, and returns the total and median time per screenshot on each side
+// and the PNG size.
+func screenshots(ctx context.Context, direct, proxied *wsConn, n int) (dTotal, pTotal, dMed, pMed time.Duration, size int, err error) {
+	var dl, pl []string
+	var ds, ps []time.Duration
+	defer func() {
+		logf("screenshot ms direct:  %s", strings.Join(dl, " "))
+		logf("screenshot ms proxied: %s", strings.Join(pl, " "))
+	}()
 	// Warm-up: one each, not timed; the first also checks the PNG.
 	if size, err = screenshot(direct, true); err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, 0, 0, err
 	}
 	if _, err = screenshot(proxied, false); err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, 0, 0, err
 	}
 	for i := 0; i < n; i++ {
 		if err := ctx.Err(); err != nil {
-			return 0, 0, 0, err
+			return 0, 0, 0, 0, 0, err
 		}
 		order := []*wsConn{direct, proxied}
 		if i%2 == 1 {
@@ -273,14 +281,49 @@ func screenshots(ctx context.Context, direct, proxied *wsConn, n int) (dTotal, p
 		for _, c := range order {
 			t := time.Now()
 			if _, err := screenshot(c, false); err != nil {
-				return 0, 0, 0, err
+				return 0, 0, 0, 0, 0, err
 			}
+			el := time.Since(t)
 			if c == direct {
-				dTotal += time.Since(t)
+				dTotal += el
+				ds = append(ds, el)
+				dl = append(dl, fmt.Sprintf("%.0f", ms(el)))
 			} else {
-				pTotal += time.Since(t)
+				pTotal += el
+				ps = append(ps, el)
+				pl = append(pl, fmt.Sprintf("%.0f", ms(el)))
 			}
 		}
 	}
-	return dTotal, pTotal, size, nil
+	return dTotal, pTotal, median(ds), median(ps), size, nil
+}
+
+// largeReplies times n Runtime.evaluate calls on each connection whose reply
+// carries a string of size bytes (the size of a screenshot's base64), so
+// that the proxy's cost of relaying a big message is seen apart from the
+// browser's rendering and encoding time, which dominates a screenshot.
+func largeReplies(ctx context.Context, direct, proxied *wsConn, size, n int) (d, p []time.Duration, err error) {
+	params := map[string]any{"expression": fmt.Sprintf("'x'.repeat(%d)", size), "returnByValue": true}
+	for i := 0; i < 2*n+2; i++ {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		c, into := direct, &d
+		if i%2 == 1 {
+			c, into = proxied, &p
+		}
+		t := time.Now()
+		res, err := c.call("Runtime.evaluate", params)
+		el := time.Since(t)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(res) < size {
+			return nil, nil, fmt.Errorf("Runtime.evaluate answered %d bytes, want %d or more", len(res), size)
+		}
+		if i >= 2 { // the first pair is a warm-up
+			*into = append(*into, el)
+		}
+	}
+	return d, p, nil
 }

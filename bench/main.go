@@ -4,9 +4,34 @@
 // session, and browser leaks over many create/delete cycles.
 //
 // It prints one line per figure to stdout, "bench: NAME VALUE UNIT"; all
-// other output goes to stderr. Every ratio is taken against a baseline
-// measured in the same run. The services run in this process on 127.0.0.1
-// listeners, in local mode, with a temporary data directory.
+// other output (details, percentiles, diagnostics) goes to stderr. Every
+// ratio is taken against a baseline measured in the same run. The services
+// run in this process, served by net/http on 127.0.0.1 listeners, in local
+// mode (no API keys), each with its own directory under a temporary one.
+// MB are MiB (2^20 bytes).
+//
+// Phases (-only create,memory,cdp,leaks runs a subset):
+//
+//   - create: p50 of POST /v2/browser over HTTP, 15 samples (after one
+//     warm-up) with one warm browser ready (TRAWLER_WARM_BROWSERS=1) and
+//     15 from a second service with none (TRAWLER_WARM_BROWSERS=0).
+//     Samples alternate; before each, both pools must have settled.
+//     Each session is deleted after its sample.
+//   - memory: five idle sessions; per session, the PSS summed over its
+//     browser's process group (smaps_rollup), plus this process's RSS
+//     growth (VmRSS, after a forced GC) divided by five.
+//   - cdp: one session; the same page target reached through the proxy
+//     (/cdp/<id>/devtools/page/<target>?token=) and directly (the browser's
+//     /devtools/page/<target>), with the same lean synchronous client:
+//     1000 Runtime.evaluate("1+1") each in alternating blocks, then 10
+//     1280x15000 PNG screenshots each, alternating.
+//   - leaks: 200 create/delete cycles back to back against the service
+//     with one warm browser, then the Chromium processes (by process group)
+//     and user-data directories beyond the warm browser's are counted.
+//
+// Before exiting, the services are closed and the bench fails if any
+// process they started (found by an environment marker Chromium inherits)
+// is still running.
 //
 // Run it with `go run ./bench` (or `make bench`).
 package main
@@ -45,7 +70,7 @@ func figure(name string, value float64, unit string) {
 	switch {
 	case unit == "x":
 		prec = 3
-	case unit == "browsers" || unit == "dirs":
+	case unit == "browsers" || unit == "dirs" || unit == "processes":
 		prec = 0
 	case unit == "us":
 		prec = 1
@@ -91,7 +116,7 @@ type bench struct {
 
 // procCounts are machine-wide counts, for the before/after check.
 type procCounts struct {
-	chromium, crashpad, zombies int
+	chromium, crashpad int
 }
 
 func countProcs() procCounts {
@@ -101,7 +126,6 @@ func countProcs() procCounts {
 			continue
 		}
 		if p.state == "Z" {
-			c.zombies++
 			continue
 		}
 		c.chromium++ // what `pgrep -f chromium` counts, crashpad handlers included
@@ -126,8 +150,8 @@ func (b *bench) start(ctx context.Context, name string, warm int) (*instance, er
 
 func (b *bench) run(ctx context.Context) error {
 	b.before = countProcs()
-	logf("before: %d chromium processes on the machine (pgrep -f chromium; %d crashpad handlers), %d chromium zombies",
-		b.before.chromium, b.before.crashpad, b.before.zombies)
+	logf("before: %d chromium processes on the machine (as pgrep -f chromium counts, zombies aside; %d crashpad handlers)",
+		b.before.chromium, b.before.crashpad)
 	var err error
 	if b.tmp, err = os.MkdirTemp("", "trawler-bench-"); err != nil {
 		return err
@@ -183,8 +207,8 @@ func (b *bench) cleanup() error {
 		}
 	}
 	after := countProcs()
-	logf("after: %d chromium processes on the machine (before: %d), %d crashpad handlers (before: %d), %d chromium zombies (before: %d)",
-		after.chromium, b.before.chromium, after.crashpad, b.before.crashpad, after.zombies, b.before.zombies)
+	logf("after: %d chromium processes on the machine (before: %d), %d crashpad handlers (before: %d)",
+		after.chromium, b.before.chromium, after.crashpad, b.before.crashpad)
 	if after.chromium != b.before.chromium {
 		logf("note: the machine-wide counts also move with Chromiums that other programs start or stop; the check below counts only this run's")
 	}
@@ -313,11 +337,14 @@ func (b *bench) idleMemory(ctx context.Context, in *instance) error {
 		if err != nil {
 			return err
 		}
-		p, r, n, err := groupMemory(pid)
+		p, r, parts, err := groupMemory(pid)
 		if err != nil {
 			return err
 		}
-		logf("idle session %s: browser pid %d, %d processes, PSS %.1f MB, RSS %.1f MB", id[:8], pid, n, kbMB(p), kbMB(r))
+		logf("idle session %s: browser pid %d, %d processes, PSS %.1f MB, RSS %.1f MB", id[:8], pid, len(parts), kbMB(p), kbMB(r))
+		if id == ids[0] {
+			logf("  PSS by process (MB): %s", strings.Join(parts, " "))
+		}
 		pss += p
 		rss += r
 	}
@@ -382,16 +409,31 @@ func (b *bench) cdpOverhead(ctx context.Context, in *instance) error {
 		return err
 	}
 	logf("screenshot page is %d CSS px tall; capturing 1280x15000", height)
-	dt, pt, size, err := screenshots(ctx, direct, proxied, screenshotsN)
+	dt, pt, dMed, pMed, size, err := screenshots(ctx, direct, proxied, screenshotsN)
 	if err != nil {
 		return err
 	}
-	dRate := screenshotsN / dt.Seconds()
-	pRate := screenshotsN / pt.Seconds()
+	// Throughput is taken from the median time per screenshot rather than
+	// the total: the browser's rendering time, which both sides share, swings
+	// by a third from one screenshot to the next on a busy 2-core machine,
+	// and a single slow capture would otherwise decide the ratio.
+	dRate := 1 / dMed.Seconds()
+	pRate := 1 / pMed.Seconds()
+	logf("screenshots per second from totals: direct %.3f, proxied %.3f, ratio %.3f",
+		screenshotsN/dt.Seconds(), screenshotsN/pt.Seconds(), dt.Seconds()/pt.Seconds())
 	figure("cdp_screenshot_direct_per_s", dRate, "screenshots/s")
 	figure("cdp_screenshot_proxy_per_s", pRate, "screenshots/s")
 	figure("cdp_screenshot_mb", float64(size)/(1<<20), "MB")
 	figure("cdp_screenshot_throughput_proxy_over_direct", pRate/dRate, "x")
+
+	// Diagnostic: the relay cost of a message as big as a screenshot's.
+	b64 := (size + 2) / 3 * 4
+	ld, lp, err := largeReplies(ctx, direct, proxied, b64, 8)
+	if err != nil {
+		return err
+	}
+	logf("%.1f MB reply: direct p50 %.1f ms, proxied p50 %.1f ms (proxy adds %.1f ms)",
+		float64(b64)/(1<<20), ms(median(ld)), ms(median(lp)), ms(median(lp)-median(ld)))
 	return nil
 }
 
@@ -454,12 +496,37 @@ func (b *bench) leaks(ctx context.Context, in *instance) error {
 		}
 	}
 	logf("other processes of this run (outside any user-data directory): %d %v", len(others), others)
+	// The warm browsers are the groups whose user-data directory still
+	// exists (the runtime removes a browser's directory once it has exited);
+	// every other process of the data directory is a leaked one.
+	leakedProcs, kept := procs, 0
+	for _, ps := range groups {
+		if kept < warm && len(ps) > 0 {
+			if _, err := os.Stat(ps[0].userDataDir()); err == nil {
+				leakedProcs -= len(ps)
+				kept++
+			}
+		}
+	}
 	figure("leaked_browsers_after_200_cycles", float64(len(groups)-warm), "browsers")
+	figure("leaked_chromium_processes_after_200_cycles", float64(leakedProcs), "processes")
 	figure("leaked_user_data_dirs_after_200_cycles", float64(len(entries)-warm), "dirs")
 	return nil
 }
 
-func median(ds []time.Duration) time.Duration { return pct(ds, 0.5) }
+// median is the middle value, or the mean of the two middle values.
+func median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
 
 // pct is the nearest-rank percentile q of ds.
 func pct(ds []time.Duration, q float64) time.Duration {

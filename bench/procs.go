@@ -149,8 +149,28 @@ func browserPID(browsersDir, devtoolsURL string) (pid int, dir string, err error
 	return 0, "", fmt.Errorf("no browser directory under %s listens on port %s", browsersDir, port)
 }
 
-// groupMemory sums PSS and RSS over the live processes of process group pgid.
-func groupMemory(pgid int) (pss, rss int64, n int, err error) {
+// procType is a Chromium process's --type (with its utility sub-type), or
+// "browser" for the main process.
+func (p proc) procType() string {
+	j := p.joined()
+	_, t, ok := strings.Cut(j, "--type=")
+	if !ok {
+		return "browser"
+	}
+	t, _, _ = strings.Cut(t, " ")
+	if _, sub, ok := strings.Cut(j, "--utility-sub-type="); ok {
+		sub, _, _ = strings.Cut(sub, " ")
+		t += ":" + strings.TrimSuffix(sub, "Service")
+	}
+	if strings.Contains(j, "--top-chrome-webui") {
+		t += ":top-chrome-webui"
+	}
+	return t
+}
+
+// groupMemory sums PSS and RSS over the live processes of process group
+// pgid; parts is the PSS of each process, by type.
+func groupMemory(pgid int) (pss, rss int64, parts []string, err error) {
 	for _, p := range listProcs() {
 		if p.pgid != pgid || p.state == "Z" {
 			continue
@@ -162,12 +182,12 @@ func groupMemory(pgid int) (pss, rss int64, n int, err error) {
 		}
 		pss += ps
 		rss += rs
-		n++
+		parts = append(parts, fmt.Sprintf("%s=%.1f", p.procType(), float64(ps)/1024))
 	}
-	if n == 0 {
-		return 0, 0, 0, fmt.Errorf("no process in process group %d", pgid)
+	if len(parts) == 0 {
+		return 0, 0, nil, fmt.Errorf("no process in process group %d", pgid)
 	}
-	return pss, rss, n, nil
+	return pss, rss, parts, nil
 }
 
 // markerEnv is set in this process's environment to the run's temporary

@@ -282,8 +282,9 @@ func (p *Proxy) fromClient(up, client *websocket.Conn, s *sessions.Session) erro
 	}
 }
 
-// copyMessages streams messages from src to dst frame by frame, so a large
-// message is never held whole in memory.
+// copyMessages streams messages from src (the browser) to dst (a client)
+// frame by frame, so a large message is never held whole in memory. Errors
+// writing to the client are marked clientSide.
 func copyMessages(dst, src *websocket.Conn) error {
 	for {
 		mt, r, err := src.NextReader()
@@ -294,11 +295,30 @@ func copyMessages(dst, src *websocket.Conn) error {
 		if err != nil {
 			return clientSide{err}
 		}
-		if _, err := io.Copy(w, r); err != nil {
-			return err
+		sr := &sourceReader{r: r}
+		if _, err := io.Copy(w, sr); err != nil {
+			if sr.err != nil {
+				return err
+			}
+			return clientSide{err}
 		}
 		if err := w.Close(); err != nil {
 			return clientSide{err}
 		}
 	}
+}
+
+// sourceReader remembers a read error, so that copyMessages can tell a
+// failed read of the browser from a failed write to the client.
+type sourceReader struct {
+	r   io.Reader
+	err error
+}
+
+func (s *sourceReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err != nil && err != io.EOF {
+		s.err = err
+	}
+	return n, err
 }
