@@ -81,6 +81,16 @@ func TestSessionLifecycleWithChromedp(t *testing.T) {
 		t.Fatalf("execute past its timeout: %d %s", ex.Status, ex.Raw)
 	}
 
+	for _, u := range []string{view, interact} {
+		lu, _ := url.Parse(u)
+		if r := ts.do("GET", lu.RequestURI(), "", nil); r.Status != 501 || r.str("code") != "NOT_IMPLEMENTED" {
+			t.Fatalf("live view of a live session: %d %s", r.Status, r.Raw)
+		}
+		if r := ts.do("GET", lu.Path+"?token=nope", "", nil); r.Status != 401 {
+			t.Fatalf("live view with a wrong token: %d %s", r.Status, r.Raw)
+		}
+	}
+
 	g := ts.do("GET", "/v2/browser/"+id, keyAcme, nil)
 	if g.Status != 200 || g.str("status") != "active" || g.str("cdpUrl") != cdpURL {
 		t.Fatalf("GET session: %d %s", g.Status, g.Raw)
@@ -122,6 +132,9 @@ func TestSessionLifecycleWithChromedp(t *testing.T) {
 	}
 	if ex := ts.do("POST", "/v2/browser/"+id+"/execute", keyAcme, map[string]any{"code": "1"}); ex.Status != 410 {
 		t.Fatalf("execute on a destroyed session: %d %s", ex.Status, ex.Raw)
+	}
+	if lu, _ := url.Parse(view); ts.do("GET", lu.RequestURI(), "", nil).Status != 410 {
+		t.Fatal("a destroyed session's live view URL should answer 410")
 	}
 	if st := wsStatus(cdpURL); st != 410 {
 		t.Fatalf("dialing a destroyed session's cdpUrl: status %d, want 410", st)

@@ -27,6 +27,7 @@ import (
 	"github.com/trawler-dev/trawler/api"
 	"github.com/trawler-dev/trawler/cdpproxy"
 	"github.com/trawler-dev/trawler/config"
+	"github.com/trawler-dev/trawler/liveview"
 	"github.com/trawler-dev/trawler/publicurl"
 	"github.com/trawler-dev/trawler/sessions"
 	"github.com/trawler-dev/trawler/store"
@@ -83,6 +84,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 	reg2.MustRegister(s.collectors()...)
 	mux := http.NewServeMux()
 	mux.Handle("/cdp/", proxy)
+	mux.Handle("/live/", liveview.Handler{Sessions: mgr})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg2, promhttp.HandlerOpts{}))
 	mux.Handle("/", limitBody(adaptor.FiberApp(a.App())))
 	s.handler = mux

@@ -137,6 +137,18 @@ func (s *Session) Touch() { s.lastActivity.Store(time.Now().UnixNano()) }
 // CheckCDPToken reports whether token is the session's CDP token.
 func (s *Session) CheckCDPToken(token string) bool { return tokenEqual(token, s.rec.CDPToken) }
 
+// CheckLiveToken reports whether token opens the session's live view, and
+// whether it is the interactive one (which may also send input).
+func (s *Session) CheckLiveToken(token string) (interactive, ok bool) {
+	switch {
+	case tokenEqual(token, s.rec.InteractToken):
+		return true, true
+	case tokenEqual(token, s.rec.ViewToken):
+		return false, true
+	}
+	return false, false
+}
+
 // Attach registers a client connection. The session waits for every
 // attached connection to detach (after it has been told of the end through
 // Done) before it frees the browser, so clients get a close frame naming the
