@@ -12,6 +12,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/trawler-dev/trawler/publicurl"
+	"github.com/trawler-dev/trawler/scrape"
 	"github.com/trawler-dev/trawler/sessions"
 	"github.com/trawler-dev/trawler/store"
 	"github.com/trawler-dev/trawler/teams"
@@ -21,6 +22,7 @@ import (
 type Deps struct {
 	Teams    *teams.Registry
 	Sessions *sessions.Manager
+	Scraper  *scrape.Service
 	Store    *store.Store
 	URLs     publicurl.Resolver
 	Log      *slog.Logger
@@ -53,6 +55,8 @@ func New(d Deps) *API {
 	v2.Delete("/browser/:id", a.deleteBrowser)
 	v2.Post("/browser/:id/execute", a.executeBrowser)
 	v2.Get("/team/activity", a.listActivity)
+	v2.Post("/scrape", a.scrape)
+	v2.Get("/scrape/:id", a.getScrape)
 	return a
 }
 

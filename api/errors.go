@@ -10,7 +10,10 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
+	"github.com/trawler-dev/trawler/netguard"
+	"github.com/trawler-dev/trawler/scrape"
 	"github.com/trawler-dev/trawler/sessions"
+	"github.com/trawler-dev/trawler/store"
 )
 
 // Error is an error with its HTTP answer. The message is the user-facing
@@ -63,7 +66,32 @@ func (a *API) toError(err error) *Error {
 	var busy *sessions.BusyError
 	var destroyed *sessions.DestroyedError
 	var start *sessions.StartError
+	var blocked *netguard.BlockedError
+	var resolve *netguard.ResolveError
+	var load *scrape.LoadError
+	var action *scrape.ActionError
+	var parseErr *scrape.ParseError
 	switch {
+	case errors.As(err, &blocked):
+		return &Error{Status: fiber.StatusForbidden, Code: "URL_BLOCKED", Message: blocked.Error()}
+	case errors.As(err, &resolve):
+		return &Error{Status: fiber.StatusBadGateway, Code: "UPSTREAM_ERROR", Message: "the target's host name could not be resolved: " + resolve.Host}
+	case errors.Is(err, scrape.ErrTimeout):
+		return &Error{Status: fiber.StatusRequestTimeout, Code: "SCRAPE_TIMEOUT", Message: "Scrape timed out"}
+	case errors.Is(err, scrape.ErrNoCachedData):
+		return &Error{Status: fiber.StatusNotFound, Code: "SCRAPE_NO_CACHED_DATA", Message: "no cached data for this URL is at least minAge old"}
+	case errors.Is(err, scrape.ErrLockdownMiss):
+		return &Error{Status: fiber.StatusNotFound, Code: "SCRAPE_LOCKDOWN_CACHE_MISS", Message: "lockdown: the cache has no entry for this URL, and lockdown never contacts the target"}
+	case errors.Is(err, scrape.ErrPageCrashed):
+		return &Error{Status: fiber.StatusBadGateway, Code: "UPSTREAM_ERROR", Message: "the page crashed the browser tab"}
+	case errors.As(err, &load):
+		return &Error{Status: fiber.StatusBadGateway, Code: "UPSTREAM_ERROR", Message: load.Error()}
+	case errors.As(err, &action):
+		return &Error{Status: fiber.StatusUnprocessableEntity, Code: "SCRAPE_ACTION_ERROR", Message: action.Error()}
+	case errors.As(err, &parseErr):
+		return &Error{Status: fiber.StatusUnprocessableEntity, Code: "PARSE_ERROR", Message: parseErr.Error()}
+	case errors.Is(err, store.ErrNotFound):
+		return &Error{Status: fiber.StatusNotFound, Code: "NOT_FOUND", Message: "not found"}
 	case errors.As(err, &e):
 		return e
 	case errors.As(err, &fe):

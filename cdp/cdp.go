@@ -38,6 +38,14 @@ type Conn struct {
 	pending map[int64]chan reply
 	err     error
 	done    chan struct{}
+	handler func(Event)
+}
+
+// Event is a protocol event.
+type Event struct {
+	Method    string
+	SessionID string
+	Params    json.RawMessage
 }
 
 type reply struct {
@@ -49,7 +57,7 @@ type message struct {
 	ID        int64           `json:"id,omitempty"`
 	SessionID string          `json:"sessionId,omitempty"`
 	Method    string          `json:"method,omitempty"`
-	Params    any             `json:"params,omitempty"`
+	Params    json.RawMessage `json:"params,omitempty"`
 	Result    json.RawMessage `json:"result,omitempty"`
 	Error     *Error          `json:"error,omitempty"`
 }
@@ -82,7 +90,13 @@ func (c *Conn) read() {
 			return
 		}
 		if m.ID == 0 {
-			continue // an event; this client does not subscribe to any
+			c.mu.Lock()
+			h := c.handler
+			c.mu.Unlock()
+			if h != nil && m.Method != "" {
+				h(Event{Method: m.Method, SessionID: m.SessionID, Params: m.Params})
+			}
+			continue
 		}
 		c.mu.Lock()
 		ch := c.pending[m.ID]
@@ -114,8 +128,16 @@ func (c *Conn) Call(ctx context.Context, sessionID, method string, params, resul
 	c.pending[id] = ch
 	c.mu.Unlock()
 
+	var raw json.RawMessage
+	if params != nil {
+		b, err := json.Marshal(params)
+		if err != nil {
+			return fmt.Errorf("encoding the params of %s: %w", method, err)
+		}
+		raw = b
+	}
 	c.wmu.Lock()
-	err := c.ws.WriteJSON(message{ID: id, SessionID: sessionID, Method: method, Params: params})
+	err := c.ws.WriteJSON(message{ID: id, SessionID: sessionID, Method: method, Params: raw})
 	c.wmu.Unlock()
 	if err != nil {
 		c.mu.Lock()
@@ -141,6 +163,17 @@ func (c *Conn) Call(ctx context.Context, sessionID, method string, params, resul
 		return ctx.Err()
 	}
 }
+
+// OnEvent sets the function that receives every event. It runs on the
+// connection's reader: it must not block, and must not wait for a Call.
+func (c *Conn) OnEvent(h func(Event)) {
+	c.mu.Lock()
+	c.handler = h
+	c.mu.Unlock()
+}
+
+// Done is closed when the connection has closed.
+func (c *Conn) Done() <-chan struct{} { return c.done }
 
 // Close closes the connection.
 func (c *Conn) Close() error {

@@ -62,8 +62,22 @@ type Config struct {
 	// default 30s).
 	BrowserStartTimeout time.Duration
 
+	// TeamFeatures are the options enabled per team (TRAWLER_TEAM_FEATURES,
+	// "team:feature+feature,team:feature"; features zeroDataRetention and
+	// ignoreRobotsTxt). The local team of local mode has every feature.
+	TeamFeatures map[string]Features
+	// ResultRetention is how long scrape and job results stay retrievable
+	// (TRAWLER_RESULT_RETENTION, default 24h).
+	ResultRetention time.Duration
+
 	// LogLevel is debug, info, warn or error (TRAWLER_LOG_LEVEL, default info).
 	LogLevel string
+}
+
+// Features are options an operator enables per team.
+type Features struct {
+	ZeroDataRetention bool
+	IgnoreRobotsTxt   bool
 }
 
 // TeamKey is one configured API key and the team it belongs to.
@@ -90,6 +104,7 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 		QueueWait:           10 * time.Second,
 		BrowserStartTimeout: 30 * time.Second,
 		LogLevel:            "info",
+		ResultRetention:     24 * time.Hour,
 	}
 	var errs []error
 	str := func(name string, dst *string) {
@@ -145,6 +160,14 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 	integer("TRAWLER_TEAM_CONCURRENCY", &c.TeamConcurrency)
 	duration("TRAWLER_QUEUE_WAIT", &c.QueueWait)
 	duration("TRAWLER_BROWSER_START_TIMEOUT", &c.BrowserStartTimeout)
+	duration("TRAWLER_RESULT_RETENTION", &c.ResultRetention)
+	if v := strings.TrimSpace(getenv("TRAWLER_TEAM_FEATURES")); v != "" {
+		f, err := parseFeatures(v)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		c.TeamFeatures = f
+	}
 
 	if v := strings.TrimSpace(getenv("TRAWLER_API_KEYS")); v != "" {
 		keys, err := parseKeys(v)
@@ -210,6 +233,34 @@ func parseKeys(v string) ([]TeamKey, error) {
 	return keys, nil
 }
 
+func parseFeatures(v string) (map[string]Features, error) {
+	out := map[string]Features{}
+	for _, entry := range strings.Split(v, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		team, list, ok := strings.Cut(entry, ":")
+		team = strings.TrimSpace(team)
+		if !ok || team == "" {
+			return nil, fmt.Errorf("TRAWLER_TEAM_FEATURES must be a comma-separated list of team:feature+feature entries, got %q", entry)
+		}
+		f := out[team]
+		for _, name := range strings.Split(list, "+") {
+			switch strings.TrimSpace(name) {
+			case "zeroDataRetention":
+				f.ZeroDataRetention = true
+			case "ignoreRobotsTxt":
+				f.IgnoreRobotsTxt = true
+			default:
+				return nil, fmt.Errorf("TRAWLER_TEAM_FEATURES: unknown feature %q for team %q (known: zeroDataRetention, ignoreRobotsTxt)", name, team)
+			}
+		}
+		out[team] = f
+	}
+	return out, nil
+}
+
 // Validate checks every setting and names the one at fault.
 func (c *Config) Validate() error {
 	var errs []error
@@ -236,6 +287,9 @@ func (c *Config) Validate() error {
 	}
 	if c.BrowserStartTimeout < time.Second {
 		errs = append(errs, fmt.Errorf("TRAWLER_BROWSER_START_TIMEOUT must be at least 1s, got %s", c.BrowserStartTimeout))
+	}
+	if c.ResultRetention < time.Minute {
+		errs = append(errs, fmt.Errorf("TRAWLER_RESULT_RETENTION must be at least 1m, got %s", c.ResultRetention))
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

@@ -19,6 +19,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
+	"time"
 
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,7 +30,9 @@ import (
 	"github.com/trawler-dev/trawler/cdpproxy"
 	"github.com/trawler-dev/trawler/config"
 	"github.com/trawler-dev/trawler/liveview"
+	"github.com/trawler-dev/trawler/netguard"
 	"github.com/trawler-dev/trawler/publicurl"
+	"github.com/trawler-dev/trawler/scrape"
 	"github.com/trawler-dev/trawler/sessions"
 	"github.com/trawler-dev/trawler/store"
 	"github.com/trawler-dev/trawler/teams"
@@ -43,6 +47,31 @@ type Service struct {
 	Proxy    *cdpproxy.Proxy
 	log      *slog.Logger
 	handler  http.Handler
+	stop     chan struct{}
+	wg       sync.WaitGroup
+}
+
+// janitor deletes what has outlived its retention: activity older than the
+// 24 h window and expired scrape results.
+func (s *Service) janitor() {
+	defer s.wg.Done()
+	t := time.NewTicker(10 * time.Minute)
+	defer t.Stop()
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		if err := s.Store.PruneActivity(ctx, time.Now().Add(-api.ActivityWindow)); err != nil {
+			s.log.Error("pruning activity", "err", err)
+		}
+		if err := s.Store.PruneScrapes(ctx); err != nil {
+			s.log.Error("pruning scrapes", "err", err)
+		}
+		cancel()
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // New starts a service: opens the store, reaps browsers an earlier run left
@@ -77,9 +106,13 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 	}
 	urls := publicurl.Resolver{Base: cfg.PublicURL, Trusted: cfg.TrustedProxies}
 	proxy := cdpproxy.New(mgr, urls, log)
-	a := api.New(api.Deps{Teams: reg, Sessions: mgr, Store: st, URLs: urls, Log: log})
+	scraper := &scrape.Service{Pool: pool, Store: st, Log: log, Retention: cfg.ResultRetention,
+		Guard: &netguard.Guard{AllowPrivate: cfg.AllowPrivateNetworks}}
+	a := api.New(api.Deps{Teams: reg, Sessions: mgr, Scraper: scraper, Store: st, URLs: urls, Log: log})
 
-	s := &Service{Config: cfg, Store: st, Pool: pool, Sessions: mgr, Proxy: proxy, log: log}
+	s := &Service{Config: cfg, Store: st, Pool: pool, Sessions: mgr, Proxy: proxy, log: log, stop: make(chan struct{})}
+	s.wg.Add(1)
+	go s.janitor()
 	reg2 := prometheus.NewRegistry()
 	reg2.MustRegister(s.collectors()...)
 	mux := http.NewServeMux()
@@ -97,6 +130,8 @@ func (s *Service) Handler() http.Handler { return s.handler }
 // Close ends every session (clients get a close frame), stops every browser
 // and closes the store.
 func (s *Service) Close() {
+	close(s.stop)
+	s.wg.Wait()
 	s.Sessions.Close()
 	s.Pool.Close()
 	s.Proxy.Wait()

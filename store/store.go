@@ -62,6 +62,26 @@ var migrations = []string{
 		target TEXT NOT NULL,
 		PRIMARY KEY (team_id, created_at, id)
 	);`,
+	`CREATE TABLE page_cache (
+		key TEXT PRIMARY KEY,
+		url TEXT NOT NULL,
+		created_at INTEGER NOT NULL,
+		status_code INTEGER NOT NULL,
+		final_url TEXT NOT NULL,
+		content_type TEXT NOT NULL,
+		body BLOB NOT NULL,
+		screenshot TEXT NOT NULL DEFAULT '',
+		engine TEXT NOT NULL DEFAULT ''
+	);
+	CREATE INDEX page_cache_created ON page_cache(created_at);
+	CREATE TABLE scrapes (
+		id TEXT PRIMARY KEY,
+		team_id TEXT NOT NULL,
+		created_at INTEGER NOT NULL,
+		expires_at INTEGER NOT NULL,
+		document BLOB NOT NULL
+	);
+	CREATE INDEX scrapes_expires ON scrapes(expires_at);`,
 }
 
 // Open opens (creating if needed) the database at path and migrates it.

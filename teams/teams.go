@@ -17,19 +17,22 @@ type Team struct {
 	ID string
 	// Concurrency is how many browsers the team may lease at once.
 	Concurrency int
+	// Features are the options the operator enabled for the team.
+	Features config.Features
 }
 
 // Registry authenticates bearer keys.
 type Registry struct {
 	local       bool
 	concurrency int
+	features    map[string]config.Features
 	keys        []store.KeyRecord
 }
 
 // Open stores the configured keys (hashed) and returns a registry over
 // them. With no keys configured the registry is in local mode.
 func Open(ctx context.Context, st *store.Store, cfg *config.Config) (*Registry, error) {
-	r := &Registry{local: cfg.LocalMode(), concurrency: cfg.TeamConcurrency}
+	r := &Registry{local: cfg.LocalMode(), concurrency: cfg.TeamConcurrency, features: cfg.TeamFeatures}
 	if r.local {
 		if err := st.EnsureTeam(ctx, config.LocalTeam); err != nil {
 			return nil, fmt.Errorf("creating the local team: %w", err)
@@ -78,7 +81,12 @@ func (r *Registry) Authenticate(key string) (Team, bool) {
 }
 
 func (r *Registry) team(id string) Team {
-	return Team{ID: id, Concurrency: r.concurrency}
+	f := r.features[id]
+	if r.local {
+		// The local team is the operator: every feature is theirs.
+		f = config.Features{ZeroDataRetention: true, IgnoreRobotsTxt: true}
+	}
+	return Team{ID: id, Concurrency: r.concurrency, Features: f}
 }
 
 func hashKey(key string) []byte {

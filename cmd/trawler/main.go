@@ -21,6 +21,8 @@ const usage = `Trawler: web content acquisition and remote Chromium sessions.
 
 Usage:
   trawler serve     run the service (configured by TRAWLER_* environment variables; see README)
+  trawler scrape [--format markdown|html|json ...] URL
+                    scrape one page with a local Chromium and print it, no server needed
   trawler version   print the version
 `
 
@@ -35,6 +37,11 @@ func main() {
 	case "serve":
 		if err := serve(); err != nil {
 			fmt.Fprintln(os.Stderr, "trawler:", err)
+			os.Exit(1)
+		}
+	case "scrape":
+		if err := scrapeCmd(os.Args[2:], os.Stdout, os.Stderr); err != nil {
+			fmt.Fprintln(os.Stderr, "trawler scrape:", err)
 			os.Exit(1)
 		}
 	case "version":

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -206,5 +207,47 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 		if !strings.Contains(string(out), want) {
 			t.Fatalf("output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+func TestScrapeCommand(t *testing.T) {
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, `<html><head><title>CLI page</title></head><body><nav>Menu</nav><main><h1>Hello from the CLI</h1><p>`+
+			strings.Repeat("Some words worth reading. ", 20)+`<a href="/next">next</a></p></main></body></html>`)
+	}))
+	defer site.Close()
+	run := func(args ...string) (string, string, error) {
+		cmd := exec.Command(binary, append([]string{"scrape"}, args...)...)
+		cmd.Env = append(os.Environ(), "TRAWLER_ALLOW_PRIVATE_NETWORKS=true", "TRAWLER_DATA_DIR=")
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		return out.String(), errb.String(), err
+	}
+	out, stderr, err := run(site.URL + "/page")
+	if err != nil || !strings.HasPrefix(out, "# Hello from the CLI") || strings.Contains(out, "Menu") {
+		t.Fatalf("trawler scrape: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr)
+	}
+	out, stderr, err = run("--format", "json", site.URL+"/page")
+	var doc struct {
+		Markdown string
+		Metadata map[string]any
+	}
+	if err != nil || json.Unmarshal([]byte(out), &doc) != nil || doc.Metadata["title"] != "CLI page" {
+		t.Fatalf("trawler scrape --format json: %v\n%s\n%s", err, out, stderr)
+	}
+	out, _, _ = run(site.URL+"/page", "--format", "links")
+	if strings.TrimSpace(out) != site.URL+"/next" {
+		t.Fatalf("--format links: %q", out)
+	}
+	if _, stderr, err := run(); err == nil || !strings.Contains(stderr, "a URL is required") {
+		t.Fatalf("no URL: %v %s", err, stderr)
+	}
+	// Without the operator's consent, local targets are refused.
+	cmd := exec.Command(binary, "scrape", site.URL)
+	cmd.Env = append(os.Environ(), "TRAWLER_ALLOW_PRIVATE_NETWORKS=false")
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "not allowed") {
+		t.Fatalf("scrape of a loopback URL without consent: %v %s", err, out)
 	}
 }

@@ -1,0 +1,500 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/andybalholm/cascadia"
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/trawler-dev/trawler/scrape"
+	"github.com/trawler-dev/trawler/teams"
+)
+
+// scrapeOptionsRequest is spec 2.1 as it arrives: pointers tell "absent"
+// from "zero". It is embedded wherever scrape options are accepted.
+type scrapeOptionsRequest struct {
+	Formats             []json.RawMessage `json:"formats"`
+	OnlyMainContent     *bool             `json:"onlyMainContent"`
+	OnlyCleanContent    *bool             `json:"onlyCleanContent"`
+	IncludeTags         []string          `json:"includeTags"`
+	ExcludeTags         []string          `json:"excludeTags"`
+	MaxAge              *int64            `json:"maxAge"`
+	MinAge              *int64            `json:"minAge"`
+	Headers             map[string]string `json:"headers"`
+	WaitFor             *int              `json:"waitFor"`
+	Mobile              *bool             `json:"mobile"`
+	SkipTLSVerification *bool             `json:"skipTlsVerification"`
+	Timeout             *int              `json:"timeout"`
+	Parsers             []json.RawMessage `json:"parsers"`
+	Actions             []json.RawMessage `json:"actions"`
+	Location            *locationRequest  `json:"location"`
+	RemoveBase64Images  *bool             `json:"removeBase64Images"`
+	BlockAds            *bool             `json:"blockAds"`
+	Proxy               *string           `json:"proxy"`
+	StoreInCache        *bool             `json:"storeInCache"`
+	Lockdown            *bool             `json:"lockdown"`
+	Profile             *profileRequest   `json:"profile"`
+	FastMode            *bool             `json:"fastMode"`
+	RedactPII           json.RawMessage   `json:"redactPII"`
+	UseMock             *string           `json:"useMock"`
+}
+
+type locationRequest struct {
+	Country   *string  `json:"country"`
+	Languages []string `json:"languages"`
+}
+
+var modelFormats = map[string]bool{"summary": true, "json": true, "changeTracking": true, "branding": true,
+	"audio": true, "video": true, "question": true, "highlights": true, "attributes": true, "product": true, "menu": true, "query": true}
+
+var plainFormats = map[string]bool{"markdown": true, "html": true, "rawHtml": true, "links": true, "images": true, "screenshot": true}
+
+// options validates the request into scrape options; prefix names the
+// object the fields live in ("" at the top level, "scrapeOptions." in a
+// crawl). Problems are appended; the result is only meaningful without any.
+func (r *scrapeOptionsRequest) options(prefix string, team teams.Team, problems *[]FieldProblem) scrape.Options {
+	o := scrape.DefaultOptions()
+	add := func(path, format string, args ...any) {
+		*problems = append(*problems, fieldError(prefix+path, prefix+format, args...))
+	}
+	if r.Formats != nil {
+		o.Formats = nil
+		seen := map[string]bool{}
+		for i, raw := range r.Formats {
+			f, msg := decodeFormat(raw)
+			name := fmt.Sprintf("formats[%d]", i)
+			switch {
+			case msg != "":
+				add(name, "%s %s", name, msg)
+				continue
+			case seen[f.Type]:
+				add(name, "%s repeats the format %q", name, f.Type)
+				continue
+			}
+			seen[f.Type] = true
+			o.Formats = append(o.Formats, f)
+		}
+	}
+	if r.OnlyMainContent != nil {
+		o.OnlyMainContent = *r.OnlyMainContent
+	}
+	if r.OnlyCleanContent != nil && *r.OnlyCleanContent {
+		add("onlyCleanContent", "onlyCleanContent needs a language model, which this server does not have; it is not supported yet")
+	}
+	for _, f := range []struct {
+		name string
+		sels []string
+		dst  *[]string
+	}{{"includeTags", r.IncludeTags, &o.IncludeTags}, {"excludeTags", r.ExcludeTags, &o.ExcludeTags}} {
+		for i, s := range f.sels {
+			if _, err := cascadia.ParseGroup(s); err != nil || strings.TrimSpace(s) == "" {
+				add(fmt.Sprintf("%s[%d]", f.name, i), "%s[%d] must be a CSS selector, got %q", f.name, i, s)
+			}
+		}
+		*f.dst = f.sels
+	}
+	if r.Timeout != nil {
+		if *r.Timeout < 1000 || *r.Timeout > 300000 {
+			add("timeout", "timeout must be between 1000 and 300000 milliseconds")
+		}
+		o.Timeout = time.Duration(*r.Timeout) * time.Millisecond
+	}
+	if r.WaitFor != nil {
+		switch {
+		case *r.WaitFor < 0:
+			add("waitFor", "waitFor must not be negative")
+		case time.Duration(*r.WaitFor)*time.Millisecond > o.Timeout/2:
+			add("waitFor", "waitFor must not exceed half of timeout (%d ms)", o.Timeout.Milliseconds()/2)
+		}
+		o.WaitFor = time.Duration(*r.WaitFor) * time.Millisecond
+	}
+	if r.MaxAge != nil {
+		if *r.MaxAge < 0 {
+			add("maxAge", "maxAge must not be negative")
+		}
+		o.MaxAge = time.Duration(*r.MaxAge) * time.Millisecond
+	}
+	if r.MinAge != nil {
+		if *r.MinAge < 0 {
+			add("minAge", "minAge must not be negative")
+		}
+		d := time.Duration(*r.MinAge) * time.Millisecond
+		o.MinAge = &d
+	}
+	for k := range r.Headers {
+		if strings.TrimSpace(k) == "" || strings.ContainsAny(k, " \t\r\n:") {
+			add("headers", "headers must map header names to strings; %q is not a header name", k)
+		}
+	}
+	o.Headers = r.Headers
+	if r.Mobile != nil {
+		o.Mobile = *r.Mobile
+	}
+	if r.SkipTLSVerification != nil {
+		o.SkipTLSVerification = *r.SkipTLSVerification
+	}
+	if r.Parsers != nil {
+		o.PDF = false
+		for i, raw := range r.Parsers {
+			var name string
+			var obj struct {
+				Type     string `json:"type"`
+				MaxPages *int   `json:"maxPages"`
+			}
+			switch {
+			case json.Unmarshal(raw, &name) == nil:
+			case json.Unmarshal(raw, &obj) == nil && obj.Type != "":
+				name = obj.Type
+			default:
+				add(fmt.Sprintf("parsers[%d]", i), "parsers[%d] must be \"pdf\" or {\"type\": \"pdf\"}", i)
+				continue
+			}
+			if name != "pdf" {
+				add(fmt.Sprintf("parsers[%d]", i), "parsers[%d] must be \"pdf\", the only parser of scrapes, got %q", i, name)
+			}
+			o.PDF = true
+		}
+	}
+	if r.Location != nil {
+		loc := &scrape.Location{Country: "US", Languages: r.Location.Languages}
+		if r.Location.Country != nil {
+			c := strings.ToUpper(*r.Location.Country)
+			if len(c) != 2 || c[0] < 'A' || c[0] > 'Z' || c[1] < 'A' || c[1] > 'Z' {
+				add("location.country", "location.country must be a two-letter ISO 3166-1 country code, got %q", *r.Location.Country)
+			}
+			loc.Country = c
+		}
+		for i, l := range loc.Languages {
+			if l == "" || len(l) > 35 || strings.ContainsAny(l, " ,;") {
+				add(fmt.Sprintf("location.languages[%d]", i), "location.languages[%d] must be a language tag such as en-US, got %q", i, l)
+			}
+		}
+		o.Location = loc
+	}
+	if r.RemoveBase64Images != nil {
+		o.RemoveBase64Images = *r.RemoveBase64Images
+	}
+	if r.BlockAds != nil {
+		o.BlockAds = *r.BlockAds
+	}
+	if r.Proxy != nil {
+		switch *r.Proxy {
+		case "basic", "enhanced", "stealth", "auto":
+			o.Proxy = *r.Proxy
+		default:
+			add("proxy", "proxy must be basic, enhanced or auto, got %q", *r.Proxy)
+		}
+	}
+	if r.StoreInCache != nil {
+		o.StoreInCache = *r.StoreInCache
+	}
+	if r.Lockdown != nil && *r.Lockdown {
+		o.Lockdown = true
+		o.ZeroDataRetention = true // lockdown is treated as zero data retention
+		if r.MaxAge == nil {
+			o.MaxAge = 2 * 365 * 24 * time.Hour
+		}
+	}
+	if r.Profile != nil {
+		add("profile", "profile is not supported by this server yet: persistent browser profiles are not available")
+	}
+	if len(r.RedactPII) > 0 && string(r.RedactPII) != "false" && string(r.RedactPII) != "null" {
+		add("redactPII", "redactPII needs a language model, which this server does not have; it is not supported yet")
+	}
+	if r.UseMock != nil {
+		add("useMock", "useMock is not supported by this server")
+	}
+	for i, raw := range r.Actions {
+		a, msg := decodeAction(raw)
+		if msg != "" {
+			add(fmt.Sprintf("actions[%d]", i), "actions[%d] %s", i, msg)
+			continue
+		}
+		o.Actions = append(o.Actions, a)
+	}
+	if len(r.Actions) > 50 {
+		add("actions", "actions must hold at most 50 actions")
+	}
+	// Sensitive scraping is never cached, nor answered from the cache.
+	if len(o.Actions) > 0 || len(o.Headers) > 0 {
+		o.StoreInCache = false
+		if o.MinAge == nil && !o.Lockdown {
+			o.MaxAge = 0
+		}
+	}
+	return o
+}
+
+// decodeFormat reads a format given as a string or as an object.
+func decodeFormat(raw json.RawMessage) (scrape.Format, string) {
+	var name string
+	if json.Unmarshal(raw, &name) == nil {
+		if name == "screenshot@fullPage" {
+			return scrape.Format{Type: "screenshot", FullPage: true}, ""
+		}
+		return checkFormatName(name)
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil {
+		return scrape.Format{}, "must be a format name or an object with a type"
+	}
+	if json.Unmarshal(obj["type"], &name) != nil {
+		return scrape.Format{}, "must have a string type"
+	}
+	f, msg := checkFormatName(name)
+	if msg != "" {
+		return f, msg
+	}
+	if name != "screenshot" {
+		if len(obj) > 1 {
+			return f, fmt.Sprintf("of type %s takes no other members", name)
+		}
+		return f, ""
+	}
+	var shot struct {
+		Type     string `json:"type"`
+		FullPage *bool  `json:"fullPage"`
+		Quality  *int   `json:"quality"`
+		Viewport *struct {
+			Width  *int `json:"width"`
+			Height *int `json:"height"`
+		} `json:"viewport"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&shot); err != nil {
+		return f, "of type screenshot accepts fullPage (boolean), quality (1..100) and viewport {width, height}: " + err.Error()
+	}
+	if shot.FullPage != nil {
+		f.FullPage = *shot.FullPage
+	}
+	if shot.Quality != nil {
+		if *shot.Quality < 1 || *shot.Quality > 100 {
+			return f, "quality must be between 1 and 100"
+		}
+		f.Quality = *shot.Quality
+	}
+	if v := shot.Viewport; v != nil {
+		if v.Width == nil || v.Height == nil || *v.Width < 100 || *v.Width > 7680 || *v.Height < 100 || *v.Height > 4320 {
+			return f, "viewport must have width 100..7680 and height 100..4320"
+		}
+		f.Viewport = &scrape.Viewport{Width: *v.Width, Height: *v.Height}
+	}
+	return f, ""
+}
+
+func checkFormatName(name string) (scrape.Format, string) {
+	switch {
+	case plainFormats[name]:
+		return scrape.Format{Type: name}, ""
+	case modelFormats[name]:
+		return scrape.Format{}, fmt.Sprintf("%q is not supported yet: it needs a language model or analysis this server does not have", name)
+	}
+	return scrape.Format{}, fmt.Sprintf("must be one of markdown, html, rawHtml, links, images, screenshot; got %q", name)
+}
+
+// actionKeys lists the members each action type takes.
+var actionKeys = map[string]map[string]bool{
+	"wait":              {"milliseconds": true, "selector": true},
+	"click":             {"selector": true, "all": true},
+	"write":             {"text": true},
+	"press":             {"key": true},
+	"scroll":            {"direction": true, "selector": true},
+	"screenshot":        {"fullPage": true, "quality": true, "viewport": true},
+	"scrape":            {},
+	"executeJavascript": {"script": true},
+	"pdf":               {"format": true, "landscape": true, "scale": true},
+}
+
+func decodeAction(raw json.RawMessage) (scrape.Action, string) {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil {
+		return scrape.Action{}, "must be an object with a type"
+	}
+	var typ string
+	if json.Unmarshal(obj["type"], &typ) != nil {
+		return scrape.Action{}, "must have a string type"
+	}
+	allowed, ok := actionKeys[typ]
+	if !ok {
+		return scrape.Action{}, fmt.Sprintf("type must be one of wait, click, write, press, scroll, screenshot, scrape, executeJavascript, pdf; got %q", typ)
+	}
+	for k := range obj {
+		if k != "type" && !allowed[k] {
+			return scrape.Action{}, fmt.Sprintf("of type %s does not take %q", typ, k)
+		}
+	}
+	var a struct {
+		Milliseconds *int     `json:"milliseconds"`
+		Selector     *string  `json:"selector"`
+		All          *bool    `json:"all"`
+		Text         *string  `json:"text"`
+		Key          *string  `json:"key"`
+		Direction    *string  `json:"direction"`
+		FullPage     *bool    `json:"fullPage"`
+		Quality      *int     `json:"quality"`
+		Script       *string  `json:"script"`
+		Format       *string  `json:"format"`
+		Landscape    *bool    `json:"landscape"`
+		Scale        *float64 `json:"scale"`
+		Viewport     json.RawMessage
+	}
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return scrape.Action{}, "has a member of the wrong type: " + err.Error()
+	}
+	out := scrape.Action{Type: typ}
+	str := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	}
+	out.Selector, out.Text, out.Key, out.Script = str(a.Selector), str(a.Text), str(a.Key), str(a.Script)
+	if a.Selector != nil {
+		if _, err := cascadia.ParseGroup(*a.Selector); err != nil {
+			return out, fmt.Sprintf("selector must be a CSS selector, got %q", *a.Selector)
+		}
+	}
+	switch typ {
+	case "wait":
+		switch {
+		case (a.Milliseconds == nil) == (a.Selector == nil):
+			return out, "of type wait needs exactly one of milliseconds or selector"
+		case a.Milliseconds != nil && (*a.Milliseconds < 1 || *a.Milliseconds > 60000):
+			return out, "milliseconds must be between 1 and 60000"
+		case a.Milliseconds != nil:
+			out.Milliseconds = *a.Milliseconds
+		}
+	case "click":
+		if out.Selector == "" {
+			return out, "of type click needs a selector"
+		}
+		out.All = a.All != nil && *a.All
+	case "write":
+		if a.Text == nil {
+			return out, "of type write needs text"
+		}
+	case "press":
+		if out.Key == "" {
+			return out, "of type press needs a key"
+		}
+	case "scroll":
+		out.Direction = "down"
+		if a.Direction != nil {
+			if *a.Direction != "up" && *a.Direction != "down" {
+				return out, "direction must be up or down"
+			}
+			out.Direction = *a.Direction
+		}
+	case "screenshot":
+		// A screenshot action has the members of the screenshot format.
+		f, msg := decodeFormat(raw)
+		if msg != "" {
+			return out, msg
+		}
+		out.FullPage, out.Quality, out.Viewport = f.FullPage, f.Quality, f.Viewport
+	case "executeJavascript":
+		if strings.TrimSpace(out.Script) == "" {
+			return out, "of type executeJavascript needs a script"
+		}
+	case "pdf":
+		if a.Format != nil {
+			switch *a.Format {
+			case "A0", "A1", "A2", "A3", "A4", "A5", "A6", "Letter", "Legal", "Tabloid", "Ledger":
+				out.PaperFormat = *a.Format
+			default:
+				return out, "format must be one of A0..A6, Letter, Legal, Tabloid, Ledger"
+			}
+		}
+		out.Landscape = a.Landscape != nil && *a.Landscape
+		if a.Scale != nil {
+			if *a.Scale < 0.1 || *a.Scale > 2 {
+				return out, "scale must be between 0.1 and 2"
+			}
+			out.Scale = *a.Scale
+		}
+	}
+	return out, ""
+}
+
+type scrapeRequest struct {
+	URL *string `json:"url"`
+	scrapeOptionsRequest
+	ZeroDataRetention *bool   `json:"zeroDataRetention"`
+	Origin            *string `json:"origin"`
+	Integration       *string `json:"integration"`
+}
+
+// checkURL validates a target URL.
+func checkURL(path, raw string) (string, *FieldProblem) {
+	raw = strings.TrimSpace(raw)
+	if raw != "" && !strings.Contains(raw, "://") {
+		raw = "http://" + raw // what users type: example.com
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case raw == "":
+		p := fieldError(path, "%s is required", path)
+		return "", &p
+	case err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https"):
+		p := fieldError(path, "%s must be an absolute http or https URL", path)
+		return "", &p
+	case len(raw) > 8192:
+		p := fieldError(path, "%s must be at most 8192 characters", path)
+		return "", &p
+	}
+	return u.String(), nil
+}
+
+func (a *API) scrape(c *fiber.Ctx) error {
+	var req scrapeRequest
+	if err := decodeBody(c, &req); err != nil {
+		return err
+	}
+	team := teamOf(c)
+	var problems []FieldProblem
+	target := ""
+	if req.URL == nil {
+		problems = append(problems, fieldError("url", "url is required"))
+	} else if u, p := checkURL("url", *req.URL); p != nil {
+		problems = append(problems, *p)
+	} else {
+		target = u
+	}
+	opts := req.options("", team, &problems)
+	if len(problems) > 0 {
+		return badRequest(problems...)
+	}
+	if req.ZeroDataRetention != nil && *req.ZeroDataRetention {
+		if !team.Features.ZeroDataRetention {
+			return &Error{Status: fiber.StatusForbidden, Code: "FEATURE_NOT_ENABLED",
+				Message: "zeroDataRetention is not enabled for this team; the operator enables it with TRAWLER_TEAM_FEATURES"}
+		}
+		opts.ZeroDataRetention = true
+	}
+	if opts.ZeroDataRetention {
+		opts.StoreInCache = false
+	}
+	doc, err := a.Scraper.Scrape(context.Background(), scrape.Request{Team: team.ID, TeamLimit: team.Concurrency, URL: target, Options: opts})
+	if err != nil {
+		return err
+	}
+	if !opts.ZeroDataRetention {
+		a.recordActivity(team.ID, doc.Metadata["scrapeId"].(string), "scrape", target)
+	}
+	return c.JSON(fiber.Map{"success": true, "data": doc})
+}
+
+func (a *API) getScrape(c *fiber.Ctx) error {
+	raw, err := a.Scraper.Get(context.Background(), teamOf(c).ID, c.Params("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"success": true, "data": json.RawMessage(raw)})
+}

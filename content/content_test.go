@@ -1,0 +1,425 @@
+package content
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestLinks(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		html    string
+		pageURL string
+		want    []string
+	}{
+		{
+			name:    "relative resolution",
+			html:    `<a href="b.html">b</a><a href="/c">c</a><a href="../d?x=1">d</a><a href="//cdn.example.org/e">e</a>`,
+			pageURL: "https://example.com/dir/page.html",
+			want:    []string{"https://example.com/dir/b.html", "https://example.com/c", "https://example.com/d?x=1", "https://cdn.example.org/e"},
+		},
+		{
+			name:    "fragments stripped and deduplicated",
+			html:    `<a href="/a#one">1</a><a href="/a#two">2</a><a href="/a">3</a><a href="https://example.com/a">4</a>`,
+			pageURL: "https://example.com/",
+			want:    []string{"https://example.com/a"},
+		},
+		{
+			name:    "links to the page itself left out",
+			html:    `<a href="#top">top</a><a href="">self</a><a href="/x">x</a>`,
+			pageURL: "https://example.com/",
+			want:    []string{"https://example.com/x"},
+		},
+		{
+			name:    "non-http schemes dropped",
+			html:    `<a href="mailto:a@example.com">m</a><a href="tel:+351">t</a><a href="javascript:void(0)">j</a><a href="ftp://example.com/f">f</a><a href="data:text/html,hi">d</a><a href="HTTPS://Example.com/Up">u</a>`,
+			pageURL: "https://example.com/",
+			want:    []string{"https://example.com/Up"},
+		},
+		{
+			name:    "base href",
+			html:    `<head><base href="/v2/"></head><a href="guide">g</a><a href="/root">r</a>`,
+			pageURL: "https://example.com/docs/page",
+			want:    []string{"https://example.com/v2/guide", "https://example.com/root"},
+		},
+		{
+			name:    "whole page, document order, area too",
+			html:    `<nav><a href="/nav">n</a></nav><main><a href="/main">m</a></main><map><area href="/area"></map><footer><a href="/foot">f</a></footer>`,
+			pageURL: "https://example.com/",
+			want:    []string{"https://example.com/nav", "https://example.com/main", "https://example.com/area", "https://example.com/foot"},
+		},
+		{
+			name:    "no page URL keeps only absolute links",
+			html:    `<a href="/rel">r</a><a href="https://example.com/abs">a</a>`,
+			pageURL: "",
+			want:    []string{"https://example.com/abs"},
+		},
+		{
+			name:    "newlines inside an href",
+			html:    "<a href=\"/long\n/path\">p</a>",
+			pageURL: "https://example.com/",
+			want:    []string{"https://example.com/long/path"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			res, err := Transform([]byte(tc.html), tc.pageURL, Options{OnlyMainContent: true, Want: Want{Links: true, Markdown: true}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(res.Links, tc.want) {
+				t.Errorf("links = %q, want %q", res.Links, tc.want)
+			}
+		})
+	}
+}
+
+func TestImages(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		html string
+		want []string
+	}{
+		{
+			name: "largest srcset candidate by width",
+			html: `<img src="s.jpg" srcset="m.jpg 800w, l.jpg 1600w, s.jpg 400w">`,
+			want: []string{"https://example.com/p/s.jpg", "https://example.com/p/l.jpg"},
+		},
+		{
+			name: "largest srcset candidate by density",
+			html: `<img src="a.png" srcset="a.png, a3.png 3x, a2.png 2x">`,
+			want: []string{"https://example.com/p/a.png", "https://example.com/p/a3.png"},
+		},
+		{
+			name: "picture sources",
+			html: `<picture><source srcset="h1.avif 1x, h2.avif 2x"><source srcset="h.webp"><img src="h.jpg"></picture>`,
+			want: []string{"https://example.com/p/h2.avif", "https://example.com/p/h.webp", "https://example.com/p/h.jpg"},
+		},
+		{
+			name: "og:image first and deduplicated",
+			html: `<head><meta property="og:image" content="/card.png"></head><img src="/card.png"><img src="/other.png">`,
+			want: []string{"https://example.com/card.png", "https://example.com/other.png"},
+		},
+		{
+			name: "data URLs left out, lazy source used",
+			html: `<img src="data:image/gif;base64,R0lGOD=" data-src="/real.jpg"><img src="data:image/png;base64,AAAA">`,
+			want: []string{"https://example.com/real.jpg"},
+		},
+		{
+			name: "srcset only",
+			html: `<img srcset="x.jpg 1x, y.jpg 2x">`,
+			want: []string{"https://example.com/p/y.jpg"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			res, err := Transform([]byte(tc.html), "https://example.com/p/index.html", Options{Want: Want{Images: true}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(res.Images, tc.want) {
+				t.Errorf("images = %q, want %q", res.Images, tc.want)
+			}
+		})
+	}
+}
+
+func TestLargestCandidate(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		srcset, want string
+	}{
+		{"", ""},
+		{"a.jpg", "a.jpg"},
+		{"a.jpg 100w, b.jpg 300w, c.jpg 200w", "b.jpg"},
+		{"a.jpg 1x, b.jpg 1.5x, c.jpg 2x", "c.jpg"},
+		{"a.jpg, b.jpg 2x", "b.jpg"},
+		{"a.jpg 2x, b.jpg 500w", "b.jpg"},
+		{"a.jpg 100w,b.jpg 200w", "b.jpg"},
+		{"https://i.example.com/c_fill,w_100/p.jpg 100w, https://i.example.com/c_fill,w_900/p.jpg 900w", "https://i.example.com/c_fill,w_900/p.jpg"},
+		{"  a.jpg   640w  ,\n b.jpg 1280w ", "b.jpg"},
+		{"a.jpg 100w 50h, b.jpg 90w (junk, more)", "a.jpg"},
+	}
+	for _, tc := range tests {
+		if got := largestCandidate(tc.srcset); got != tc.want {
+			t.Errorf("largestCandidate(%q) = %q, want %q", tc.srcset, got, tc.want)
+		}
+	}
+}
+
+func TestMetadata(t *testing.T) {
+	t.Parallel()
+	page := `<html lang="de"><head>
+<title>Titel</title>
+<meta name="description" content="Erste">
+<meta name="description" content="Zweite">
+<meta property="og:title" content="OG Titel">
+<meta property="og:locale:alternate" content="en_US">
+<meta name="twitter:card" content="summary">
+<meta name="keywords" content="">
+<meta name="custom" content="a"><meta name="custom" content="b"><meta name="custom" content="a">
+<meta name="DCTERMS.created" content="2020-01-01">
+<meta charset="utf-8"><meta http-equiv="refresh" content="5">
+<link rel="shortcut icon" href="/fav.png">
+</head><body><svg><title>Icon</title></svg></body></html>`
+	res, err := Transform([]byte(page), "https://example.de/a/b", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"title":               "Titel",
+		"language":            "de",
+		"description":         "Erste",
+		"og:title":            "OG Titel",
+		"ogTitle":             "OG Titel",
+		"og:locale:alternate": "en_US",
+		"ogLocaleAlternate":   []string{"en_US"},
+		"twitter:card":        "summary",
+		"custom":              []string{"a", "b"},
+		"DCTERMS.created":     "2020-01-01",
+		"dcTermsCreated":      "2020-01-01",
+		"favicon":             "https://example.de/fav.png",
+	}
+	if !reflect.DeepEqual(res.Metadata, want) {
+		t.Errorf("metadata = %#v\nwant %#v", res.Metadata, want)
+	}
+	if res.Markdown != "" || res.HTML != "" || res.Links != nil || res.Images != nil {
+		t.Error("outputs not asked for were computed")
+	}
+}
+
+func TestInvalidSelector(t *testing.T) {
+	t.Parallel()
+	for _, opts := range []Options{
+		{IncludeTags: []string{"article", "div[unclosed"}},
+		{ExcludeTags: []string{">>"}},
+	} {
+		_, err := Transform([]byte("<p>x</p>"), "", opts)
+		if !errors.Is(err, ErrInvalidSelector) {
+			t.Errorf("Transform(%v) error = %v, want ErrInvalidSelector", opts, err)
+		}
+	}
+}
+
+func TestMainContentFilter(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("Real article text that matters to the reader. ", 8)
+	tests := []struct {
+		name          string
+		html          string
+		want, wantNot []string
+	}{
+		{
+			name:    "whole class tokens only",
+			html:    `<div class="inside"><p>` + long + `</p></div><div class="side">Side junk</div><div class="topic">Topic text</div><div class="top">Top junk</div>`,
+			want:    []string{"Real article text", "Topic text"},
+			wantNot: []string{"Side junk", "Top junk"},
+		},
+		{
+			name:    "main element preferred",
+			html:    `<div class="intro">Intro outside main</div><main><p>` + long + `</p></main><div>After main</div>`,
+			want:    []string{"Real article text"},
+			wantNot: []string{"Intro outside main", "After main"},
+		},
+		{
+			name:    "role main preferred",
+			html:    `<div>Outside</div><div role="main"><p>` + long + `</p></div>`,
+			want:    []string{"Real article text"},
+			wantNot: []string{"Outside"},
+		},
+		{
+			name:    "a tiny main is not the content",
+			html:    `<main><p>Hero</p></main><div class="content"><p>` + long + long + long + `</p></div><footer>Foot</footer>`,
+			want:    []string{"Hero", "Real article text"},
+			wantNot: []string{"Foot"},
+		},
+		{
+			name:    "chrome that contains main is kept",
+			html:    `<div class="sidebar-layout"><nav>Menu</nav><header><main><p>` + long + `</p></main></header></div>`,
+			want:    []string{"Real article text"},
+			wantNot: []string{"Menu"},
+		},
+		{
+			name:    "cookie substring in a big block is kept",
+			html:    `<div class="cookie-recipes"><h1>Cookies</h1><p>` + long + `</p></div><div class="cookie-notice">We use cookies.</div>`,
+			want:    []string{"# Cookies", "Real article text"},
+			wantNot: []string{"We use cookies"},
+		},
+		{
+			name: "ids made from headings are not chrome",
+			html: `<section id="cookie-objects"><h2>Cookie objects</h2><p>Short section.</p></section><section><p>` + long + `</p></section>`,
+			want: []string{"Cookie objects", "Short section."},
+		},
+		{
+			name:    "ad iframe removed, others kept out of the Markdown",
+			html:    `<p>` + long + `</p><iframe src="https://googleads.g.doubleclick.net/x"></iframe>`,
+			want:    []string{"Real article text"},
+			wantNot: []string{"doubleclick"},
+		},
+		{
+			name:    "hidden elements removed, tab panels kept",
+			html:    `<p>` + long + `</p><div hidden>Hidden menu</div><div style="DISPLAY: NONE">Hidden promo</div><div role="tabpanel" hidden>Second tab</div><div hidden="until-found">Collapsed answer</div>`,
+			want:    []string{"Real article text", "Second tab", "Collapsed answer"},
+			wantNot: []string{"Hidden menu", "Hidden promo"},
+		},
+		{
+			name:    "header with the title inside the article kept",
+			html:    `<header>Site name</header><article><header><h1>Post title</h1></header><p>` + long + `</p></article>`,
+			want:    []string{"# Post title"},
+			wantNot: []string{"Site name"},
+		},
+		{
+			name:    "skip links removed",
+			html:    `<a class="skip-link" href="#main">Skip to content</a><p>` + long + `</p>`,
+			want:    []string{"Real article text"},
+			wantNot: []string{"Skip to content"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			res, err := Transform([]byte(tc.html), "https://example.com/", DefaultOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(res.Markdown, w) {
+					t.Errorf("markdown lacks %q:\n%s", w, res.Markdown)
+				}
+			}
+			for _, w := range tc.wantNot {
+				if strings.Contains(res.Markdown, w) {
+					t.Errorf("markdown holds %q:\n%s", w, res.Markdown)
+				}
+			}
+		})
+	}
+}
+
+func TestOnlyMainContentOff(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile(filepath.Join("testdata", "chrome.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Transform(raw, "https://news.example.com/", Options{Want: Want{Markdown: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"Most read", "Example News Ltd.", "Fishing fleets", "Skip to content"} {
+		if !strings.Contains(res.Markdown, w) {
+			t.Errorf("markdown lacks %q", w)
+		}
+	}
+	for _, w := range []string{"dataLayer", "analytics", "tracker"} {
+		if strings.Contains(res.Markdown, w) {
+			t.Errorf("markdown holds %q", w)
+		}
+	}
+}
+
+func TestHTMLOutput(t *testing.T) {
+	t.Parallel()
+	page := `<html><head><title>T</title><style>p{}</style></head><body>
+<!-- a comment --><script>alert(1)</script><noscript>enable js</noscript>
+<main><p><a href="x">x</a> <img src="data:image/png;base64,AAAA" alt="b"> <img src="i.png" srcset="i.png 1x, i2.png 2x"></p></main></body></html>`
+	res, err := Transform([]byte(page), "https://example.com/d/", Options{
+		OnlyMainContent: true, RemoveBase64Images: true, Want: Want{HTML: true, Markdown: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{
+		`<a href="https://example.com/d/x">x</a>`,
+		`src="data:image/png;base64,AAAA"`,
+		`srcset="https://example.com/d/i.png 1x, https://example.com/d/i2.png 2x"`,
+	} {
+		if !strings.Contains(res.HTML, w) {
+			t.Errorf("html lacks %q:\n%s", w, res.HTML)
+		}
+	}
+	for _, w := range []string{"comment", "alert", "enable js", "<title>", "<style>"} {
+		if strings.Contains(res.HTML, w) {
+			t.Errorf("html holds %q:\n%s", w, res.HTML)
+		}
+	}
+	if want := "[x](https://example.com/d/x) ![b](<Base64-Image-Removed>) ![](https://example.com/d/i.png)"; res.Markdown != want {
+		t.Errorf("markdown = %q, want %q", res.Markdown, want)
+	}
+}
+
+func TestMarkdownLinks(t *testing.T) {
+	t.Parallel()
+	page := `<p><a name="anchor">Named anchor</a>, <a href="javascript:go()">a script</a>, <a href="/ok">ok</a>, <a href="/icon"><svg><title>icon</title></svg></a>.</p>
+<h2 id="s">Section<a class="headerlink" href="#s" title="Permalink">¶</a></h2><h3 id="t">Other <a href="#t">#</a></h3>`
+	res, err := Transform([]byte(page), "https://example.com/", Options{Want: Want{Markdown: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "Named anchor, a script, [ok](https://example.com/ok), .\n\n## Section\n\n### Other"
+	if res.Markdown != want {
+		t.Errorf("markdown = %q, want %q", res.Markdown, want)
+	}
+}
+
+func TestTidy(t *testing.T) {
+	t.Parallel()
+	in := "- a\n  \n  b\n\n| x | p1<br /><br />p2 |\n\n```\n| x | <br /> |\n   \n```"
+	want := "- a\n\n  b\n\n| x | p1 p2 |\n\n```\n| x | <br /> |\n   \n```"
+	if got := tidy(in); got != want {
+		t.Errorf("tidy = %q, want %q", got, want)
+	}
+}
+
+// TestConcurrentTransforms runs the testdata pages through Transform from
+// several goroutines at once (the Markdown converter is shared); go test
+// -race checks it.
+func TestConcurrentTransforms(t *testing.T) {
+	t.Parallel()
+	paths, err := filepath.Glob(filepath.Join("testdata", "*.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make(map[string]string, len(paths))
+	pages := make(map[string][]byte, len(paths))
+	for _, p := range paths {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Transform(raw, "https://example.com/", DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages[p], want[p] = raw, res.Markdown
+	}
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			for p, raw := range pages {
+				res, err := Transform(raw, "https://example.com/", DefaultOptions())
+				if err == nil && res.Markdown != want[p] {
+					err = errors.New(p + ": markdown differs between runs")
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}

@@ -1,0 +1,166 @@
+package parse
+
+import (
+	"bytes"
+	"compress/zlib"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// buildPDF writes a PDF whose objects 1..n are objs, with a correct
+// cross-reference table; object 1 must be the catalog.
+func buildPDF(objs ...string) []byte {
+	var b bytes.Buffer
+	b.WriteString("%PDF-1.7\n")
+	offsets := make([]int, len(objs))
+	for i, o := range objs {
+		offsets[i] = b.Len()
+		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
+	}
+	xref := b.Len()
+	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
+	for _, off := range offsets {
+		fmt.Fprintf(&b, "%010d 00000 n \n", off)
+	}
+	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
+	return b.Bytes()
+}
+
+func stream(dict, data string) string {
+	return fmt.Sprintf("<< %s /Length %d >>\nstream\n%s\nendstream", dict, len(data), data)
+}
+
+func deflated(dict string, data []byte) string {
+	var z bytes.Buffer
+	w := zlib.NewWriter(&z)
+	w.Write(data)
+	w.Close()
+	return fmt.Sprintf("<< %s /Filter /FlateDecode /Length %d >>\nstream\n%s\nendstream", dict, z.Len(), z.String())
+}
+
+const helvetica = "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"
+
+// xrefStreamPDF builds a file whose cross-reference stream holds the given
+// entries (type, field 2) for objects 4 and up, after objects 1-3.
+func xrefStreamPDF(prevLoop bool, extra ...[2]int) []byte {
+	var b bytes.Buffer
+	b.WriteString("%PDF-1.7\n")
+	var offs []int
+	for i, o := range []string{
+		"<< /Type /Catalog /Pages 2 0 R >>",
+		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 200 200] /Contents 4 0 R >>",
+	} {
+		offs = append(offs, b.Len())
+		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
+	}
+	var rows []byte
+	row := func(t, a int) { rows = append(rows, byte(t), byte(a>>24), byte(a>>16), byte(a>>8), byte(a), 0, 0) }
+	row(0, 0)
+	for _, o := range offs {
+		row(1, o)
+	}
+	for _, e := range extra {
+		row(e[0], e[1])
+	}
+	xoff := b.Len()
+	row(1, xoff)
+	n := 4 + len(extra) + 1
+	prev := ""
+	if prevLoop {
+		prev = fmt.Sprintf("/Prev %d", xoff)
+	}
+	fmt.Fprintf(&b, "%d 0 obj\n<< /Type /XRef /Size %d /W [1 4 2] /Root 1 0 R %s /Length %d >>\nstream\n%s\nendstream\nendobj\nstartxref\n%d\n%%%%EOF\n",
+		n-1, n, prev, len(rows), rows, xoff)
+	return b.Bytes()
+}
+
+// TestPDFHostile runs documents built to exhaust a naive parser. Each must
+// finish quickly, without a panic, and keep what text it can.
+func TestPDFHostile(t *testing.T) {
+	t.Parallel()
+	selfForm := stream("/Type /XObject /Subtype /Form /BBox [0 0 10 10] /Resources << /XObject << /F 4 0 R >> >>",
+		strings.Repeat("/F Do ", 50))
+	tests := []struct {
+		name  string
+		data  []byte
+		want  string // in the Markdown
+		pages int
+		err   error
+	}{
+		{"form drawing itself", buildPDF(
+			"<< /Type /Catalog /Pages 2 0 R >>",
+			"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+			"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 200 200] /Contents 5 0 R /Resources << /XObject << /F 4 0 R >> /Font << /H 6 0 R >> >> >>",
+			selfForm,
+			stream("", "BT /H 12 Tf 20 100 Td (still here) Tj ET /F Do"),
+			helvetica,
+		), "still here", 1, nil},
+		{"page tree cycle", buildPDF(
+			"<< /Type /Catalog /Pages 2 0 R >>",
+			"<< /Type /Pages /Kids [3 0 R 2 0 R] /Count 2 >>",
+			"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 200 200] /Contents 4 0 R /Resources << /Font << /H 5 0 R >> >> >>",
+			stream("", "BT /H 12 Tf 20 100 Td (one page) Tj ET"),
+			helvetica,
+		), "one page", 1, nil},
+		{"parent cycle", buildPDF(
+			"<< /Type /Catalog /Pages 2 0 R >>",
+			"<< /Type /Pages /Kids [3 0 R] /Count 1 /Parent 3 0 R >>",
+			"<< /Type /Page /Parent 2 0 R /Contents 4 0 R >>",
+			stream("", "BT 20 100 Td (no font) Tj ET"),
+		), "", 0, nil},
+		{"compression bomb", buildPDF(
+			"<< /Type /Catalog /Pages 2 0 R >>",
+			"<< /Type /Pages /Kids [3 0 R 6 0 R] /Count 2 >>",
+			"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 200 200] /Contents 4 0 R >>",
+			deflated("", bytes.Repeat([]byte("0 0 m "), 20<<20)),
+			helvetica,
+			"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 200 200] /Contents 7 0 R /Resources << /Font << /H 5 0 R >> >> >>",
+			stream("", "BT /H 12 Tf 20 100 Td (second page) Tj ET"),
+		), "second page", 2, nil},
+		// Object 4 inside object stream 5, which is inside object stream 4:
+		// the reader would recurse until the stack overflows.
+		{"object streams inside each other", xrefStreamPDF(false, [2]int{2, 5}, [2]int{2, 4}), "", 0, errStructure},
+		{"cross-reference sections in a loop", xrefStreamPDF(true), "", 0, errStructure},
+		{"huge object number", []byte("%PDF-1.4\n1 0 obj\n<< /Type /Catalog >>\nendobj\nxref\n999999999999 1\n0000000009 00000 n \ntrailer\n<< /Size 2 /Root 1 0 R >>\nstartxref\n45\n%%EOF\n"), "", 0, errStructure},
+		{"huge numbers", buildPDF(
+			"<< /Type /Catalog /Pages 2 0 R >>",
+			"<< /Type /Pages /Kids [3 0 R] /Count 99999999999 >>",
+			"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 1e300 1e300] /Contents 4 0 R /Resources << /Font << /H 5 0 R >> >> >>",
+			stream("", "BT /H 1e300 Tf 1e300 0 0 1e300 0 0 Tm (big) Tj /H 12 Tf 1 0 0 1 20 100 Tm (small) Tj ET"),
+			"<< /Type /Font /Subtype /Type0 /BaseFont /X /Encoding /Identity-H /DescendantFonts [<< /W [0 99999999 500] >>] >>",
+		), "", 0, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			start := time.Now()
+			doc, err := PDF(ctx, tc.data)
+			if d := time.Since(start); d > 10*time.Second {
+				t.Errorf("took %v", d)
+			}
+			if tc.err != nil {
+				if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), tc.err.Error()) {
+					t.Errorf("err = %v, want %v", err, tc.err)
+				}
+				return
+			}
+			if tc.want == "" {
+				return // any outcome but a panic or a hang
+			}
+			if err != nil {
+				t.Fatalf("PDF: %v", err)
+			}
+			if !strings.Contains(doc.Markdown, tc.want) || doc.Pages != tc.pages {
+				t.Errorf("%d pages, markdown %q; want %d pages and %q (warnings %q)", doc.Pages, doc.Markdown, tc.pages, tc.want, doc.Warnings)
+			}
+			t.Logf("warnings: %q", doc.Warnings)
+		})
+	}
+}

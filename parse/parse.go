@@ -1,0 +1,61 @@
+// Package parse turns document bytes (PDF today; other formats later) into
+// structured HTML and Markdown. It owns the format-specific decoding and the
+// layout analysis that recovers reading order, headings, lists and tables.
+//
+// It never fetches anything: callers hand it bytes they already hold, and it
+// bounds its own time (through the context) and memory (through page, glyph
+// and stream caps) so that a hostile document cannot take the service down.
+package parse
+
+import "errors"
+
+// Document is a parsed document.
+type Document struct {
+	// HTML is structured HTML: <h1>..<h6> for headings, <p> for paragraphs,
+	// <ul>/<ol> for lists and <table> where a table was detected, with one
+	// <section data-page="N"> per page.
+	HTML string
+	// Markdown is the same content as Markdown (tables as pipe tables).
+	Markdown string
+	// Pages is the number of pages the document has (not only those parsed).
+	Pages int
+	// Title comes from the document information dictionary, else from XMP.
+	Title string
+	// Author comes from the document information dictionary, else from XMP.
+	Author string
+	// Warnings are non-fatal problems a user may want to know about, such as
+	// "page 3 has no text layer".
+	Warnings []string
+}
+
+// Errors that callers branch on; all are client errors (the document, not the
+// service, is at fault), so the API can map them to 4xx statuses.
+var (
+	// ErrMalformed means the bytes are not a document of the expected format
+	// or are too damaged to read.
+	ErrMalformed = errors.New("malformed document")
+	// ErrEncrypted means the document is encrypted with a password we do not
+	// have, or with an encryption scheme we cannot decrypt.
+	ErrEncrypted = errors.New("encrypted document")
+	// ErrTooLarge means the document exceeds a size limit before parsing
+	// starts (limits reached while parsing produce warnings instead).
+	ErrTooLarge = errors.New("document too large")
+)
+
+// Limits on the work one document may cause. Reaching the page, glyph or text
+// limit truncates the output with a warning; the input limit is an error.
+const (
+	// MaxInputBytes is the largest input PDF accepts.
+	MaxInputBytes = 512 << 20
+	// MaxPages is how many pages PDF parses; later pages are skipped.
+	MaxPages = 2000
+	// maxGlyphsPerPage caps the glyphs kept from one page.
+	maxGlyphsPerPage = 200_000
+	// maxTextRunes caps the text kept from the whole document.
+	maxTextRunes = 20_000_000
+	// maxStreamBytes caps the decoded size of one content stream, form or
+	// CMap, which guards against compression bombs.
+	maxStreamBytes = 64 << 20
+	// maxFormDepth caps nesting of form XObjects.
+	maxFormDepth = 8
+)

@@ -1,0 +1,224 @@
+package scrape
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// ActionError is an action that could not be performed.
+type ActionError struct {
+	Index  int
+	Type   string
+	Reason string
+}
+
+func (e *ActionError) Error() string {
+	return fmt.Sprintf("action %d (%s) failed: %s", e.Index, e.Type, e.Reason)
+}
+
+// paperSizes are the PDF action's paper formats in inches.
+var paperSizes = map[string][2]float64{
+	"A0": {33.1, 46.8}, "A1": {23.4, 33.1}, "A2": {16.54, 23.4}, "A3": {11.7, 16.54}, "A4": {8.27, 11.7},
+	"A5": {5.83, 8.27}, "A6": {4.13, 5.83}, "Letter": {8.5, 11}, "Legal": {8.5, 14}, "Tabloid": {11, 17},
+	"Ledger": {17, 11},
+}
+
+// keys are the keys the press action knows beyond single characters.
+var keys = map[string]struct {
+	code string
+	vk   int
+	text string
+}{
+	"Enter": {"Enter", 13, "\r"}, "Tab": {"Tab", 9, ""}, "Escape": {"Escape", 27, ""},
+	"Backspace": {"Backspace", 8, ""}, "Delete": {"Delete", 46, ""}, "Space": {"Space", 32, " "},
+	"ArrowUp": {"ArrowUp", 38, ""}, "ArrowDown": {"ArrowDown", 40, ""}, "ArrowLeft": {"ArrowLeft", 37, ""},
+	"ArrowRight": {"ArrowRight", 39, ""}, "Home": {"Home", 36, ""}, "End": {"End", 35, ""},
+	"PageUp": {"PageUp", 33, ""}, "PageDown": {"PageDown", 34, ""},
+}
+
+// runActions performs the actions in order and collects what they return.
+func (p *tab) runActions(ctx context.Context, actions []Action) (*ActionResults, error) {
+	res := &ActionResults{Screenshots: []string{}, Scrapes: []ActionScrape{}, JavascriptReturns: []JSReturn{}, PDFs: []string{}}
+	for i, a := range actions {
+		fail := func(format string, args ...any) error {
+			return &ActionError{Index: i, Type: a.Type, Reason: fmt.Sprintf(format, args...)}
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		sel, _ := json.Marshal(a.Selector)
+		switch a.Type {
+		case "wait":
+			if a.Selector == "" {
+				select {
+				case <-time.After(time.Duration(a.Milliseconds) * time.Millisecond):
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+				continue
+			}
+			for {
+				var found bool
+				if err := p.evaluate(ctx, "!!document.querySelector("+string(sel)+")", &found); err != nil {
+					return nil, fail("%v", err)
+				}
+				if found {
+					break
+				}
+				select {
+				case <-time.After(100 * time.Millisecond):
+				case <-ctx.Done():
+					return nil, fail("no element matched %s before the timeout", a.Selector)
+				}
+			}
+		case "click":
+			if err := p.click(ctx, a, string(sel)); err != nil {
+				return nil, fail("%v", err)
+			}
+			p.afterInput(ctx)
+		case "write":
+			if err := p.call(ctx, "Input.insertText", map[string]any{"text": a.Text}, nil); err != nil {
+				return nil, fail("%v", err)
+			}
+		case "press":
+			if err := p.press(ctx, a.Key); err != nil {
+				return nil, fail("%v", err)
+			}
+			p.afterInput(ctx)
+		case "scroll":
+			sign := 1
+			if a.Direction == "up" {
+				sign = -1
+			}
+			script := fmt.Sprintf("window.scrollBy(0, %d * window.innerHeight); true", sign)
+			if a.Selector != "" {
+				script = fmt.Sprintf(`(() => { const el = document.querySelector(%s); if (!el) throw new Error("no element matches " + %s);
+  el.scrollBy(0, %d * (el.clientHeight || window.innerHeight)); return true; })()`, sel, sel, sign)
+			}
+			if err := p.evaluate(ctx, script, nil); err != nil {
+				return nil, fail("%v", err)
+			}
+			p.afterInput(ctx)
+		case "screenshot":
+			shot, err := p.screenshot(ctx, a.FullPage, a.Quality, a.Viewport)
+			if err != nil {
+				return nil, fail("%v", err)
+			}
+			res.Screenshots = append(res.Screenshots, shot)
+		case "scrape":
+			html, u, err := p.html(ctx)
+			if err != nil {
+				return nil, fail("%v", err)
+			}
+			res.Scrapes = append(res.Scrapes, ActionScrape{URL: u, HTML: html})
+		case "executeJavascript":
+			var out struct {
+				Type  string `json:"type"`
+				Value any    `json:"value"`
+			}
+			// The script runs as the body of an async function, so it may
+			// use return and await; its value is reported with its type.
+			wrapped := "(async () => { const __v = await (async () => {\n" + a.Script + "\n})(); return {type: __v === null ? 'null' : typeof __v, value: __v === undefined ? null : __v}; })()"
+			if err := p.evaluate(ctx, wrapped, &out); err != nil {
+				return nil, fail("%v", err)
+			}
+			res.JavascriptReturns = append(res.JavascriptReturns, JSReturn{Type: out.Type, Value: out.Value})
+			p.afterInput(ctx)
+		case "pdf":
+			size := paperSizes[a.PaperFormat]
+			if a.PaperFormat == "" {
+				size = paperSizes["Letter"]
+			}
+			scale := a.Scale
+			if scale == 0 {
+				scale = 1
+			}
+			var pdf struct {
+				Data string `json:"data"`
+			}
+			if err := p.call(ctx, "Page.printToPDF", map[string]any{"landscape": a.Landscape, "scale": scale,
+				"paperWidth": size[0], "paperHeight": size[1], "printBackground": true}, &pdf); err != nil {
+				return nil, fail("%v", err)
+			}
+			res.PDFs = append(res.PDFs, "data:application/pdf;base64,"+pdf.Data)
+		default:
+			return nil, fail("unknown action type")
+		}
+	}
+	return res, nil
+}
+
+// click clicks the first element matching the selector with a real mouse
+// event at its centre (after scrolling it into view), or every match with
+// the DOM's click() when all is set.
+func (p *tab) click(ctx context.Context, a Action, sel string) error {
+	if a.All {
+		var n int
+		if err := p.evaluate(ctx, "(() => { const els = document.querySelectorAll("+sel+"); els.forEach(e => e.click()); return els.length; })()", &n); err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("no element matches %s", a.Selector)
+		}
+		return nil
+	}
+	var box *struct{ X, Y float64 }
+	script := `(() => { const el = document.querySelector(` + sel + `); if (!el) return null;
+  el.scrollIntoView({block: "center", inline: "center"}); const r = el.getBoundingClientRect();
+  return {X: r.left + r.width / 2, Y: r.top + r.height / 2}; })()`
+	if err := p.evaluate(ctx, script, &box); err != nil {
+		return err
+	}
+	if box == nil {
+		return fmt.Errorf("no element matches %s", a.Selector)
+	}
+	for _, t := range []string{"mouseMoved", "mousePressed", "mouseReleased"} {
+		params := map[string]any{"type": t, "x": box.X, "y": box.Y, "button": "left", "clickCount": 1}
+		if t == "mouseMoved" {
+			params["button"] = "none"
+		}
+		if err := p.call(ctx, "Input.dispatchMouseEvent", params, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *tab) press(ctx context.Context, key string) error {
+	k, ok := keys[key]
+	if !ok {
+		r := []rune(key)
+		if len(r) != 1 {
+			return fmt.Errorf("unknown key %q", key)
+		}
+		upper := strings.ToUpper(key)
+		k.code, k.vk, k.text = "Key"+upper, int([]rune(upper)[0]), key
+	}
+	down := map[string]any{"type": "keyDown", "key": key, "code": k.code, "windowsVirtualKeyCode": k.vk}
+	if k.text != "" {
+		down["text"] = k.text
+	}
+	if err := p.call(ctx, "Input.dispatchKeyEvent", down, nil); err != nil {
+		return err
+	}
+	return p.call(ctx, "Input.dispatchKeyEvent", map[string]any{"type": "keyUp", "key": key, "code": k.code, "windowsVirtualKeyCode": k.vk}, nil)
+}
+
+// afterInput gives what an input set off (a navigation, a fetch) a moment
+// to finish.
+func (p *tab) afterInput(ctx context.Context) {
+	time.Sleep(100 * time.Millisecond)
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		p.mu.Lock()
+		idle := len(p.inflight) == 0 && time.Since(p.lastNet) >= 300*time.Millisecond
+		p.mu.Unlock()
+		if idle {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

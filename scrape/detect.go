@@ -1,0 +1,94 @@
+package scrape
+
+import (
+	"bytes"
+	"mime"
+	"net/url"
+	"path"
+	"strings"
+)
+
+// documentKind names the document parser for a response ("pdf"), or "" for
+// a page the browser renders.
+func documentKind(contentType, rawURL string) string {
+	mt, _, _ := mime.ParseMediaType(contentType)
+	switch mt {
+	case "application/pdf", "application/x-pdf":
+		return "pdf"
+	case "", "application/octet-stream", "binary/octet-stream":
+		if u, err := url.Parse(rawURL); err == nil && strings.EqualFold(path.Ext(u.Path), ".pdf") {
+			return "pdf"
+		}
+	}
+	return ""
+}
+
+func isHTML(contentType string) bool {
+	mt, params, _ := mime.ParseMediaType(contentType)
+	if mt != "text/html" && mt != "application/xhtml+xml" {
+		return false
+	}
+	// The network layer hands over bytes; only UTF-8 (or unlabelled) pages
+	// are taken without the browser's own decoding.
+	cs := strings.ToLower(params["charset"])
+	return cs == "" || cs == "utf-8" || cs == "utf8"
+}
+
+var appShells = [][]byte{
+	[]byte(`<div id="root"></div>`), []byte(`<div id="app"></div>`), []byte(`<div id="__next"></div>`),
+	[]byte(`<div id="root"/>`), []byte(`<app-root></app-root>`), []byte(`<div id="svelte"></div>`),
+	[]byte(`ng-app`), []byte(`data-reactroot=""></div>`), []byte(`You need to enable JavaScript`),
+	[]byte(`enable JavaScript to run this app`), []byte(`window.location.replace(`), []byte(`http-equiv="refresh"`),
+}
+
+// looksServerRendered reports whether an HTML document already holds its
+// content, so that it may be taken without rendering: enough visible text,
+// and no sign of a client-rendered app shell or a script redirect. When in
+// doubt it says no, and the page is rendered.
+func looksServerRendered(body []byte, contentType string) bool {
+	if !isHTML(contentType) || len(body) == 0 {
+		return false
+	}
+	lower := bytes.ToLower(body)
+	for _, m := range appShells {
+		if bytes.Contains(lower, bytes.ToLower(m)) {
+			return false
+		}
+	}
+	return visibleText(lower) >= 200
+}
+
+// visibleText estimates how many characters of text the body shows, outside
+// tags, scripts and styles.
+func visibleText(lower []byte) int {
+	i := bytes.Index(lower, []byte("<body"))
+	if i < 0 {
+		i = 0
+	}
+	n, inTag := 0, false
+	skip := []byte(nil)
+	for j := i; j < len(lower); j++ {
+		c := lower[j]
+		if skip != nil {
+			if c == '<' && bytes.HasPrefix(lower[j:], skip) {
+				skip = nil
+				inTag = true
+			}
+			continue
+		}
+		switch {
+		case c == '<':
+			inTag = true
+			if bytes.HasPrefix(lower[j:], []byte("<script")) {
+				skip = []byte("</script")
+			} else if bytes.HasPrefix(lower[j:], []byte("<style")) {
+				skip = []byte("</style")
+			}
+		case c == '>':
+			inTag = false
+		case !inTag && c > ' ':
+			n++
+		}
+	}
+	return n
+}

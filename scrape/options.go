@@ -1,0 +1,110 @@
+package scrape
+
+import "time"
+
+// Options are the scrape options of spec section 2.1, decoded and validated
+// (by the api package) with their defaults applied.
+type Options struct {
+	Formats             []Format
+	OnlyMainContent     bool
+	IncludeTags         []string
+	ExcludeTags         []string
+	MaxAge              time.Duration
+	MinAge              *time.Duration // set: answer from the cache only
+	Headers             map[string]string
+	WaitFor             time.Duration
+	Mobile              bool
+	SkipTLSVerification bool
+	Timeout             time.Duration
+	// PDF: extract PDFs to Markdown (the default); false returns them base64.
+	PDF                bool
+	Actions            []Action
+	Location           *Location
+	RemoveBase64Images bool
+	BlockAds           bool
+	Proxy              string // basic, enhanced, stealth or auto
+	StoreInCache       bool
+	Lockdown           bool
+	ZeroDataRetention  bool
+}
+
+// DefaultOptions are the spec's defaults.
+func DefaultOptions() Options {
+	return Options{
+		Formats:             []Format{{Type: "markdown"}},
+		OnlyMainContent:     true,
+		MaxAge:              172800000 * time.Millisecond,
+		SkipTLSVerification: true,
+		Timeout:             60 * time.Second,
+		PDF:                 true,
+		RemoveBase64Images:  true,
+		BlockAds:            true,
+		Proxy:               "auto",
+		StoreInCache:        true,
+	}
+}
+
+// Format is one requested output.
+type Format struct {
+	Type string
+	// Screenshot options.
+	FullPage bool
+	Quality  int // 0: PNG; 1..100: JPEG at that quality
+	Viewport *Viewport
+}
+
+// Viewport is a screen size in CSS pixels.
+type Viewport struct {
+	Width, Height int
+}
+
+// Action is one step performed on the page before content is taken.
+type Action struct {
+	Type         string // wait, click, write, press, scroll, screenshot, scrape, executeJavascript, pdf
+	Milliseconds int
+	Selector     string
+	All          bool // click every match
+	Text         string
+	Key          string
+	Direction    string // up or down
+	FullPage     bool
+	Quality      int
+	Viewport     *Viewport
+	Script       string
+	PaperFormat  string // pdf: A4, Letter, ...
+	Landscape    bool
+	Scale        float64
+}
+
+// Location is the country and languages to emulate.
+type Location struct {
+	Country   string
+	Languages []string
+}
+
+// Has reports whether format kind t was requested.
+func (o *Options) Has(t string) bool {
+	for _, f := range o.Formats {
+		if f.Type == t {
+			return true
+		}
+	}
+	return false
+}
+
+// Screenshot returns the requested screenshot format, if any.
+func (o *Options) Screenshot() (Format, bool) {
+	for _, f := range o.Formats {
+		if f.Type == "screenshot" {
+			return f, true
+		}
+	}
+	return Format{}, false
+}
+
+// needsRender reports whether the options ask for something only a
+// rendered page can give.
+func (o *Options) needsRender() bool {
+	_, shot := o.Screenshot()
+	return len(o.Actions) > 0 || o.WaitFor > 0 || shot || o.Mobile
+}

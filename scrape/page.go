@@ -1,0 +1,531 @@
+package scrape
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/trawler-dev/trawler/cdp"
+	"github.com/trawler-dev/trawler/netguard"
+)
+
+// tab is one scrape's page: a fresh browser context (its own cookies and
+// storage) holding one tab on a leased browser, driven over a flattened CDP
+// session. Every request the tab makes passes the network guard and the ad
+// blocker through the Fetch domain; the main document's response is seen
+// there too, which is how documents (PDF) are taken as bytes and how a
+// server-rendered page is taken without rendering it.
+type tab struct {
+	conn      *cdp.Conn
+	log       *slog.Logger
+	opts      *Options
+	guard     *netguard.Cache
+	sid       string
+	targetID  string
+	contextID string
+	// static: take an HTML document from the network without rendering it
+	// when it looks complete.
+	static bool
+
+	mu       sync.Mutex
+	inflight map[string]struct{}
+	lastNet  time.Time
+	main     *mainResponse
+	blocked  error // why the main document was refused
+	loaded   chan struct{}
+	taken    chan takenBody // the main document, taken from the network
+	crashed  chan struct{}
+	once     struct{ loaded, crashed sync.Once }
+}
+
+// mainResponse is the main frame's final document response.
+type mainResponse struct {
+	URL         string
+	Status      int
+	StatusText  string
+	ContentType string
+}
+
+// takenBody is a main document captured at the network layer.
+type takenBody struct {
+	body   []byte
+	binary bool // a document for parse, not HTML
+}
+
+type fetchPaused struct {
+	RequestID string `json:"requestId"`
+	Request   struct {
+		URL string `json:"url"`
+	} `json:"request"`
+	FrameID            string `json:"frameId"`
+	ResourceType       string `json:"resourceType"`
+	ResponseStatusCode int    `json:"responseStatusCode"`
+	ResponseStatusText string `json:"responseStatusText"`
+	ResponseHeaders    []struct {
+		Name  string `json:"name"`
+		Value string `json:"value"`
+	} `json:"responseHeaders"`
+	ResponseErrorReason string `json:"responseErrorReason"`
+}
+
+func (p *tab) header(ev *fetchPaused, name string) string {
+	for _, h := range ev.ResponseHeaders {
+		if strings.EqualFold(h.Name, name) {
+			return h.Value
+		}
+	}
+	return ""
+}
+
+// openTab creates the browser context and its tab and prepares it.
+func openTab(ctx context.Context, conn *cdp.Conn, opts *Options, guard *netguard.Cache, static bool, log *slog.Logger) (*tab, error) {
+	p := &tab{conn: conn, opts: opts, guard: guard, static: static, log: log,
+		inflight: map[string]struct{}{}, lastNet: time.Now(),
+		loaded: make(chan struct{}), taken: make(chan takenBody, 1), crashed: make(chan struct{})}
+	var bc struct {
+		BrowserContextID string `json:"browserContextId"`
+	}
+	if err := conn.Call(ctx, "", "Target.createBrowserContext", map[string]any{"disposeOnDetach": true}, &bc); err != nil {
+		return nil, err
+	}
+	p.contextID = bc.BrowserContextID
+	var tg struct {
+		TargetID string `json:"targetId"`
+	}
+	if err := conn.Call(ctx, "", "Target.createTarget", map[string]any{"url": "about:blank", "browserContextId": p.contextID}, &tg); err != nil {
+		p.close()
+		return nil, err
+	}
+	p.targetID = tg.TargetID
+	conn.OnEvent(p.onEvent)
+	var at struct {
+		SessionID string `json:"sessionId"`
+	}
+	if err := conn.Call(ctx, "", "Target.attachToTarget", map[string]any{"targetId": p.targetID, "flatten": true}, &at); err != nil {
+		p.close()
+		return nil, err
+	}
+	p.sid = at.SessionID
+	if err := p.prepare(ctx); err != nil {
+		p.close()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *tab) call(ctx context.Context, method string, params, result any) error {
+	return p.conn.Call(ctx, p.sid, method, params, result)
+}
+
+// prepare sets up interception, emulation and headers before navigation.
+func (p *tab) prepare(ctx context.Context) error {
+	patterns := []map[string]any{{"urlPattern": "*", "requestStage": "Request"},
+		{"urlPattern": "*", "resourceType": "Document", "requestStage": "Response"}}
+	ua, err := p.userAgent(ctx)
+	if err != nil {
+		return err
+	}
+	steps := []step{
+		{"Page.enable", nil},
+		{"Network.enable", map[string]any{}},
+		{"Fetch.enable", map[string]any{"patterns": patterns}},
+		{"Security.setIgnoreCertificateErrors", map[string]any{"ignore": p.opts.SkipTLSVerification}},
+	}
+	w, h, dpr, mobile := 1920, 1080, 1.0, false
+	if p.opts.Mobile {
+		w, h, dpr, mobile = 390, 844, 3.0, true
+	}
+	steps = append(steps, struct {
+		method string
+		params any
+	}{"Emulation.setDeviceMetricsOverride", map[string]any{"width": w, "height": h, "deviceScaleFactor": dpr, "mobile": mobile}})
+	if p.opts.Mobile {
+		steps = append(steps, step{"Emulation.setTouchEmulationEnabled", map[string]any{"enabled": true, "maxTouchPoints": 5}})
+	}
+	uaParams := map[string]any{"userAgent": ua}
+	if loc := p.opts.Location; loc != nil {
+		langs := loc.Languages
+		if len(langs) == 0 {
+			langs = defaultLanguages(loc.Country)
+		}
+		uaParams["acceptLanguage"] = acceptLanguage(langs)
+		steps = append(steps, step{"Emulation.setLocaleOverride", map[string]any{"locale": langs[0]}})
+		if tz := countryTimezone(loc.Country); tz != "" {
+			steps = append(steps, struct {
+				method string
+				params any
+			}{"Emulation.setTimezoneOverride", map[string]any{"timezoneId": tz}})
+		}
+	}
+	steps = append(steps, struct {
+		method string
+		params any
+	}{"Network.setUserAgentOverride", uaParams})
+	if extra := p.extraHeaders(); len(extra) > 0 {
+		steps = append(steps, step{"Network.setExtraHTTPHeaders", map[string]any{"headers": extra}})
+	}
+	if p.opts.BlockAds {
+		steps = append(steps, step{"Page.addScriptToEvaluateOnNewDocument", map[string]any{"source": hideBannersScript}})
+	}
+	for _, s := range steps {
+		if err := p.call(ctx, s.method, s.params, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// step is one CDP command of a tab's preparation.
+type step struct {
+	method string
+	params any
+}
+
+// userAgent is the header-given User-Agent, else the browser's own without
+// the "Headless" marker that many sites refuse, or a phone's when mobile.
+func (p *tab) userAgent(ctx context.Context) (string, error) {
+	for k, v := range p.opts.Headers {
+		if strings.EqualFold(k, "User-Agent") {
+			return v, nil
+		}
+	}
+	var v struct {
+		UserAgent string `json:"userAgent"`
+		Product   string `json:"product"`
+	}
+	if err := p.conn.Call(ctx, "", "Browser.getVersion", nil, &v); err != nil {
+		return "", err
+	}
+	ua := strings.Replace(v.UserAgent, "HeadlessChrome", "Chrome", 1)
+	if p.opts.Mobile {
+		version := strings.TrimPrefix(v.Product, "HeadlessChrome/")
+		version = strings.TrimPrefix(version, "Chrome/")
+		ua = "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/" + version + " Mobile Safari/537.36"
+	}
+	return ua, nil
+}
+
+func (p *tab) extraHeaders() map[string]string {
+	out := map[string]string{}
+	for k, v := range p.opts.Headers {
+		if strings.EqualFold(k, "User-Agent") {
+			continue
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// onEvent runs on the connection's reader: it never blocks.
+func (p *tab) onEvent(ev cdp.Event) {
+	if ev.SessionID != p.sid {
+		if ev.Method == "Target.targetCrashed" {
+			var c struct {
+				TargetID string `json:"targetId"`
+			}
+			if json.Unmarshal(ev.Params, &c) == nil && c.TargetID == p.targetID {
+				p.once.crashed.Do(func() { close(p.crashed) })
+			}
+		}
+		return
+	}
+	switch ev.Method {
+	case "Fetch.requestPaused":
+		var e fetchPaused
+		if json.Unmarshal(ev.Params, &e) == nil {
+			go p.onPaused(&e)
+		}
+	case "Network.requestWillBeSent":
+		var e struct {
+			RequestID string `json:"requestId"`
+			Type      string `json:"type"`
+		}
+		if json.Unmarshal(ev.Params, &e) == nil && e.Type != "WebSocket" && e.Type != "EventSource" {
+			p.mu.Lock()
+			p.inflight[e.RequestID] = struct{}{}
+			p.lastNet = time.Now()
+			p.mu.Unlock()
+		}
+	case "Network.loadingFinished", "Network.loadingFailed":
+		var e struct {
+			RequestID string `json:"requestId"`
+		}
+		if json.Unmarshal(ev.Params, &e) == nil {
+			p.mu.Lock()
+			delete(p.inflight, e.RequestID)
+			p.lastNet = time.Now()
+			p.mu.Unlock()
+		}
+	case "Page.loadEventFired":
+		p.once.loaded.Do(func() { close(p.loaded) })
+	case "Inspector.targetCrashed":
+		p.once.crashed.Do(func() { close(p.crashed) })
+	}
+}
+
+// onPaused decides the fate of one intercepted request or response.
+func (p *tab) onPaused(e *fetchPaused) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	isMain := e.ResourceType == "Document" && e.FrameID == p.targetID
+	if e.ResponseStatusCode == 0 && e.ResponseErrorReason == "" {
+		if err := p.checkRequest(ctx, e.Request.URL); err != nil {
+			if isMain {
+				p.mu.Lock()
+				if p.blocked == nil {
+					p.blocked = err
+				}
+				p.mu.Unlock()
+			}
+			p.call(ctx, "Fetch.failRequest", map[string]any{"requestId": e.RequestID, "errorReason": "BlockedByClient"}, nil)
+			return
+		}
+		p.call(ctx, "Fetch.continueRequest", map[string]any{"requestId": e.RequestID}, nil)
+		return
+	}
+	if !isMain || e.ResponseErrorReason != "" || (e.ResponseStatusCode >= 300 && e.ResponseStatusCode < 400) {
+		p.call(ctx, "Fetch.continueRequest", map[string]any{"requestId": e.RequestID}, nil)
+		return
+	}
+	ct := p.header(e, "Content-Type")
+	p.mu.Lock()
+	p.main = &mainResponse{URL: e.Request.URL, Status: e.ResponseStatusCode, StatusText: e.ResponseStatusText, ContentType: ct}
+	p.mu.Unlock()
+	kind := documentKind(ct, e.Request.URL)
+	if kind == "" && !(p.static && isHTML(ct)) {
+		p.call(ctx, "Fetch.continueRequest", map[string]any{"requestId": e.RequestID}, nil)
+		return
+	}
+	var body struct {
+		Body          string `json:"body"`
+		Base64Encoded bool   `json:"base64Encoded"`
+	}
+	if err := p.call(ctx, "Fetch.getResponseBody", map[string]any{"requestId": e.RequestID}, &body); err != nil {
+		p.call(ctx, "Fetch.continueRequest", map[string]any{"requestId": e.RequestID}, nil)
+		return
+	}
+	raw := []byte(body.Body)
+	if body.Base64Encoded {
+		raw, _ = base64.StdEncoding.DecodeString(body.Body)
+	}
+	if kind == "" && !looksServerRendered(raw, ct) {
+		// Render it after all: hand the response on unchanged.
+		p.call(ctx, "Fetch.continueRequest", map[string]any{"requestId": e.RequestID}, nil)
+		return
+	}
+	select {
+	case p.taken <- takenBody{body: raw, binary: kind != ""}:
+	default:
+	}
+	// The tab has nothing more to do with this document: show an empty page.
+	p.call(ctx, "Fetch.fulfillRequest", map[string]any{"requestId": e.RequestID, "responseCode": 200,
+		"responseHeaders": []map[string]string{{"name": "Content-Type", "value": "text/html"}},
+		"body":            base64.StdEncoding.EncodeToString([]byte("<!doctype html><title></title>"))}, nil)
+}
+
+// checkRequest applies the network guard and the ad blocker to a URL.
+func (p *tab) checkRequest(ctx context.Context, raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return err
+	}
+	switch u.Scheme {
+	case "http", "https", "ws", "wss":
+	case "data", "blob", "about":
+		return nil
+	default:
+		return fmt.Errorf("scheme %s is not fetched", u.Scheme)
+	}
+	if p.opts.BlockAds && isAdHost(u.Hostname()) {
+		return errAdBlocked
+	}
+	return p.guard.CheckHost(ctx, u.Hostname())
+}
+
+var errAdBlocked = errors.New("blocked as an ad or tracker")
+
+// navigate loads u and returns once the main document has been answered.
+func (p *tab) navigate(ctx context.Context, u string) error {
+	var nav struct {
+		ErrorText string `json:"errorText"`
+	}
+	if err := p.call(ctx, "Page.navigate", map[string]any{"url": u}, &nav); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	blocked := p.blocked
+	p.mu.Unlock()
+	if blocked != nil {
+		return blocked
+	}
+	if nav.ErrorText != "" {
+		return &LoadError{URL: u, Reason: nav.ErrorText}
+	}
+	return nil
+}
+
+// settle waits for the load event, then for the network to be idle and the
+// DOM to stop changing, within max.
+func (p *tab) settle(ctx context.Context, max time.Duration) {
+	deadline := time.Now().Add(max)
+	dctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	select {
+	case <-p.loaded:
+	case <-p.crashed:
+		return
+	case <-dctx.Done():
+		return
+	}
+	// DOM quiet: no mutation for 300 ms (checked in the page), network idle:
+	// nothing in flight for 500 ms; both within what is left of max.
+	quiet := make(chan struct{})
+	go func() {
+		defer close(quiet)
+		ms := time.Until(deadline).Milliseconds()
+		if ms <= 0 {
+			return
+		}
+		var r any
+		p.evaluate(dctx, fmt.Sprintf(domQuietScript, ms), &r)
+	}()
+	for {
+		p.mu.Lock()
+		idle := len(p.inflight) == 0 && time.Since(p.lastNet) >= 500*time.Millisecond
+		p.mu.Unlock()
+		if idle {
+			break
+		}
+		select {
+		case <-dctx.Done():
+			return
+		case <-p.crashed:
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	select {
+	case <-quiet:
+	case <-dctx.Done():
+	}
+}
+
+const domQuietScript = `new Promise(resolve => {
+  let timer;
+  const done = () => { observer.disconnect(); resolve(true); };
+  const observer = new MutationObserver(() => { clearTimeout(timer); timer = setTimeout(done, 300); });
+  observer.observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
+  timer = setTimeout(done, 300);
+  setTimeout(done, %d);
+})`
+
+// evaluate runs an expression in the page (awaiting a promise) and decodes
+// its JSON value into v.
+func (p *tab) evaluate(ctx context.Context, expr string, v any) error {
+	var res struct {
+		Result struct {
+			Type  string          `json:"type"`
+			Value json.RawMessage `json:"value"`
+		} `json:"result"`
+		ExceptionDetails *struct {
+			Text      string `json:"text"`
+			Exception *struct {
+				Description string `json:"description"`
+			} `json:"exception"`
+		} `json:"exceptionDetails"`
+	}
+	err := p.call(ctx, "Runtime.evaluate", map[string]any{"expression": expr, "awaitPromise": true,
+		"returnByValue": true, "userGesture": true}, &res)
+	if err != nil {
+		return err
+	}
+	if d := res.ExceptionDetails; d != nil {
+		msg := d.Text
+		if d.Exception != nil && d.Exception.Description != "" {
+			msg = d.Exception.Description
+		}
+		return &ScriptError{Message: msg}
+	}
+	if v != nil && len(res.Result.Value) > 0 {
+		return json.Unmarshal(res.Result.Value, v)
+	}
+	return nil
+}
+
+// ScriptError is an exception thrown by JavaScript run in the page.
+type ScriptError struct{ Message string }
+
+func (e *ScriptError) Error() string { return "script error: " + e.Message }
+
+// html returns the page's current HTML (with its doctype) and URL.
+func (p *tab) html(ctx context.Context) (string, string, error) {
+	var out struct {
+		HTML string `json:"html"`
+		URL  string `json:"url"`
+	}
+	err := p.evaluate(ctx, `({html: (document.doctype ? new XMLSerializer().serializeToString(document.doctype) + "\n" : "") + document.documentElement.outerHTML, url: location.href})`, &out)
+	return out.HTML, out.URL, err
+}
+
+// screenshot captures the page as a data URL.
+func (p *tab) screenshot(ctx context.Context, fullPage bool, quality int, vp *Viewport) (string, error) {
+	if vp != nil {
+		if err := p.call(ctx, "Emulation.setDeviceMetricsOverride", map[string]any{"width": vp.Width, "height": vp.Height,
+			"deviceScaleFactor": 1, "mobile": p.opts.Mobile}, nil); err != nil {
+			return "", err
+		}
+	}
+	params := map[string]any{"format": "png"}
+	mime := "image/png"
+	if quality > 0 {
+		params["format"], params["quality"], mime = "jpeg", quality, "image/jpeg"
+	}
+	if fullPage {
+		var m struct {
+			CSSContentSize struct {
+				Width, Height float64
+			} `json:"cssContentSize"`
+		}
+		if err := p.call(ctx, "Page.getLayoutMetrics", nil, &m); err != nil {
+			return "", err
+		}
+		height := m.CSSContentSize.Height
+		if height > 30000 {
+			height = 30000 // beyond this Chromium's capture fails; the top is what matters
+		}
+		params["captureBeyondViewport"] = true
+		params["clip"] = map[string]any{"x": 0, "y": 0, "width": m.CSSContentSize.Width, "height": height, "scale": 1}
+	}
+	var shot struct {
+		Data string `json:"data"`
+	}
+	if err := p.call(ctx, "Page.captureScreenshot", params, &shot); err != nil {
+		return "", err
+	}
+	return "data:" + mime + ";base64," + shot.Data, nil
+}
+
+// close disposes of the browser context, which closes its tab.
+func (p *tab) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	p.conn.OnEvent(nil)
+	if p.contextID != "" {
+		p.conn.Call(ctx, "", "Target.disposeBrowserContext", map[string]any{"browserContextId": p.contextID}, nil)
+	}
+}
+
+// LoadError is a page that could not be loaded at all.
+type LoadError struct {
+	URL    string
+	Reason string
+}
+
+func (e *LoadError) Error() string { return fmt.Sprintf("could not load %s: %s", e.URL, e.Reason) }

@@ -1,0 +1,448 @@
+// Package scrape owns one URL (or bytes) → one Document: the browser tab on
+// a leased browser, navigation, the smart wait, actions, capture, the
+// choice between taking a server-rendered page from the network and
+// rendering it, the cache policy, and the transform into the requested
+// formats (through package content; documents through package parse).
+package scrape
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/trawler-dev/trawler/cdp"
+	"github.com/trawler-dev/trawler/content"
+	"github.com/trawler-dev/trawler/netguard"
+	"github.com/trawler-dev/trawler/parse"
+	"github.com/trawler-dev/trawler/sessions"
+	"github.com/trawler-dev/trawler/store"
+)
+
+// Errors callers branch on.
+var (
+	// ErrTimeout: the scrape ran past its timeout.
+	ErrTimeout = errors.New("scrape timed out")
+	// ErrNoCachedData: minAge was set and the cache has nothing old enough.
+	ErrNoCachedData = errors.New("no cached data for this URL satisfies minAge")
+	// ErrLockdownMiss: lockdown was set and the cache has no entry.
+	ErrLockdownMiss = errors.New("lockdown: the cache has no entry for this URL")
+	// ErrPageCrashed: the page crashed its tab.
+	ErrPageCrashed = errors.New("the page crashed the browser tab")
+)
+
+// Service scrapes pages on browsers leased from the pool.
+type Service struct {
+	Pool  *sessions.Pool
+	Store *store.Store
+	Guard *netguard.Guard
+	Log   *slog.Logger
+	// Retention is how long a scrape's result stays retrievable by id.
+	Retention time.Duration
+}
+
+// Request is one scrape.
+type Request struct {
+	Team      string
+	TeamLimit int
+	URL       string
+	Options   Options
+}
+
+// page is what a scrape took from the target, before any transform.
+type page struct {
+	status      int
+	finalURL    string
+	contentType string
+	body        []byte
+	screenshot  string
+	engine      string // browser-fetch or browser-render
+	actions     *ActionResults
+	warning     string
+}
+
+// Scrape runs one scrape and returns its document.
+func (s *Service) Scrape(ctx context.Context, req Request) (*Document, error) {
+	o := &req.Options
+	id := uuid.NewString()
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+
+	key := cacheKey(req.URL, o)
+	cacheState := "miss"
+	var cachedAt time.Time
+	var pg *page
+	if o.MinAge != nil || o.Lockdown || o.MaxAge > 0 {
+		if c, err := s.Store.Page(ctx, key); err == nil && s.cacheUsable(c, o) {
+			pg = &page{status: c.StatusCode, finalURL: c.FinalURL, contentType: c.ContentType, body: c.Body,
+				screenshot: c.Screenshot, engine: c.Engine}
+			cacheState, cachedAt = "hit", c.CreatedAt
+		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+	}
+	switch {
+	case pg == nil && o.Lockdown:
+		return nil, ErrLockdownMiss
+	case pg == nil && o.MinAge != nil:
+		return nil, ErrNoCachedData
+	case pg == nil:
+		var err error
+		pg, err = s.fetch(ctx, req)
+		if err != nil {
+			if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return nil, ErrTimeout
+			}
+			return nil, err
+		}
+		if o.StoreInCache && !o.ZeroDataRetention && pg.status < 500 {
+			err := s.Store.PutPage(context.Background(), store.CachedPage{Key: key, URL: req.URL, CreatedAt: time.Now(),
+				StatusCode: pg.status, FinalURL: pg.finalURL, ContentType: pg.contentType, Body: pg.body,
+				Screenshot: pg.screenshot, Engine: pg.engine})
+			if err != nil {
+				s.Log.Error("writing the cache", "err", err)
+			}
+		}
+	}
+
+	doc, err := s.transform(ctx, req, pg)
+	if err != nil {
+		return nil, err
+	}
+	md := doc.Metadata
+	md["sourceURL"] = req.URL
+	md["url"] = pg.finalURL
+	md["statusCode"] = pg.status
+	md["contentType"] = pg.contentType
+	md["scrapeId"] = id
+	md["proxyUsed"] = "basic"
+	md["cacheState"] = cacheState
+	md["engine"] = pg.engine
+	if !cachedAt.IsZero() {
+		md["cachedAt"] = cachedAt.UTC().Format(time.RFC3339Nano)
+	}
+	if pg.status >= 400 {
+		md["error"] = http.StatusText(pg.status)
+		if md["error"] == "" {
+			md["error"] = fmt.Sprintf("HTTP %d", pg.status)
+		}
+		doc.Warning = joinWarning(doc.Warning, fmt.Sprintf("the page answered HTTP %d", pg.status))
+	}
+	credits := 1
+	if n, ok := md["numPages"].(int); ok && n > 1 && o.PDF {
+		credits = n
+	}
+	if o.Lockdown {
+		credits = 5
+	}
+	md["creditsUsed"] = credits
+	md["timeTaken"] = time.Since(start).Milliseconds()
+	doc.Warning = joinWarning(pg.warning, doc.Warning)
+
+	if !o.ZeroDataRetention && !o.Lockdown {
+		raw, err := json.Marshal(doc)
+		if err == nil {
+			retention := s.Retention
+			if retention == 0 {
+				retention = 24 * time.Hour
+			}
+			now := time.Now()
+			if err := s.Store.PutScrape(context.Background(), id, req.Team, now, now.Add(retention), raw); err != nil {
+				s.Log.Error("storing the scrape", "err", err)
+			}
+		}
+	}
+	return doc, nil
+}
+
+func joinWarning(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
+}
+
+func (s *Service) cacheUsable(c store.CachedPage, o *Options) bool {
+	age := time.Since(c.CreatedAt)
+	if _, shot := o.Screenshot(); shot && c.Screenshot == "" {
+		return false
+	}
+	switch {
+	case o.MinAge != nil:
+		return age >= *o.MinAge
+	case o.Lockdown:
+		return age < o.MaxAge
+	default:
+		return age < o.MaxAge
+	}
+}
+
+// cacheKey identifies what was fetched: the URL and every option that
+// changes what the target serves or what the page shows.
+func cacheKey(u string, o *Options) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00mobile=%v\x00ads=%v\x00wait=%d\x00", normalizeURL(u), o.Mobile, o.BlockAds, o.WaitFor.Milliseconds())
+	if o.Location != nil {
+		fmt.Fprintf(h, "country=%s\x00langs=%s\x00", strings.ToUpper(o.Location.Country), strings.Join(o.Location.Languages, ","))
+	}
+	if f, ok := o.Screenshot(); ok {
+		fmt.Fprintf(h, "shot=%v,%d,%v\x00", f.FullPage, f.Quality, f.Viewport)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func normalizeURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	u.Fragment = ""
+	u.Host = strings.ToLower(u.Host)
+	if u.Path == "" {
+		u.Path = "/"
+	}
+	q := u.Query()
+	keys := make([]string, 0, len(q))
+	for k := range q {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// fetch takes the page from the target on a leased browser.
+func (s *Service) fetch(ctx context.Context, req Request) (*page, error) {
+	o := &req.Options
+	u, err := url.Parse(req.URL)
+	if err != nil {
+		return nil, err
+	}
+	guard := &netguard.Cache{Guard: s.Guard, TTL: time.Minute}
+	if err := guard.CheckHost(ctx, u.Hostname()); err != nil {
+		return nil, err
+	}
+	lease, err := s.Pool.Acquire(ctx, sessions.LeaseRequest{Team: req.Team, TeamLimit: req.TeamLimit, Lifetime: o.Timeout + 10*time.Second})
+	if err != nil {
+		return nil, err
+	}
+	healthy := false
+	defer func() { lease.Release(healthy) }()
+	// The lease ends early if the browser dies: stop waiting then.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-lease.Done():
+			cancel(fmt.Errorf("%w", lease.Cause()))
+		case <-ctx.Done():
+		}
+	}()
+	conn, err := cdp.Dial(ctx, lease.Browser().DevToolsURL())
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	t, err := openTab(ctx, conn, o, guard, !o.needsRender(), s.Log)
+	if err != nil {
+		return nil, err
+	}
+	defer t.close()
+
+	pg, err := s.drive(ctx, t, req)
+	if err == nil || errors.Is(err, ErrPageCrashed) || errors.As(err, new(*ActionError)) {
+		healthy = true // the browser itself is fine
+	}
+	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.DeadlineExceeded) && !errors.Is(cause, context.Canceled) {
+		return nil, &LoadError{URL: req.URL, Reason: cause.Error()}
+	}
+	return pg, err
+}
+
+// drive navigates, waits, runs the actions and captures.
+func (s *Service) drive(ctx context.Context, t *tab, req Request) (*page, error) {
+	o := &req.Options
+	// Leave a share of the timeout for actions and capture.
+	navBudget := time.Duration(float64(o.Timeout) * 0.8)
+	navCtx, cancelNav := context.WithTimeout(ctx, navBudget)
+	defer cancelNav()
+	if err := t.navigate(navCtx, req.URL); err != nil {
+		select {
+		case tb := <-t.taken: // a document taken at the network layer
+			return t.takenPage(tb), nil
+		default:
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, ErrTimeout
+		}
+		return nil, err
+	}
+	select {
+	case tb := <-t.taken:
+		return t.takenPage(tb), nil
+	case <-time.After(20 * time.Millisecond):
+		// A taken body is handed over before the tab is fulfilled, so by
+		// the time navigation commits it is there; this is a margin.
+	}
+	pg := &page{engine: "browser-render"}
+	remaining := time.Until(deadlineOf(navCtx))
+	t.settle(ctx, min(remaining, 10*time.Second))
+	select {
+	case <-t.crashed:
+		return nil, ErrPageCrashed
+	default:
+	}
+	if o.WaitFor > 0 {
+		select {
+		case <-time.After(o.WaitFor):
+		case <-ctx.Done():
+			return nil, ErrTimeout
+		}
+	}
+	if len(o.Actions) > 0 {
+		res, err := t.runActions(ctx, o.Actions)
+		if err != nil {
+			if errors.Is(err, context.DeadlineExceeded) {
+				return nil, ErrTimeout
+			}
+			return nil, err
+		}
+		pg.actions = res
+	}
+	html, finalURL, err := t.html(ctx)
+	if err != nil {
+		select {
+		case <-t.crashed:
+			return nil, ErrPageCrashed
+		default:
+		}
+		return nil, err
+	}
+	pg.body, pg.finalURL = []byte(html), finalURL
+	t.mu.Lock()
+	if m := t.main; m != nil {
+		pg.status, pg.contentType = m.Status, m.ContentType
+	}
+	t.mu.Unlock()
+	if pg.status == 0 {
+		pg.status = 200 // a page the browser made itself (about:, data:)
+	}
+	if pg.contentType == "" {
+		pg.contentType = "text/html"
+	}
+	if f, ok := o.Screenshot(); ok {
+		shot, err := t.screenshot(ctx, f.FullPage, f.Quality, f.Viewport)
+		if err != nil {
+			return nil, err
+		}
+		pg.screenshot = shot
+	}
+	return pg, nil
+}
+
+func deadlineOf(ctx context.Context) time.Time {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return time.Now().Add(time.Minute)
+	}
+	return d
+}
+
+func (t *tab) takenPage(tb takenBody) *page {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	pg := &page{engine: "browser-fetch", body: tb.body}
+	if m := t.main; m != nil {
+		pg.status, pg.finalURL, pg.contentType = m.Status, m.URL, m.ContentType
+	}
+	return pg
+}
+
+// transform turns the page into the requested formats.
+func (s *Service) transform(ctx context.Context, req Request, pg *page) (*Document, error) {
+	o := &req.Options
+	doc := &Document{Metadata: map[string]any{}}
+	if pg.actions != nil {
+		doc.Actions = pg.actions
+	}
+	if o.Has("screenshot") {
+		doc.Screenshot = pg.screenshot
+	}
+	if kind := documentKind(pg.contentType, pg.finalURL); kind == "pdf" {
+		if !o.PDF {
+			// parsers: [] asks for the PDF itself.
+			doc.Markdown = base64.StdEncoding.EncodeToString(pg.body)
+			doc.Metadata["numPages"] = 1
+			return doc, nil
+		}
+		pd, err := parse.PDF(ctx, pg.body)
+		if err != nil {
+			return nil, &ParseError{Err: err}
+		}
+		if o.Has("markdown") {
+			doc.Markdown = pd.Markdown
+		}
+		if o.Has("html") {
+			doc.HTML = pd.HTML
+		}
+		doc.Metadata["numPages"] = pd.Pages
+		if pd.Title != "" {
+			doc.Metadata["title"] = pd.Title
+		}
+		if pd.Author != "" {
+			doc.Metadata["author"] = pd.Author
+		}
+		if len(pd.Warnings) > 0 {
+			doc.Warning = strings.Join(pd.Warnings, "; ")
+		}
+		return doc, nil
+	}
+	res, err := content.Transform(pg.body, pg.finalURL, content.Options{
+		OnlyMainContent: o.OnlyMainContent, IncludeTags: o.IncludeTags, ExcludeTags: o.ExcludeTags,
+		RemoveBase64Images: o.RemoveBase64Images,
+		Want:               content.Want{Markdown: o.Has("markdown"), HTML: o.Has("html"), Links: o.Has("links"), Images: o.Has("images")},
+	})
+	if err != nil {
+		return nil, err
+	}
+	doc.Markdown, doc.HTML, doc.Links, doc.Images = res.Markdown, res.HTML, res.Links, res.Images
+	if o.Has("links") && doc.Links == nil {
+		doc.Links = []string{}
+	}
+	if o.Has("images") && doc.Images == nil {
+		doc.Images = []string{}
+	}
+	if o.Has("rawHtml") {
+		doc.RawHTML = string(pg.body)
+	}
+	for k, v := range res.Metadata {
+		doc.Metadata[k] = v
+	}
+	return doc, nil
+}
+
+// ParseError is a document that could not be parsed.
+type ParseError struct{ Err error }
+
+func (e *ParseError) Error() string { return "parsing the document: " + e.Err.Error() }
+func (e *ParseError) Unwrap() error { return e.Err }
+
+// Get returns team's stored scrape id as JSON.
+func (s *Service) Get(ctx context.Context, team, id string) (json.RawMessage, error) {
+	return s.Store.Scrape(ctx, team, id)
+}

@@ -1,0 +1,94 @@
+package scrape
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLooksServerRendered(t *testing.T) {
+	t.Parallel()
+	long := "<p>" + strings.Repeat("Real words in a paragraph. ", 20) + "</p>"
+	for _, tc := range []struct {
+		name, body, ct string
+		want           bool
+	}{
+		{"article", "<html><body>" + long + "</body></html>", "text/html; charset=utf-8", true},
+		{"react shell", `<html><body><div id="root"></div><script src="/app.js"></script></body></html>`, "text/html", false},
+		{"shell with text in scripts", `<html><body><div id="app"></div><script>` + strings.Repeat("var x = 1;", 100) + `</script></body></html>`, "text/html", false},
+		{"too little text", "<html><body><p>Loading…</p></body></html>", "text/html", false},
+		{"noscript warning", "<html><body>" + long + "<noscript>You need to enable JavaScript to run this app.</noscript></body></html>", "text/html", false},
+		{"meta refresh", `<html><head><meta http-equiv="refresh" content="0;url=/x"></head><body>` + long + `</body></html>`, "text/html", false},
+		{"latin-1", "<html><body>" + long + "</body></html>", "text/html; charset=iso-8859-1", false},
+		{"json", `{"a":1}`, "application/json", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := looksServerRendered([]byte(tc.body), tc.ct); got != tc.want {
+				t.Fatalf("looksServerRendered = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDocumentKind(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ ct, url, want string }{
+		{"application/pdf", "http://a/x", "pdf"},
+		{"application/octet-stream", "http://a/report.PDF?x=1", "pdf"},
+		{"text/html", "http://a/report.pdf", ""},
+		{"", "http://a/page", ""},
+	} {
+		if got := documentKind(tc.ct, tc.url); got != tc.want {
+			t.Errorf("documentKind(%q, %q) = %q, want %q", tc.ct, tc.url, got, tc.want)
+		}
+	}
+}
+
+func TestAdHosts(t *testing.T) {
+	t.Parallel()
+	for host, want := range map[string]bool{
+		"doubleclick.net": true, "stats.g.doubleclick.net": true, "www.google-analytics.com": true,
+		"example.com": false, "notdoubleclick.net": false, "net": false,
+	} {
+		if got := isAdHost(host); got != want {
+			t.Errorf("isAdHost(%q) = %v, want %v", host, got, want)
+		}
+	}
+}
+
+func TestLocale(t *testing.T) {
+	t.Parallel()
+	if got := acceptLanguage([]string{"de-DE", "de", "en"}); got != "de-DE,de;q=0.9,en;q=0.8" {
+		t.Errorf("acceptLanguage = %q", got)
+	}
+	if countryTimezone("jp") != "Asia/Tokyo" || countryTimezone("ZZ") != "" {
+		t.Error("countryTimezone")
+	}
+	if l := defaultLanguages("ZZ"); l[0] != "en-US" {
+		t.Errorf("default languages %v", l)
+	}
+}
+
+func TestCacheKey(t *testing.T) {
+	t.Parallel()
+	o := DefaultOptions()
+	base := cacheKey("http://Example.com/a?b=2&a=1#frag", &o)
+	if base != cacheKey("http://example.com/a?a=1&b=2", &o) {
+		t.Error("host case, query order and fragments must not change the key")
+	}
+	m := o
+	m.Mobile = true
+	if cacheKey("http://example.com/a?a=1&b=2", &m) == base {
+		t.Error("mobile must change the key")
+	}
+	w := o
+	w.WaitFor = time.Second
+	if cacheKey("http://example.com/a?a=1&b=2", &w) == base {
+		t.Error("waitFor must change the key")
+	}
+	f := o
+	f.Formats = []Format{{Type: "links"}}
+	if cacheKey("http://example.com/a?a=1&b=2", &f) != base {
+		t.Error("formats other than screenshot must not change the key: one entry serves them all")
+	}
+}
