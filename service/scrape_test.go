@@ -79,6 +79,8 @@ func newSite(t *testing.T) *site {
 <div id="out"></div><div id="later"></div><div style="height:5000px"></div><p id="bottom">Bottom</p></main>
 <script>document.getElementById('q').addEventListener('keydown', e => { if (e.key === 'Enter') document.getElementById('later').textContent = 'Enter pressed'; });
 setTimeout(() => { const d = document.createElement('div'); d.id = 'late'; d.textContent = 'Late element'; document.querySelector('main').appendChild(d); }, 700);</script></body></html>`))
+	mux.HandleFunc("/delayed", html(`<!doctype html><html><body><main><h1>Delayed</h1><p id="p">`+strings.Repeat("Words on the page. ", 20)+`</p></main>
+<script>setTimeout(() => { document.getElementById('p').textContent += ' Arrived late.'; }, 1500);</script></body></html>`))
 	mux.HandleFunc("/report.pdf", func(w http.ResponseWriter, r *http.Request) {
 		http.ServeFile(w, r, "../parse/testdata/report.pdf")
 	})
@@ -292,6 +294,13 @@ func TestScrapeOptions(t *testing.T) {
 	}
 	if meta(r)["engine"] != "browser-render" {
 		t.Errorf("a screenshot needs rendering: engine %v", meta(r)["engine"])
+	}
+	// waitFor waits beyond the smart wait, which settles before 1.5 s.
+	if r := ts.scrape(map[string]any{"url": web.URL + "/delayed", "waitFor": 2500}); !strings.Contains(data(r)["markdown"].(string), "Arrived late.") {
+		t.Errorf("waitFor 2500: %s", data(r)["markdown"])
+	}
+	if r := ts.scrape(map[string]any{"url": web.URL + "/delayed", "maxAge": 0}); strings.Contains(data(r)["markdown"].(string), "Arrived late.") {
+		t.Errorf("without waitFor the late text should not be there yet (the page is taken from the network): %s", data(r)["markdown"])
 	}
 	// Timeouts: the page hangs, the scrape does not.
 	began := time.Now()
