@@ -27,13 +27,13 @@ type page struct {
 // segment is a run of text on one baseline with no gap wider than about an
 // em; a gutter or a table column boundary separates two segments.
 type segment struct {
-	x0, x1, y    float64
-	size         float64
-	text         string
-	bold, italic bool
-	runes        int
-	drop         bool // a running header or footer
-	words        []word
+	x0, x1, y float64
+	size      float64
+	text      string
+	bold      bool
+	runes     int
+	drop      bool // a running header or footer
+	words     []word
 }
 
 // word locates one word of a segment's text, so that a segment can be cut
@@ -183,12 +183,12 @@ func isSpaceText(s string) bool {
 
 // segBuilder accumulates one segment.
 type segBuilder struct {
-	b                 strings.Builder
-	words             []word
-	x0, x1            float64
-	sizes             map[float64]int
-	ys                map[float64]float64
-	runes, bold, ital int
+	b           strings.Builder
+	words       []word
+	x0, x1      float64
+	sizes       map[float64]int
+	ys          map[float64]float64
+	runes, bold int
 }
 
 func (sb *segBuilder) add(g glyph, end float64) {
@@ -201,9 +201,6 @@ func (sb *segBuilder) add(g glyph, end float64) {
 	sb.runes += n
 	if g.bold {
 		sb.bold += n
-	}
-	if g.italic {
-		sb.ital += n
 	}
 	k := math.Round(g.size*2) / 2
 	sb.sizes[k] += n
@@ -221,11 +218,10 @@ func (sb *segBuilder) segment() *segment {
 	}
 	return &segment{
 		x0: sb.x0, x1: sb.x1, y: sb.ys[size], size: size,
-		text:   sb.b.String(),
-		words:  sb.words,
-		bold:   sb.bold*10 >= sb.runes*6,
-		italic: sb.ital*10 >= sb.runes*6,
-		runes:  sb.runes,
+		text:  sb.b.String(),
+		words: sb.words,
+		bold:  sb.bold*10 >= sb.runes*6,
+		runes: sb.runes,
 	}
 }
 

@@ -45,12 +45,11 @@ func translate(x, y float64) matrix { return matrix{1, 0, 0, 1, x, y} }
 
 // glyph is one character drawn on a page, in page space with y up.
 type glyph struct {
-	x, y   float64 // origin on the baseline
-	w      float64 // advance width
-	size   float64 // font size in page space
-	text   string
-	bold   bool
-	italic bool
+	x, y float64 // origin on the baseline
+	w    float64 // advance width
+	size float64 // font size in page space
+	text string
+	bold bool
 }
 
 // ruling is an axis-parallel line segment that may delimit table cells.
@@ -176,7 +175,7 @@ func (w *walker) run(strm, res pdf.Value, ctm matrix, depth int) {
 				default:
 					w.glyphs = append(w.glyphs, glyph{
 						x: trm[4], y: trm[5], w: w0 * trm[0], size: size, text: text,
-						bold: f.bold || g.mode == 2, italic: f.italic,
+						bold: f.bold || g.mode == 2,
 					})
 				}
 			} else if text != "" {

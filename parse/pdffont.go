@@ -13,8 +13,8 @@ import (
 // string into character codes, each code's advance width and text, and the
 // style hints the layout analysis uses for headings.
 type pdfFont struct {
-	name         string
-	bold, italic bool
+	name string
+	bold bool
 
 	cid       bool        // Type0 (composite) font: multi-byte codes, CID widths
 	codeBytes int         // code length when space is empty
@@ -116,13 +116,9 @@ func loadFont(v pdf.Value) *pdfFont {
 			f.bold = true
 		}
 	}
-	f.italic = strings.Contains(lower, "italic") || strings.Contains(lower, "oblique")
 	flags := desc.Key("Flags").Int64()
 	if flags&(1<<18) != 0 || desc.Key("FontWeight").Float64() >= 600 {
 		f.bold = true
-	}
-	if flags&(1<<6) != 0 || desc.Key("ItalicAngle").Float64() != 0 {
-		f.italic = true
 	}
 	return f
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"regexp"
+	"strconv"
 	"sync"
 
 	"github.com/pdfcpu/pdfcpu/pkg/api"
@@ -31,6 +33,9 @@ func rewritePDF(data []byte) (out []byte, err error) {
 			out, err = nil, fmt.Errorf("repairing: %v", r)
 		}
 	}()
+	if err := checkObjectNumbers(data); err != nil {
+		return nil, err
+	}
 	// pdfcpu otherwise creates a configuration directory in the user's home
 	// on first use; a service must not write there.
 	pdfcpuSetup.Do(api.DisableConfigDir)
@@ -43,6 +48,10 @@ func rewritePDF(data []byte) (out []byte, err error) {
 		ctx, err := api.ReadContext(bytes.NewReader(data), conf)
 		if err != nil {
 			return nil, err
+		}
+		// Writing walks every object number up to Size.
+		if ctx.XRefTable.Size == nil || *ctx.XRefTable.Size > maxObjects {
+			return nil, fmt.Errorf("%w: too many objects", errStructure)
 		}
 		var buf bytes.Buffer
 		if err := api.WriteContext(ctx, &buf); err != nil {
@@ -58,4 +67,46 @@ func rewritePDF(data []byte) (out []byte, err error) {
 		return nil, fmt.Errorf("%w: a password is required", ErrEncrypted)
 	}
 	return out, err
+}
+
+var (
+	sizeRe   = regexp.MustCompile(`/Size\s*(\d+)`)
+	objRe    = regexp.MustCompile(`(\d+)\s+\d+\s+obj\b`)
+	indexRe  = regexp.MustCompile(`/Index\s*\[([\d\s]*)\]`)
+	numberRe = regexp.MustCompile(`\d+`)
+)
+
+// checkObjectNumbers rejects files that declare object numbers or counts
+// past maxObjects anywhere, as pdfcpu loops over every number up to the
+// largest it sees; checkStructure cannot vouch for a file whose
+// cross-reference data it could not read.
+func checkObjectNumbers(data []byte) error {
+	tooBig := func(b []byte) bool {
+		n, err := strconv.Atoi(string(b))
+		return err != nil || n > maxObjects
+	}
+	for _, m := range sizeRe.FindAllSubmatch(data, -1) {
+		if tooBig(m[1]) {
+			return fmt.Errorf("%w: /Size %s", errStructure, m[1])
+		}
+	}
+	for _, m := range objRe.FindAllSubmatch(data, -1) {
+		if tooBig(m[1]) {
+			return fmt.Errorf("%w: object number %s", errStructure, m[1])
+		}
+	}
+	for _, m := range indexRe.FindAllSubmatch(data, -1) {
+		sum := 0
+		for _, n := range numberRe.FindAll(m[1], -1) {
+			if tooBig(n) {
+				return fmt.Errorf("%w: /Index %s", errStructure, m[1])
+			}
+			v, _ := strconv.Atoi(string(n))
+			sum += v
+		}
+		if sum > 2*maxObjects {
+			return fmt.Errorf("%w: /Index %s", errStructure, m[1])
+		}
+	}
+	return nil
 }

@@ -37,3 +37,4 @@ soffice --headless --infilter="HTML (StarWriter)" --convert-to \
 # AES-256 with an empty user password (needs qpdf): the primary reader cannot
 # decrypt it, the pdfcpu fallback can.
 qpdf --encrypt "" owner-secret 256 --modify=none -- "$out/report.pdf" "$out/aes256.pdf"
+qpdf --encrypt "user-secret" owner-secret 256 -- "$out/table.pdf" "$out/locked256.pdf"
