@@ -32,6 +32,7 @@ test-node: build
 	cd test/node && TRAWLER_BIN=$(CURDIR)/$(BIN) node --test --test-concurrency=1
 
 bench: deps build
+	@scripts/install-deps.sh bench
 	$(GO) run ./bench
 
 clean:

@@ -1,16 +1,20 @@
 // Command bench measures Trawler's session creation latency (warm and cold
 // pool), the CDP proxy's overhead (round trips and screenshot throughput,
 // each against the same browser reached directly), the memory of an idle
-// session, and browser leaks over many create/delete cycles.
+// session, browser leaks over many create/delete cycles, the scrape
+// content pipeline's throughput, and the latency, throughput and memory of
+// POST /v2/scrape against a local test site.
 //
 // It prints one line per figure to stdout, "bench: NAME VALUE UNIT"; all
 // other output (details, percentiles, diagnostics) goes to stderr. Every
 // ratio is taken against a baseline measured in the same run. The services
 // run in this process, served by net/http on 127.0.0.1 listeners, in local
-// mode (no API keys), each with its own directory under a temporary one.
+// mode (no API keys), each with its own directory under a temporary one;
+// the scrape phases' test site is an httptest.Server on 127.0.0.1 too.
 // MB are MiB (2^20 bytes).
 //
-// Phases (-only create,memory,cdp,leaks runs a subset):
+// Phases (-only create,memory,cdp,leaks,transform,scrape,concurrent runs a
+// subset):
 //
 //   - create: p50 of POST /v2/browser over HTTP, 15 samples (after one
 //     warm-up) with one warm browser ready (TRAWLER_WARM_BROWSERS=1) and
@@ -28,10 +32,31 @@
 //   - leaks: 200 create/delete cycles back to back against the service
 //     with one warm browser, then the Chromium processes (by process group)
 //     and user-data directories beyond the warm browser's are counted.
+//   - transform: bench/transform.Measure over bench/transform.Corpus()
+//     (200 pages of Python's HTML documentation, from Debian's
+//     python3.11-doc, which `make bench` installs): the MB/s of HTML that
+//     content.Transform (main content, Markdown) converts, and the ratio of
+//     its time to the bare html-to-markdown conversion's, medians of rounds.
+//   - scrape: POST /v2/scrape (formats markdown, maxAge 0) of a
+//     server-rendered article of the test site (taken without rendering,
+//     engine browser-fetch), 15 samples, and of a client-rendered one
+//     (engine browser-render), 8 samples, on a service with one warm
+//     browser; against 8 samples of a plain chromedp program doing the same
+//     job the naive way (launch Chromium, navigate, wait for the load event,
+//     take document.documentElement.outerHTML, close), timed from launch to
+//     exit. Samples interleave, after a warm-up of each kind; before each,
+//     the pool must be warm and idle. p50s and their ratios. When a static
+//     scrape takes over 50 ms, its steps are replayed over CDP and timed
+//     (stderr).
+//   - concurrent: 50 scrapes at once (40 static, 10 client-rendered, each
+//     of its own URL, maxAge 0) against a fresh service with a pool of 4
+//     browsers (-concurrent-pool), one warm at the start; pages/s over the
+//     wall time, failures, and the peak, sampled every 100 ms, of this
+//     process's RSS plus the PSS of every Chromium process of the service.
 //
 // Before exiting, the services are closed and the bench fails if any
-// process they started (found by an environment marker Chromium inherits)
-// is still running.
+// process they or the chromedp baseline started (found by an environment
+// marker Chromium inherits) is still running.
 //
 // Run it with `go run ./bench` (or `make bench`).
 package main
@@ -42,6 +67,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/http/httptest"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -85,10 +111,11 @@ func logf(format string, args ...any) {
 func main() {
 	start := time.Now()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	// A safety net well above the expected ~4-5 minutes.
+	// A safety net well above the expected ~4 minutes (on 2 cores).
 	ctx, cancel := context.WithTimeout(ctx, 12*time.Minute)
 	b := &bench{log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
-	flag.StringVar(&b.only, "only", "", "run only these phases, comma-separated: create, memory, cdp, leaks")
+	flag.StringVar(&b.only, "only", "", "run only these phases, comma-separated: create, memory, cdp, leaks, transform, scrape, concurrent")
+	flag.IntVar(&b.concurrentPool, "concurrent-pool", concurrentPool, "pool size of the concurrent phase")
 	flag.Parse()
 	err := b.run(ctx)
 	cerr := b.cleanup()
@@ -112,6 +139,9 @@ type bench struct {
 	tmp       string
 	instances []*instance
 	before    procCounts
+	site      *httptest.Server // the local test site of the scrape phases
+	// concurrentPool is the pool size of the concurrent phase.
+	concurrentPool int
 }
 
 // procCounts are machine-wide counts, for the before/after check.
@@ -137,7 +167,12 @@ func countProcs() procCounts {
 }
 
 func (b *bench) start(ctx context.Context, name string, warm int) (*instance, error) {
-	in, err := startInstance(ctx, name, filepath.Join(b.tmp, name), warm, poolSize, b.log)
+	return b.startWith(ctx, name, warm, poolSize, nil)
+}
+
+// startWith starts a service with its own pool size and extra environment.
+func (b *bench) startWith(ctx context.Context, name string, warm, size int, extra map[string]string) (*instance, error) {
+	in, err := startInstance(ctx, name, filepath.Join(b.tmp, name), warm, size, extra, b.log)
 	if err != nil {
 		return nil, err
 	}
@@ -171,18 +206,35 @@ func (b *bench) run(ctx context.Context) error {
 		{"memory", b.idleMemory},
 		{"cdp", b.cdpOverhead},
 		{"leaks", b.leaks},
+		{"transform", b.transformThroughput},
+		{"scrape", b.scrapeLatency},
+		{"concurrent", b.concurrentScrape},
 	}
 	for _, ph := range phases {
 		if !b.selected(ph.name) {
 			continue
 		}
-		t := time.Now()
+		t, load := time.Now(), loadAvg()
 		if err := ph.run(ctx, warm); err != nil {
 			return fmt.Errorf("%s: %w", ph.name, err)
 		}
-		logf("phase %s took %s", ph.name, time.Since(t).Round(time.Second))
+		logf("phase %s took %s (1-minute load average %s before, %s after)", ph.name, time.Since(t).Round(time.Second), load, loadAvg())
 	}
 	return nil
+}
+
+// loadAvg is the machine's 1-minute load average, to tell a busy machine
+// from a slow service in the log.
+func loadAvg() string {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(raw))
+	if len(f) == 0 {
+		return "?"
+	}
+	return f[0]
 }
 
 // selected reports whether phase is to run (-only, for quick iterations).
@@ -195,6 +247,9 @@ func (b *bench) selected(phase string) bool {
 func (b *bench) cleanup() error {
 	for _, in := range b.instances {
 		in.Close()
+	}
+	if b.site != nil {
+		b.site.Close()
 	}
 	if b.tmp == "" {
 		return nil

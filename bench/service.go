@@ -31,8 +31,9 @@ type instance struct {
 	closed  bool
 }
 
-// startInstance starts a service with warm idle browsers kept ready.
-func startInstance(ctx context.Context, name, dataDir string, warm, poolSize int, log *slog.Logger) (*instance, error) {
+// startInstance starts a service with warm idle browsers kept ready. extra
+// adds to (or overrides) its environment.
+func startInstance(ctx context.Context, name, dataDir string, warm, poolSize int, extra map[string]string, log *slog.Logger) (*instance, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -48,6 +49,9 @@ func startInstance(ctx context.Context, name, dataDir string, warm, poolSize int
 		// Only the browser binary is taken from the caller's environment: a
 		// TRAWLER_API_KEYS there must not take the bench out of local mode.
 		"TRAWLER_CHROMIUM_PATH": os.Getenv("TRAWLER_CHROMIUM_PATH"),
+	}
+	for k, v := range extra {
+		env[k] = v
 	}
 	cfg, err := config.FromEnv(func(k string) string { return env[k] })
 	if err != nil {

@@ -2,15 +2,18 @@
 # Installs what Trawler needs on a Debian machine, skipping what is present.
 #   install-deps.sh run    Chromium
 #   install-deps.sh test   Chromium, Node.js and npm
+#   install-deps.sh bench  Chromium and python3.11-doc (the transform corpus)
 set -euo pipefail
 want=(chromium)
 [ "${1:-run}" = test ] && want+=(nodejs npm)
+[ "${1:-run}" = bench ] && want+=(python3.11-doc)
 missing=()
 for p in "${want[@]}"; do
   case "$p" in
     chromium) command -v chromium >/dev/null 2>&1 || missing+=(chromium) ;;
     nodejs) command -v node >/dev/null 2>&1 || missing+=(nodejs) ;;
     npm) command -v npm >/dev/null 2>&1 || missing+=(npm) ;;
+    python3.11-doc) [ -d /usr/share/doc/python3.11/html ] || missing+=(python3.11-doc) ;;
   esac
 done
 [ ${#missing[@]} -eq 0 ] && exit 0

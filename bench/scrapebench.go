@@ -1,0 +1,625 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/trawler-dev/trawler/bench/transform"
+	"github.com/trawler-dev/trawler/cdp"
+	"github.com/trawler-dev/trawler/content"
+	"github.com/trawler-dev/trawler/sessions"
+)
+
+const (
+	scrapeStaticSamples   = 15
+	scrapeRenderedSamples = 8
+	coldChromedpSamples   = 8
+	concurrentScrapes     = 50
+	concurrentRendered    = 10 // of concurrentScrapes; the rest are static
+	// concurrentPool is the pool size (and team concurrency) of the
+	// concurrent phase: TRAWLER_POOL_SIZE=4. Of 2, 4 and 6 on a 2-core
+	// machine, 4 was the best-behaved: see concurrentScrape.
+	concurrentPool = 4
+)
+
+// transformThroughput times the content pipeline on a corpus of real pages
+// (Python's HTML documentation when python3.11-doc is installed), against
+// the bare html-to-markdown conversion of the same pages.
+func (b *bench) transformThroughput(ctx context.Context, _ *instance) error {
+	pages, err := transform.Corpus()
+	if err != nil {
+		return err
+	}
+	size := 0
+	for _, p := range pages {
+		size += len(p)
+	}
+	from := transform.PythonDocs
+	if _, err := os.Stat(from); err != nil {
+		from = "content/testdata (install python3.11-doc for the real corpus)"
+	}
+	logf("transform corpus: %d pages, %.1f MB, from %s; %d rounds", len(pages), float64(size)/(1<<20), from, transform.Rounds)
+	mbps, ratio, err := transform.Measure(pages)
+	if err != nil {
+		return err
+	}
+	figure("transform_mb_per_s", mbps, "MB/s")
+	figure("transform_over_bare_markdown", ratio, "x")
+	return nil
+}
+
+// siteURL starts the local test site on first use.
+func (b *bench) siteURL() string {
+	if b.site == nil {
+		b.site = startSite()
+		logf("test site at %s", b.site.URL)
+	}
+	return b.site.URL
+}
+
+// scrapeEnv is the environment of a service that scrapes the local site:
+// private networks allowed (the site is on 127.0.0.1), the local team
+// allowed the whole pool.
+func scrapeEnv(size int, queueWait time.Duration) map[string]string {
+	return map[string]string{
+		"TRAWLER_ALLOW_PRIVATE_NETWORKS": "true",
+		"TRAWLER_TEAM_CONCURRENCY":       strconv.Itoa(size),
+		"TRAWLER_QUEUE_WAIT":             queueWait.String(),
+	}
+}
+
+type scrapeAnswer struct {
+	Success bool `json:"success"`
+	Data    struct {
+		Markdown string `json:"markdown"`
+		Metadata struct {
+			Engine     string `json:"engine"`
+			CacheState string `json:"cacheState"`
+			StatusCode int    `json:"statusCode"`
+			TimeTaken  int64  `json:"timeTaken"` // ms, measured by the service
+		} `json:"metadata"`
+	} `json:"data"`
+}
+
+// scrape is POST /v2/scrape of u for Markdown, bypassing the cache, checked
+// against what the page must give: the engine that took it and article n's
+// text.
+func (in *instance) scrape(ctx context.Context, client *http.Client, u string, n int, engine string) (scrapeAnswer, error) {
+	var a scrapeAnswer
+	body, _ := json.Marshal(map[string]any{"url": u, "formats": []string{"markdown"}, "maxAge": 0})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, in.base+"/v2/scrape", bytes.NewReader(body))
+	if err != nil {
+		return a, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return a, fmt.Errorf("scrape %s: %w", u, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return a, fmt.Errorf("scrape %s: reading the answer: %w", u, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return a, fmt.Errorf("scrape %s: status %d: %s", u, resp.StatusCode, truncate(string(bytes.TrimSpace(raw)), 300))
+	}
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return a, fmt.Errorf("scrape %s: decoding the answer: %w", u, err)
+	}
+	md := a.Data.Metadata
+	switch {
+	case !a.Success:
+		return a, fmt.Errorf("scrape %s: success false: %s", u, truncate(string(raw), 300))
+	case md.Engine != engine:
+		return a, fmt.Errorf("scrape %s: engine %q, want %q", u, md.Engine, engine)
+	case md.CacheState != "miss":
+		return a, fmt.Errorf("scrape %s: cacheState %q despite maxAge 0", u, md.CacheState)
+	case md.StatusCode != http.StatusOK:
+		return a, fmt.Errorf("scrape %s: statusCode %d", u, md.StatusCode)
+	case !strings.Contains(a.Data.Markdown, articleMarker(n)):
+		return a, fmt.Errorf("scrape %s: the Markdown lacks %q: %s", u, articleMarker(n), truncate(a.Data.Markdown, 300))
+	}
+	return a, nil
+}
+
+// waitWarm waits until the pool has at least one idle browser and nothing
+// else: none starting, none leased. (A scrape gives its browser back to the
+// pool, so a scraping pool may hold more idle browsers than its warm count.)
+func (in *instance) waitWarm(ctx context.Context) error {
+	return in.waitPool(ctx, 60*time.Second, "warm and idle", func(s sessions.Stats) bool {
+		return s.Idle >= 1 && s.Idle == s.Total && s.Starting == 0 && s.Leased == 0
+	})
+}
+
+// scrapeLatency times POST /v2/scrape of a server-rendered page (taken at
+// the network layer, no rendering) and of a client-rendered one against a
+// warm pool, and the same job done the naive way with chromedp: launch a
+// browser, navigate, wait for the load event, take the HTML, close it.
+// The three kinds of sample are interleaved, and before each the pool must
+// be warm and idle and the previous sample's browser gone.
+func (b *bench) scrapeLatency(ctx context.Context, _ *instance) error {
+	site := b.siteURL()
+	in, err := b.startWith(ctx, "scrape", 1, poolSize, scrapeEnv(poolSize, 30*time.Second))
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	chromium := in.svc.Config.ChromiumPath
+	const static, rendered = "browser-fetch", "browser-render"
+	settle := func() error {
+		if err := in.waitWarm(ctx); err != nil {
+			return err
+		}
+		time.Sleep(300 * time.Millisecond) // let the browser go quiet after the last tab
+		return nil
+	}
+	scrapeOne := func(path string, n int, engine string) (time.Duration, scrapeAnswer, error) {
+		if err := settle(); err != nil {
+			return 0, scrapeAnswer{}, err
+		}
+		t := time.Now()
+		a, err := in.scrape(ctx, in.client, fmt.Sprintf("%s/%s/%d", site, path, n), n, engine)
+		return time.Since(t), a, err
+	}
+	coldN := 0
+	coldOne := func(n int) (time.Duration, coldTimes, error) {
+		if err := settle(); err != nil {
+			return 0, coldTimes{}, err
+		}
+		coldN++
+		dir := filepath.Join(b.tmp, "chromedp", strconv.Itoa(coldN))
+		defer os.RemoveAll(dir)
+		t := time.Now()
+		html, ct, err := coldChromedp(ctx, chromium, dir, fmt.Sprintf("%s/articles/%d", site, n))
+		el := time.Since(t)
+		if err == nil && !strings.Contains(html, articleMarker(n)) {
+			err = fmt.Errorf("chromedp: the HTML lacks %q", articleMarker(n))
+		}
+		return el, ct, err
+	}
+
+	// Warm-ups: the first scrapes on a fresh browser, the first launch.
+	for _, w := range []struct {
+		path, engine string
+	}{{"articles", static}, {"articles", static}, {"app", rendered}} {
+		if _, _, err := scrapeOne(w.path, 1, w.engine); err != nil {
+			return fmt.Errorf("warm-up: %w", err)
+		}
+	}
+	if _, _, err := coldOne(1); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+
+	var ss, rs, cs, sTaken []time.Duration
+	var cts []coldTimes
+	for i := 0; i < scrapeStaticSamples; i++ {
+		d, a, err := scrapeOne("articles", 1, static)
+		if err != nil {
+			return err
+		}
+		ss = append(ss, d)
+		sTaken = append(sTaken, time.Duration(a.Data.Metadata.TimeTaken)*time.Millisecond)
+		if i < scrapeRenderedSamples {
+			d, _, err := scrapeOne("app", 1, rendered)
+			if err != nil {
+				return err
+			}
+			rs = append(rs, d)
+		}
+		if i < coldChromedpSamples {
+			d, ct, err := coldOne(1)
+			if err != nil {
+				return err
+			}
+			cs = append(cs, d)
+			cts = append(cts, ct)
+		}
+	}
+	sp, rp, cp := median(ss), median(rs), median(cs)
+	logf("scrape static ms: %s (the service's own timeTaken p50 %.0f ms)", msList(ss), ms(median(sTaken)))
+	logf("scrape rendered ms: %s", msList(rs))
+	logf("cold chromedp ms: %s", msList(cs))
+	var launch, nav, eval, closing []time.Duration
+	for _, ct := range cts {
+		launch, nav, eval, closing = append(launch, ct.launch), append(nav, ct.navigate), append(eval, ct.html), append(closing, ct.close)
+	}
+	logf("cold chromedp p50 by step: launch and first tab %.0f ms, navigate to load %.0f ms, outerHTML %.0f ms, close %.0f ms",
+		ms(median(launch)), ms(median(nav)), ms(median(eval)), ms(median(closing)))
+	if sp > 50*time.Millisecond {
+		if err := b.staticBreakdown(ctx, in, site+"/articles/1"); err != nil {
+			logf("static scrape breakdown failed: %v", err)
+		}
+	}
+	figure("scrape_static_p50_ms", ms(sp), "ms")
+	figure("scrape_rendered_p50_ms", ms(rp), "ms")
+	figure("scrape_cold_chromedp_p50_ms", ms(cp), "ms")
+	figure("scrape_static_speedup_over_cold_chromedp", float64(cp)/float64(sp), "x")
+	figure("scrape_static_over_rendered", float64(sp)/float64(rp), "x")
+	return nil
+}
+
+// coldTimes are the steps of one naive chromedp scrape.
+type coldTimes struct {
+	launch, navigate, html, close time.Duration
+}
+
+// coldChromedp is a plain chromedp program doing a scrape the naive way: it
+// launches Chromium (chromedp's default options, which talk to the browser
+// over --remote-debugging-pipe, plus the flags Trawler's own browsers run
+// with that matter here), navigates, waits for the load event, takes
+// document.documentElement.outerHTML and closes the browser.
+func coldChromedp(ctx context.Context, chromium, dir, u string) (string, coldTimes, error) {
+	var ct coldTimes
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium),
+		chromedp.Flag("headless", "new"),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.UserDataDir(dir),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	defer cancelAlloc()
+	cctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	t := time.Now()
+	if err := chromedp.Do(cctx); err != nil { // starts the browser, opens the tab
+		return "", ct, fmt.Errorf("chromedp launch: %w", err)
+	}
+	ct.launch = time.Since(t)
+	t = time.Now()
+	if err := chromedp.Do(cctx, chromedp.Navigate(u)); err != nil {
+		return "", ct, fmt.Errorf("chromedp navigate: %w", err)
+	}
+	ct.navigate = time.Since(t)
+	t = time.Now()
+	html, err := chromedp.Run(cctx, chromedp.Evaluate[string]("document.documentElement.outerHTML"))
+	if err != nil {
+		return "", ct, fmt.Errorf("chromedp outerHTML: %w", err)
+	}
+	ct.html = time.Since(t)
+	t = time.Now()
+	if err := chromedp.Cancel(cctx); err != nil {
+		return "", ct, fmt.Errorf("chromedp close: %w", err)
+	}
+	cancelAlloc() // waits for the browser process to exit
+	ct.close = time.Since(t)
+	return html, ct, nil
+}
+
+// concurrentScrape issues concurrentScrapes scrapes at once, each of its own
+// URL, a fifth of them client-rendered, against a fresh service with a pool
+// of concurrentPool browsers (TRAWLER_POOL_SIZE=4, one warm at the start,
+// the default) and a queue wait long enough for all of them to wait their
+// turn, and times the burst. Then it runs the same burst again, on another
+// fresh service, sampling every ~100 ms this process's RSS plus the PSS
+// summed over every Chromium process of the service's data directory, for
+// the peak. Two bursts because reading PSS is not cheap: smaps_rollup walks
+// a process's page tables, some 2 ms of CPU for a renderer and up to 20 ms
+// for a browser's main process, 70-100 ms for the 35-45 processes of four
+// busy browsers, which sampled every 100 ms would take a third of a 2-core
+// machine from the scrapes it measures. The peak hardly depends on how fast
+// the scrapes go: the pool bounds how many browsers and tabs there are.
+//
+// A full PSS sample is taken every 100 ms at most; on a machine the
+// scrapes saturate, every 200-700 ms (the log says).
+//
+// Pool sizes tried on a 2-core machine, quiet but for the bench: 2 gave
+// 3.4-3.7 pages/s with a peak of 0.62 GB, 4 gave 3.3-3.9 pages/s and
+// 0.91-0.98 GB, 6 gave 2.4-2.9 pages/s and 1.17-1.26 GB (more browsers
+// than cores: start-ups and renderers compete). The CPU is the bottleneck
+// (a static scrape spends most of its time starting a renderer for its
+// fresh browser context). 4 is kept (see -concurrent-pool): as fast as 2
+// on this mix and with room for client-rendered pages, which hold their
+// browser while they wait for the network to go idle.
+func (b *bench) concurrentScrape(ctx context.Context, _ *instance) error {
+	size := b.concurrentPool
+	logf("concurrent: pool size %d (TRAWLER_POOL_SIZE; of 2, 4 and 6, 4 was the best-behaved, see concurrentScrape), %d scrapes at once (%d client-rendered)",
+		size, concurrentScrapes, concurrentRendered)
+	wall, failures, _, err := b.burst(ctx, "concurrent", size, false)
+	if err != nil {
+		return err
+	}
+	_, failures2, peak, err := b.burst(ctx, "concurrent-mem", size, true)
+	if err != nil {
+		return err
+	}
+	logf("concurrent: peak memory %.1f MB at sample %d of %d (%.0f ms each): this process's RSS %.1f MB + PSS of %d Chromium processes in %d browsers %.1f MB",
+		kbMB(peak.total), peak.at, peak.samples, ms(peak.cost), kbMB(peak.self), peak.procs, peak.browsers, kbMB(peak.chromium))
+	if failures2 > 0 {
+		logf("concurrent: %d scrapes of the sampled burst failed too", failures2)
+	}
+	figure("scrape_concurrent_pages_per_s", concurrentScrapes/wall.Seconds(), "pages/s")
+	figure("scrape_concurrent_failures", float64(failures), "failures")
+	figure("scrape_peak_rss_mb", kbMB(peak.total), "MB")
+	return nil
+}
+
+// burst runs the concurrent scrapes once on a fresh service named name,
+// sampling memory if sample is set, and closes the service.
+func (b *bench) burst(ctx context.Context, name string, size int, sample bool) (time.Duration, int, memPeak, error) {
+	var peak memPeak
+	site := b.siteURL()
+	in, err := b.startWith(ctx, name, 1, size, scrapeEnv(size, 120*time.Second))
+	if err != nil {
+		return 0, 0, peak, err
+	}
+	defer in.Close()
+	if err := in.waitWarm(ctx); err != nil {
+		return 0, 0, peak, err
+	}
+	time.Sleep(time.Second) // let the warm browser finish its start-up work
+	runtime.GC()
+	debug.FreeOSMemory()
+
+	client := &http.Client{Timeout: 150 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: concurrentScrapes}}
+	defer client.CloseIdleConnections()
+	var mem *memSampler
+	if sample {
+		mem = startMemSampler(in.dataDir, 100*time.Millisecond)
+	}
+	type result struct {
+		d        time.Duration
+		rendered bool
+		err      error
+	}
+	results := make([]result, concurrentScrapes)
+	every := concurrentScrapes / concurrentRendered
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range concurrentScrapes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n := 2000 + i
+			path, engine := "articles", "browser-fetch"
+			if i%every == every-1 {
+				path, engine = "app", "browser-render"
+			}
+			<-start
+			t := time.Now()
+			_, err := in.scrape(ctx, client, fmt.Sprintf("%s/%s/%d", site, path, n), n, engine)
+			results[i] = result{time.Since(t), path == "app", err}
+		}()
+	}
+	time.Sleep(50 * time.Millisecond) // every goroutine at the barrier
+	t := time.Now()
+	close(start)
+	wg.Wait()
+	wall := time.Since(t)
+	if mem != nil {
+		peak = mem.stop()
+	}
+	failures := 0
+	var sd, rd []time.Duration
+	for i, r := range results {
+		switch {
+		case r.err != nil:
+			failures++
+			if failures <= 5 {
+				logf("%s: scrape %d failed: %v", name, i, r.err)
+			}
+		case r.rendered:
+			rd = append(rd, r.d)
+		default:
+			sd = append(sd, r.d)
+		}
+	}
+	logf("%s: %d scrapes in %s (%.2f pages/s), %d failed; latency static p50 %.0f max %.0f ms, rendered p50 %.0f max %.0f ms",
+		name, concurrentScrapes, wall.Round(time.Millisecond), concurrentScrapes/wall.Seconds(), failures,
+		ms(median(sd)), ms(pct(sd, 1)), ms(median(rd)), ms(pct(rd, 1)))
+	return wall, failures, peak, nil
+}
+
+// staticBreakdown is a diagnostic, printed when a warm static scrape takes
+// more than 50 ms: it replays the CDP steps of a static scrape (as package
+// scrape takes them) on a browser leased from the same pool and times each,
+// then the transform of the page, over a few runs, and logs the medians.
+func (b *bench) staticBreakdown(ctx context.Context, in *instance, u string) error {
+	const runs = 7
+	var names []string
+	var steps [][]time.Duration
+	for r := 0; r < runs; r++ {
+		if err := in.waitWarm(ctx); err != nil {
+			return err
+		}
+		time.Sleep(300 * time.Millisecond)
+		laps, err := replayStatic(ctx, in, u)
+		if err != nil {
+			return err
+		}
+		if steps == nil {
+			steps = make([][]time.Duration, len(laps))
+			for _, l := range laps {
+				names = append(names, l.name)
+			}
+		}
+		for i, l := range laps {
+			steps[i] = append(steps[i], l.d)
+		}
+	}
+	var parts []string
+	var sum time.Duration
+	for i, n := range names {
+		if !strings.HasPrefix(n, "(") {
+			sum += median(steps[i])
+		}
+		parts = append(parts, fmt.Sprintf("%s %.1f", n, ms(median(steps[i]))))
+	}
+	logf("static scrape replayed over CDP, p50 ms of %d runs: %s; sum of p50s %.1f ms", runs, strings.Join(parts, ", "), ms(sum))
+	return nil
+}
+
+type lap struct {
+	name string
+	d    time.Duration
+}
+
+// replayStatic takes u's document at the network layer on a leased
+// browser, as a static scrape does, and returns the time of each step.
+func replayStatic(ctx context.Context, in *instance, u string) ([]lap, error) {
+	var out []lap
+	t := time.Now()
+	done := func(name string) {
+		out = append(out, lap{name, time.Since(t)})
+		t = time.Now()
+	}
+	lease, err := in.svc.Pool.Acquire(ctx, sessions.LeaseRequest{Team: "bench-breakdown", Lifetime: time.Minute})
+	if err != nil {
+		return nil, err
+	}
+	released := false
+	defer func() {
+		if !released {
+			lease.Release(false)
+		}
+	}()
+	done("acquire")
+	conn, err := cdp.Dial(ctx, lease.Browser().DevToolsURL())
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	done("dial")
+	var bc struct {
+		BrowserContextID string `json:"browserContextId"`
+	}
+	if err := conn.Call(ctx, "", "Target.createBrowserContext", map[string]any{"disposeOnDetach": true}, &bc); err != nil {
+		return nil, err
+	}
+	done("createBrowserContext")
+	var tg struct {
+		TargetID string `json:"targetId"`
+	}
+	if err := conn.Call(ctx, "", "Target.createTarget", map[string]any{"url": "about:blank", "browserContextId": bc.BrowserContextID}, &tg); err != nil {
+		return nil, err
+	}
+	done("createTarget")
+	type takenAt struct {
+		at   time.Time
+		body []byte
+	}
+	taken := make(chan takenAt, 1)
+	var mu sync.Mutex
+	sid := ""
+	conn.OnEvent(func(ev cdp.Event) {
+		mu.Lock()
+		mine := sid != "" && ev.SessionID == sid
+		mu.Unlock()
+		if !mine || ev.Method != "Fetch.requestPaused" {
+			return
+		}
+		var e struct {
+			RequestID          string `json:"requestId"`
+			ResponseStatusCode int    `json:"responseStatusCode"`
+		}
+		if json.Unmarshal(ev.Params, &e) != nil {
+			return
+		}
+		go func() {
+			if e.ResponseStatusCode == 0 {
+				conn.Call(ctx, ev.SessionID, "Fetch.continueRequest", map[string]any{"requestId": e.RequestID}, nil)
+				return
+			}
+			var rb struct {
+				Body          string `json:"body"`
+				Base64Encoded bool   `json:"base64Encoded"`
+			}
+			conn.Call(ctx, ev.SessionID, "Fetch.getResponseBody", map[string]any{"requestId": e.RequestID}, &rb)
+			body := []byte(rb.Body)
+			if rb.Base64Encoded {
+				body, _ = base64.StdEncoding.DecodeString(rb.Body)
+			}
+			select {
+			case taken <- takenAt{time.Now(), body}:
+			default:
+			}
+			conn.Call(ctx, ev.SessionID, "Fetch.fulfillRequest", map[string]any{"requestId": e.RequestID, "responseCode": 200,
+				"responseHeaders": []map[string]string{{"name": "Content-Type", "value": "text/html"}},
+				"body":            base64.StdEncoding.EncodeToString([]byte("<!doctype html><title></title>"))}, nil)
+		}()
+	})
+	var at struct {
+		SessionID string `json:"sessionId"`
+	}
+	if err := conn.Call(ctx, "", "Target.attachToTarget", map[string]any{"targetId": tg.TargetID, "flatten": true}, &at); err != nil {
+		return nil, err
+	}
+	mu.Lock()
+	sid = at.SessionID
+	mu.Unlock()
+	done("attachToTarget")
+	var v struct {
+		UserAgent string `json:"userAgent"`
+	}
+	if err := conn.Call(ctx, "", "Browser.getVersion", nil, &v); err != nil {
+		return nil, err
+	}
+	done("Browser.getVersion")
+	for _, c := range []struct {
+		method string
+		params any
+	}{
+		{"Page.enable", nil},
+		{"Network.enable", map[string]any{}},
+		{"Fetch.enable", map[string]any{"patterns": []map[string]any{{"urlPattern": "*", "requestStage": "Request"},
+			{"urlPattern": "*", "resourceType": "Document", "requestStage": "Response"}}}},
+		{"Security.setIgnoreCertificateErrors", map[string]any{"ignore": true}},
+		{"Emulation.setDeviceMetricsOverride", map[string]any{"width": 1920, "height": 1080, "deviceScaleFactor": 1, "mobile": false}},
+		{"Network.setUserAgentOverride", map[string]any{"userAgent": strings.Replace(v.UserAgent, "HeadlessChrome", "Chrome", 1)}},
+		{"Page.addScriptToEvaluateOnNewDocument", map[string]any{"source": "(() => {})()"}},
+	} {
+		if err := conn.Call(ctx, at.SessionID, c.method, c.params, nil); err != nil {
+			return nil, fmt.Errorf("%s: %w", c.method, err)
+		}
+		done(c.method)
+	}
+	navStart := t
+	if err := conn.Call(ctx, at.SessionID, "Page.navigate", map[string]any{"url": u}, nil); err != nil {
+		return nil, err
+	}
+	var tk takenAt
+	select {
+	case tk = <-taken:
+	case <-time.After(10 * time.Second):
+		return nil, errors.New("the document was not taken at the network layer")
+	}
+	done("Page.navigate (until it returns)")
+	out = append(out, lap{"(of which until the body was taken)", tk.at.Sub(navStart)})
+	conn.OnEvent(nil)
+	t = time.Now()
+	if err := conn.Call(ctx, "", "Target.disposeBrowserContext", map[string]any{"browserContextId": bc.BrowserContextID}, nil); err != nil {
+		return nil, err
+	}
+	done("disposeBrowserContext")
+	released = true
+	lease.Release(true)
+	done("release")
+	if _, err := content.Transform(tk.body, u, content.Options{OnlyMainContent: true, RemoveBase64Images: true,
+		Want: content.Want{Markdown: true}}); err != nil {
+		return nil, err
+	}
+	done("content.Transform")
+	return out, nil
+}
