@@ -4,6 +4,7 @@
 
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import { after } from 'node:test';
 import Firecrawl from '@mendable/firecrawl-js';
 import { useTrawler, within } from './harness.mjs';
 
@@ -23,7 +24,7 @@ const site = http.createServer((req, res) => {
 });
 await new Promise((r) => site.listen(0, '127.0.0.1', r));
 const base = `http://127.0.0.1:${site.address().port}`;
-process.on('exit', () => site.close());
+after(() => new Promise((r) => site.close(r)));
 
 const sdk = () => new Firecrawl({ apiKey: trawler.keys.acme, apiUrl: trawler.apiUrl, maxRetries: 1, timeoutMs: 60_000 });
 
