@@ -84,10 +84,11 @@ func (p *tab) header(ev *fetchPaused, name string) string {
 	return ""
 }
 
-// openTab creates the browser context and its tab and prepares it.
-func openTab(ctx context.Context, conn *cdp.Conn, opts *Options, guard *netguard.Cache, static bool, log *slog.Logger) (*tab, error) {
-	p := &tab{conn: conn, opts: opts, guard: guard, static: static, log: log,
-		inflight: map[string]struct{}{}, lastNet: time.Now(),
+// blankTab creates a fresh browser context holding one blank tab, attached
+// over conn, with its renderer started (Page.enable answered): the slow
+// part of opening a tab, done ahead of time for spare tabs.
+func blankTab(ctx context.Context, conn *cdp.Conn) (*tab, error) {
+	p := &tab{conn: conn, inflight: map[string]struct{}{}, lastNet: time.Now(),
 		loaded: make(chan struct{}), taken: make(chan takenBody, 1), crashed: make(chan struct{})}
 	var bc struct {
 		BrowserContextID string `json:"browserContextId"`
@@ -113,11 +114,21 @@ func openTab(ctx context.Context, conn *cdp.Conn, opts *Options, guard *netguard
 		return nil, err
 	}
 	p.sid = at.SessionID
-	if err := p.prepare(ctx); err != nil {
+	if err := p.call(ctx, "Page.enable", nil, nil); err != nil {
 		p.close()
 		return nil, err
 	}
 	return p, nil
+}
+
+// setup readies a blank tab for one scrape.
+func (p *tab) setup(ctx context.Context, opts *Options, guard *netguard.Cache, static bool, ua string, log *slog.Logger) error {
+	p.opts, p.guard, p.static, p.log = opts, guard, static, log
+	if err := p.prepare(ctx, ua); err != nil {
+		p.close()
+		return err
+	}
+	return nil
 }
 
 func (p *tab) call(ctx context.Context, method string, params, result any) error {
@@ -125,15 +136,11 @@ func (p *tab) call(ctx context.Context, method string, params, result any) error
 }
 
 // prepare sets up interception, emulation and headers before navigation.
-func (p *tab) prepare(ctx context.Context) error {
+func (p *tab) prepare(ctx context.Context, browserUA string) error {
 	patterns := []map[string]any{{"urlPattern": "*", "requestStage": "Request"},
 		{"urlPattern": "*", "resourceType": "Document", "requestStage": "Response"}}
-	ua, err := p.userAgent(ctx)
-	if err != nil {
-		return err
-	}
+	ua := p.userAgent(browserUA)
 	steps := []step{
-		{"Page.enable", nil},
 		{"Network.enable", map[string]any{}},
 		{"Fetch.enable", map[string]any{"patterns": patterns}},
 		{"Security.setIgnoreCertificateErrors", map[string]any{"ignore": p.opts.SkipTLSVerification}},
@@ -188,28 +195,35 @@ type step struct {
 	params any
 }
 
-// userAgent is the header-given User-Agent, else the browser's own without
-// the "Headless" marker that many sites refuse, or a phone's when mobile.
-func (p *tab) userAgent(ctx context.Context) (string, error) {
+// userAgent is the header-given User-Agent, else the browser's own (as
+// given, without the "Headless" marker that many sites refuse), or a phone's
+// when mobile.
+func (p *tab) userAgent(browserUA string) string {
 	for k, v := range p.opts.Headers {
 		if strings.EqualFold(k, "User-Agent") {
-			return v, nil
+			return v
 		}
 	}
+	if p.opts.Mobile {
+		version := "120.0.0.0"
+		if i := strings.Index(browserUA, "Chrome/"); i >= 0 {
+			version = strings.Fields(browserUA[i+len("Chrome/"):])[0]
+		}
+		return "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/" + version + " Mobile Safari/537.36"
+	}
+	return browserUA
+}
+
+// browserUserAgent asks the browser for its user agent and drops the
+// "Headless" marker.
+func browserUserAgent(ctx context.Context, conn *cdp.Conn) (string, error) {
 	var v struct {
 		UserAgent string `json:"userAgent"`
-		Product   string `json:"product"`
 	}
-	if err := p.conn.Call(ctx, "", "Browser.getVersion", nil, &v); err != nil {
+	if err := conn.Call(ctx, "", "Browser.getVersion", nil, &v); err != nil {
 		return "", err
 	}
-	ua := strings.Replace(v.UserAgent, "HeadlessChrome", "Chrome", 1)
-	if p.opts.Mobile {
-		version := strings.TrimPrefix(v.Product, "HeadlessChrome/")
-		version = strings.TrimPrefix(version, "Chrome/")
-		ua = "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/" + version + " Mobile Safari/537.36"
-	}
-	return ua, nil
+	return strings.Replace(v.UserAgent, "HeadlessChrome", "Chrome", 1), nil
 }
 
 func (p *tab) extraHeaders() map[string]string {

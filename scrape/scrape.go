@@ -50,6 +50,8 @@ type Service struct {
 	Log   *slog.Logger
 	// Retention is how long a scrape's result stays retrievable by id.
 	Retention time.Duration
+
+	spares spares
 }
 
 // Request is one scrape.
@@ -237,7 +239,7 @@ func (s *Service) fetch(ctx context.Context, req Request) (*page, error) {
 	if err := guard.CheckHost(ctx, u.Hostname()); err != nil {
 		return nil, err
 	}
-	lease, err := s.Pool.Acquire(ctx, sessions.LeaseRequest{Team: req.Team, TeamLimit: req.TeamLimit, Lifetime: o.Timeout + 10*time.Second})
+	lease, err := s.Pool.Acquire(ctx, sessions.LeaseRequest{Team: req.Team, TeamLimit: req.TeamLimit, Lifetime: o.Timeout + 10*time.Second, Reusable: true})
 	if err != nil {
 		return nil, err
 	}
@@ -253,16 +255,33 @@ func (s *Service) fetch(ctx context.Context, req Request) (*page, error) {
 		case <-ctx.Done():
 		}
 	}()
-	conn, err := cdp.Dial(ctx, lease.Browser().DevToolsURL())
+	b := lease.Browser()
+	t := s.spares.take(b.ID())
+	if t == nil {
+		conn, err := cdp.Dial(ctx, b.DevToolsURL())
+		if err != nil {
+			return nil, err
+		}
+		if t, err = blankTab(ctx, conn); err != nil {
+			conn.Close()
+			return nil, err
+		}
+	}
+	defer t.conn.Close()
+	ua, err := s.spares.userAgent(ctx, t.conn)
 	if err != nil {
+		t.close()
 		return nil, err
 	}
-	defer conn.Close()
-	t, err := openTab(ctx, conn, o, guard, !o.needsRender(), s.Log)
-	if err != nil {
+	if err := t.setup(ctx, o, guard, !o.needsRender(), ua, s.Log); err != nil {
 		return nil, err
 	}
 	defer t.close()
+	defer func() {
+		if healthy {
+			s.spares.refill(b.ID(), b.DevToolsURL())
+		}
+	}()
 
 	pg, err := s.drive(ctx, t, req)
 	if err == nil || errors.Is(err, ErrPageCrashed) || errors.As(err, new(*ActionError)) {

@@ -72,7 +72,8 @@ type Pool struct {
 	waiters  int
 	changed  chan struct{} // closed and replaced on every change
 	closed   bool
-	retryGap bool // a warm start failed recently; back off
+	retryGap bool     // a warm start failed recently; back off
+	taken    *pooled // handed from takeIdleLocked to its caller
 
 	wg sync.WaitGroup // every goroutine the pool starts
 }
@@ -80,6 +81,10 @@ type Pool struct {
 type pooled struct {
 	b    Browser
 	uses int
+	// used: the browser served a reusable lease and came back. Only
+	// reusable leases get it again; an interactive session always gets a
+	// browser nobody used.
+	used bool
 }
 
 // NewPool returns a pool over rt and starts its warm browsers.
@@ -107,6 +112,9 @@ type LeaseRequest struct {
 	// Lifetime bounds the lease: when it passes, the lease ends with
 	// ErrLeaseExpired and its browser is destroyed. Zero means no bound.
 	Lifetime time.Duration
+	// Reusable marks a short job that will give the browser back with
+	// Release(true); it may get a browser other jobs used.
+	Reusable bool
 }
 
 // Stats is a snapshot of the pool, for metrics.
@@ -143,13 +151,15 @@ func (p *Pool) Acquire(ctx context.Context, req LeaseRequest) (*Lease, error) {
 		switch {
 		case req.TeamLimit > 0 && p.perTeam[req.Team] >= req.TeamLimit:
 			reason = fmt.Sprintf("team concurrency limit of %d browsers reached", req.TeamLimit)
-		case len(p.idle) > 0:
-			pb := p.idle[len(p.idle)-1]
-			p.idle = p.idle[:len(p.idle)-1]
-			l := p.leaseLocked(pb, req)
+		case p.takeIdleLocked(req.Reusable) != nil:
+			l := p.leaseLocked(p.taken, req)
+			p.taken = nil
 			p.fillLocked()
 			p.mu.Unlock()
 			return l, nil
+		case p.total >= p.opts.Size && !req.Reusable && p.evictUsedLocked():
+			// Room is being made: a used browser is going away.
+			reason = fmt.Sprintf("all %d browsers of the pool are in use", p.opts.Size)
 		case p.total < p.opts.Size:
 			p.total++
 			p.starting++
@@ -242,12 +252,57 @@ func (p *Pool) watch(pb *pooled) {
 	}()
 }
 
-// fillLocked starts browsers until Warm are idle or starting.
+// takeIdleLocked removes an idle browser the request may have into
+// p.taken: a used one first for a reusable job (its spare state is ready),
+// else a pristine one.
+func (p *Pool) takeIdleLocked(reusable bool) *pooled {
+	pick := -1
+	for i, pb := range p.idle {
+		if pb.used && !reusable {
+			continue
+		}
+		pick = i
+		if pb.used == reusable {
+			break // the kind this request prefers
+		}
+	}
+	if pick < 0 {
+		return nil
+	}
+	p.taken = p.idle[pick]
+	p.idle = append(p.idle[:pick], p.idle[pick+1:]...)
+	return p.taken
+}
+
+// evictUsedLocked destroys one idle used browser to make room for a
+// pristine one; it reports whether there was one.
+func (p *Pool) evictUsedLocked() bool {
+	for i, pb := range p.idle {
+		if pb.used {
+			p.idle = append(p.idle[:i], p.idle[i+1:]...)
+			p.destroy(pb)
+			return true
+		}
+	}
+	return false
+}
+
+func (p *Pool) pristineIdleLocked() int {
+	n := 0
+	for _, pb := range p.idle {
+		if !pb.used {
+			n++
+		}
+	}
+	return n
+}
+
+// fillLocked starts browsers until Warm pristine ones are idle or starting.
 func (p *Pool) fillLocked() {
 	if p.closed || p.retryGap {
 		return
 	}
-	for len(p.idle)+p.starting < p.opts.Warm && p.total < p.opts.Size {
+	for p.pristineIdleLocked()+p.starting < p.opts.Warm && p.total < p.opts.Size {
 		p.total++
 		p.starting++
 		p.wg.Add(1)
@@ -424,6 +479,7 @@ func (l *Lease) Release(reuse bool) {
 	default:
 	}
 	if reuse && alive && !p.closed && l.pb.uses < p.opts.MaxUses && len(p.idle) < p.opts.Size {
+		l.pb.used = true
 		p.idle = append(p.idle, l.pb)
 		p.broadcastLocked()
 		p.mu.Unlock()

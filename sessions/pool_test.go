@@ -64,7 +64,7 @@ func TestLeaseReuseAndDestroy(t *testing.T) {
 	waitStats(t, p, "a warm browser", func(s Stats) bool { return s.Idle == 1 })
 	ctx := context.Background()
 
-	l1, err := p.Acquire(ctx, LeaseRequest{Team: "a"})
+	l1, err := p.Acquire(ctx, LeaseRequest{Team: "a", Reusable: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,17 @@ func TestLeaseReuseAndDestroy(t *testing.T) {
 	if !errors.Is(l1.Cause(), ErrReleased) {
 		t.Fatalf("cause after release: %v", l1.Cause())
 	}
-	l2, err := p.Acquire(ctx, LeaseRequest{Team: "a"})
+	// An interactive session never gets a browser a job used.
+	waitStats(t, p, "the warm browser to be replaced", func(s Stats) bool { return s.Idle == 2 })
+	s1, err := p.Acquire(ctx, LeaseRequest{Team: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s1.Browser() == b1 {
+		t.Fatal("an interactive lease got a browser a job had used")
+	}
+	s1.Release(false)
+	l2, err := p.Acquire(ctx, LeaseRequest{Team: "a", Reusable: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +93,7 @@ func TestLeaseReuseAndDestroy(t *testing.T) {
 	l2.Release(true) // second use reaches MaxUses: recycled
 	waitStats(t, p, "the recycled browser to exit", func(Stats) bool { return !alive(b1) })
 
-	l3, err := p.Acquire(ctx, LeaseRequest{Team: "a"})
+	l3, err := p.Acquire(ctx, LeaseRequest{Team: "a", Reusable: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,4 +245,25 @@ func TestStartFailsClearly(t *testing.T) {
 	if s := p.Stats(); s.Total != 0 {
 		t.Fatalf("a failed start still counts: %+v", s)
 	}
+}
+
+func TestFullPoolEvictsUsedBrowsersForSessions(t *testing.T) {
+	t.Parallel()
+	p, _ := newPool(t, PoolOptions{Size: 1, Warm: 0, QueueWait: 10 * time.Second})
+	ctx := context.Background()
+	job, err := p.Acquire(ctx, LeaseRequest{Team: "a", Reusable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := job.Browser()
+	job.Release(true)
+	// The pool is full of a used browser: a session gets a new one.
+	s, err := p.Acquire(ctx, LeaseRequest{Team: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Browser() == used || alive(used) {
+		t.Fatal("the used browser was not replaced for the session")
+	}
+	s.Release(false)
 }
