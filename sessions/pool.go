@@ -72,7 +72,7 @@ type Pool struct {
 	waiters  int
 	changed  chan struct{} // closed and replaced on every change
 	closed   bool
-	retryGap bool     // a warm start failed recently; back off
+	retryGap bool    // a warm start failed recently; back off
 	taken    *pooled // handed from takeIdleLocked to its caller
 
 	wg sync.WaitGroup // every goroutine the pool starts
