@@ -248,3 +248,38 @@ func ActivePage(ctx context.Context, devtoolsURL string) (Target, error) {
 	}
 	return Target{}, ErrNoPage
 }
+
+// RemoteObject is the part of a Runtime.RemoteObject that Trawler reads;
+// cdproto's own type carries its value in the v2 JSON package.
+type RemoteObject struct {
+	Type     string          `json:"type"`
+	Subtype  string          `json:"subtype"`
+	Value    json.RawMessage `json:"value"`
+	ObjectID string          `json:"objectId"`
+}
+
+// EvalResult is the result of Runtime.evaluate, Runtime.awaitPromise and
+// Runtime.callFunctionOn.
+type EvalResult struct {
+	Result           RemoteObject `json:"result"`
+	ExceptionDetails *struct {
+		Text      string `json:"text"`
+		Exception *struct {
+			Description string `json:"description"`
+		} `json:"exception"`
+	} `json:"exceptionDetails"`
+}
+
+// Exception is the text of the exception the code threw, or "".
+func (r *EvalResult) Exception() string {
+	d := r.ExceptionDetails
+	switch {
+	case d == nil:
+		return ""
+	case d.Exception != nil && d.Exception.Description != "":
+		return d.Exception.Description
+	case d.Text != "":
+		return d.Text
+	}
+	return "uncaught exception"
+}

@@ -443,28 +443,13 @@ const domQuietScript = `new Promise(resolve => {
 // evaluate runs an expression in the page (awaiting a promise) and decodes
 // its JSON value into v.
 func (p *tab) evaluate(ctx context.Context, expr string, v any) error {
-	var res struct {
-		Result struct {
-			Type  string          `json:"type"`
-			Value json.RawMessage `json:"value"`
-		} `json:"result"`
-		ExceptionDetails *struct {
-			Text      string `json:"text"`
-			Exception *struct {
-				Description string `json:"description"`
-			} `json:"exception"`
-		} `json:"exceptionDetails"`
-	}
+	var res cdp.EvalResult
 	err := p.call(ctx, "Runtime.evaluate", map[string]any{"expression": expr, "awaitPromise": true,
 		"returnByValue": true, "userGesture": true}, &res)
 	if err != nil {
 		return err
 	}
-	if d := res.ExceptionDetails; d != nil {
-		msg := d.Text
-		if d.Exception != nil && d.Exception.Description != "" {
-			msg = d.Exception.Description
-		}
+	if msg := res.Exception(); msg != "" {
 		return &ScriptError{Message: msg}
 	}
 	if v != nil && len(res.Result.Value) > 0 {

@@ -400,39 +400,6 @@ type ExecResult struct {
 // ErrExecTimeout is returned when the code ran past its timeout.
 var ErrExecTimeout = errors.New("execution timed out")
 
-// remoteObject and exceptionDetails decode the parts of Runtime results that
-// Execute reads (cdproto's own types carry values in the v2 JSON package).
-type remoteObject struct {
-	Type     string          `json:"type"`
-	Subtype  string          `json:"subtype"`
-	Value    json.RawMessage `json:"value"`
-	ObjectID string          `json:"objectId"`
-}
-
-type evalResult struct {
-	Result           remoteObject `json:"result"`
-	ExceptionDetails *struct {
-		Text      string `json:"text"`
-		Exception *struct {
-			Description string `json:"description"`
-		} `json:"exception"`
-	} `json:"exceptionDetails"`
-}
-
-func (r evalResult) exception() string {
-	d := r.ExceptionDetails
-	if d == nil {
-		return ""
-	}
-	if d.Exception != nil && d.Exception.Description != "" {
-		return d.Exception.Description
-	}
-	if d.Text != "" {
-		return d.Text
-	}
-	return "uncaught exception"
-}
-
 const execGroup = "trawler-execute"
 
 // Execute evaluates JavaScript in the session's active page. Top-level await
@@ -473,7 +440,7 @@ func (m *Manager) Execute(ctx context.Context, team, id, code string, timeout ti
 	// promise of its own, so the value is fetched by reference and, when it
 	// is itself a promise, awaited in a second step.
 	yes := true
-	var res evalResult
+	var res cdp.EvalResult
 	err = conn.Call(evalCtx, "", runtime.CommandEvaluate, runtime.EvaluateParams{Expression: code, ObjectGroup: execGroup,
 		AwaitPromise: &yes, UserGesture: &yes, ReplMode: &yes, Timeout: runtime.TimeDelta(timeout.Milliseconds())}, &res)
 	if err == nil && res.ExceptionDetails == nil && res.Result.ObjectID != "" {
@@ -490,7 +457,7 @@ func (m *Manager) Execute(ctx context.Context, team, id, code string, timeout ti
 		return ExecResult{}, m.execErr(evalCtx, s, err)
 	}
 	s.Touch()
-	if msg := res.exception(); msg != "" {
+	if msg := res.Exception(); msg != "" {
 		if strings.Contains(msg, "Execution was terminated") {
 			return ExecResult{}, ErrExecTimeout
 		}
