@@ -76,7 +76,29 @@ func (p *Proxy) baseURL(r *http.Request) string {
 		ForwardedProto: r.Header.Get("X-Forwarded-Proto"), ForwardedHost: r.Header.Get("X-Forwarded-Host")})
 }
 
-func writeError(w http.ResponseWriter, status int, code, msg string) {
+// LookupSession finds live session id for an HTTP handler of the session's
+// URLs (CDP here, the live view too), answering the request itself when
+// there is none: 404 unknown, 410 destroyed with the reason, 500 otherwise.
+func LookupSession(w http.ResponseWriter, r *http.Request, s Sessions, id string, log *slog.Logger) (*sessions.Session, bool) {
+	sess, err := s.Lookup(r.Context(), id)
+	var destroyed *sessions.DestroyedError
+	switch {
+	case errors.Is(err, sessions.ErrNotFound):
+		WriteError(w, http.StatusNotFound, "NOT_FOUND", "browser session not found")
+		return nil, false
+	case errors.As(err, &destroyed):
+		WriteError(w, http.StatusGone, "SESSION_DESTROYED", "browser session was destroyed: "+destroyed.Reason)
+		return nil, false
+	case err != nil:
+		log.Error("looking up a session", "session", id, "err", err)
+		WriteError(w, http.StatusInternalServerError, "INTERNAL", "could not look up the session")
+		return nil, false
+	}
+	return sess, true
+}
+
+// WriteError answers with the API's error shape.
+func WriteError(w http.ResponseWriter, status int, code, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(map[string]any{"success": false, "error": msg, "code": code})
@@ -89,30 +111,20 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id, sub, _ := strings.Cut(rest, "/")
 	sub = strings.TrimSuffix("/"+sub, "/")
 	if id == "" {
-		writeError(w, http.StatusNotFound, "NOT_FOUND", "no browser session id in the path")
+		WriteError(w, http.StatusNotFound, "NOT_FOUND", "no browser session id in the path")
 		return
 	}
-	s, err := p.sessions.Lookup(r.Context(), id)
-	var destroyed *sessions.DestroyedError
-	switch {
-	case errors.Is(err, sessions.ErrNotFound):
-		writeError(w, http.StatusNotFound, "NOT_FOUND", "browser session not found")
-		return
-	case errors.As(err, &destroyed):
-		writeError(w, http.StatusGone, "SESSION_DESTROYED", "browser session was destroyed: "+destroyed.Reason)
-		return
-	case err != nil:
-		p.log.Error("looking up a session", "session", id, "err", err)
-		writeError(w, http.StatusInternalServerError, "INTERNAL", "could not look up the session")
+	s, ok := LookupSession(w, r, p.sessions, id, p.log)
+	if !ok {
 		return
 	}
 	token := r.URL.Query().Get("token")
 	if token == "" {
-		writeError(w, http.StatusUnauthorized, "UNAUTHORIZED", "token query parameter is required: use the cdpUrl returned by POST /v2/browser")
+		WriteError(w, http.StatusUnauthorized, "UNAUTHORIZED", "token query parameter is required: use the cdpUrl returned by POST /v2/browser")
 		return
 	}
 	if !s.CheckCDPToken(token) {
-		writeError(w, http.StatusUnauthorized, "UNAUTHORIZED", "token does not match this browser session")
+		WriteError(w, http.StatusUnauthorized, "UNAUTHORIZED", "token does not match this browser session")
 		return
 	}
 	upgrade := websocket.IsWebSocketUpgrade(r)
@@ -129,14 +141,14 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case sub == "/json/list" || sub == "/json":
 		p.list(w, r, s, token)
 	default:
-		writeError(w, http.StatusNotFound, "NOT_FOUND", "unknown CDP path "+sub)
+		WriteError(w, http.StatusNotFound, "NOT_FOUND", "unknown CDP path "+sub)
 	}
 }
 
 func (p *Proxy) version(w http.ResponseWriter, r *http.Request, s *sessions.Session, token string) {
 	var v map[string]any
 	if err := cdp.GetJSON(r.Context(), s.DevToolsURL(), "/json/version", &v); err != nil {
-		writeError(w, http.StatusBadGateway, "UPSTREAM_ERROR", "the session's browser did not answer: "+err.Error())
+		WriteError(w, http.StatusBadGateway, "UPSTREAM_ERROR", "the session's browser did not answer: "+err.Error())
 		return
 	}
 	v["webSocketDebuggerUrl"] = CDPURL(p.baseURL(r), s.ID(), token)
@@ -147,7 +159,7 @@ func (p *Proxy) version(w http.ResponseWriter, r *http.Request, s *sessions.Sess
 func (p *Proxy) list(w http.ResponseWriter, r *http.Request, s *sessions.Session, token string) {
 	var list []map[string]any
 	if err := cdp.GetJSON(r.Context(), s.DevToolsURL(), "/json/list", &list); err != nil {
-		writeError(w, http.StatusBadGateway, "UPSTREAM_ERROR", "the session's browser did not answer: "+err.Error())
+		WriteError(w, http.StatusBadGateway, "UPSTREAM_ERROR", "the session's browser did not answer: "+err.Error())
 		return
 	}
 	ws := publicurl.WebSocket(p.baseURL(r))
@@ -184,7 +196,7 @@ func closeMessage(code int, reason string) []byte {
 func (p *Proxy) proxy(w http.ResponseWriter, r *http.Request, s *sessions.Session, upstreamURL string) {
 	detach, ok := s.Attach()
 	if !ok {
-		writeError(w, http.StatusGone, "SESSION_DESTROYED", "browser session was destroyed: "+s.Reason())
+		WriteError(w, http.StatusGone, "SESSION_DESTROYED", "browser session was destroyed: "+s.Reason())
 		return
 	}
 	defer detach()
@@ -192,7 +204,7 @@ func (p *Proxy) proxy(w http.ResponseWriter, r *http.Request, s *sessions.Sessio
 	up, _, err := p.dialer.DialContext(ctx, upstreamURL, nil)
 	cancel()
 	if err != nil {
-		writeError(w, http.StatusBadGateway, "UPSTREAM_ERROR", "could not reach the session's browser: "+err.Error())
+		WriteError(w, http.StatusBadGateway, "UPSTREAM_ERROR", "could not reach the session's browser: "+err.Error())
 		return
 	}
 	client, err := p.upgrader.Upgrade(w, r, nil)

@@ -8,50 +8,29 @@
 package liveview
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
+	"log/slog"
 	"net/http"
 	"strings"
 
-	"github.com/trawler-dev/trawler/sessions"
+	"github.com/trawler-dev/trawler/cdpproxy"
 )
-
-// Sessions finds sessions; it is implemented by *sessions.Manager.
-type Sessions interface {
-	Lookup(ctx context.Context, id string) (*sessions.Session, error)
-}
 
 // Handler serves /live/{id}.
 type Handler struct {
-	Sessions Sessions
-}
-
-func writeError(w http.ResponseWriter, status int, code, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]any{"success": false, "error": msg, "code": code})
+	Sessions cdpproxy.Sessions
+	Log      *slog.Logger
 }
 
 // ServeHTTP answers a live-view URL.
 func (h Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/live/"), "/")
-	s, err := h.Sessions.Lookup(r.Context(), id)
-	var destroyed *sessions.DestroyedError
-	switch {
-	case errors.Is(err, sessions.ErrNotFound):
-		writeError(w, http.StatusNotFound, "NOT_FOUND", "browser session not found")
-		return
-	case errors.As(err, &destroyed):
-		writeError(w, http.StatusGone, "SESSION_DESTROYED", "browser session was destroyed: "+destroyed.Reason)
-		return
-	case err != nil:
-		writeError(w, http.StatusInternalServerError, "INTERNAL", "could not look up the session")
+	s, ok := cdpproxy.LookupSession(w, r, h.Sessions, id, h.Log)
+	if !ok {
 		return
 	}
 	if _, ok := s.CheckLiveToken(r.URL.Query().Get("token")); !ok {
-		writeError(w, http.StatusUnauthorized, "UNAUTHORIZED", "token does not match this session's live view")
+		cdpproxy.WriteError(w, http.StatusUnauthorized, "UNAUTHORIZED", "token does not match this session's live view")
 		return
 	}
-	writeError(w, http.StatusNotImplemented, "NOT_IMPLEMENTED", "the live view page is not available in this version of Trawler; the session itself is reachable over its cdpUrl")
+	cdpproxy.WriteError(w, http.StatusNotImplemented, "NOT_IMPLEMENTED", "the live view page is not available in this version of Trawler; the session itself is reachable over its cdpUrl")
 }

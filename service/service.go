@@ -117,7 +117,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 	reg2.MustRegister(s.collectors()...)
 	mux := http.NewServeMux()
 	mux.Handle("/cdp/", proxy)
-	mux.Handle("/live/", liveview.Handler{Sessions: mgr})
+	mux.Handle("/live/", liveview.Handler{Sessions: mgr, Log: log})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg2, promhttp.HandlerOpts{}))
 	mux.Handle("/", limitBody(adaptor.FiberApp(a.App())))
 	s.handler = mux
