@@ -70,6 +70,19 @@ type Config struct {
 	// (TRAWLER_RESULT_RETENTION, default 24h).
 	ResultRetention time.Duration
 
+	// JobWorkers is how many pages crawls and batch scrapes work on at once,
+	// across all teams (TRAWLER_JOB_WORKERS; default half the pool, at least
+	// 1). It stays below the pool size so that interactive sessions and
+	// single scrapes always find a browser.
+	JobWorkers int
+	// HostConcurrency is how many pages of one host jobs fetch at once
+	// (TRAWLER_HOST_CONCURRENCY, default 8): politeness towards the target.
+	HostConcurrency int
+	// WebhookSecrets are the teams' webhook signing secrets
+	// (TRAWLER_WEBHOOK_SECRETS, "team:secret,team:secret"). A team with a
+	// secret gets X-Firecrawl-Signature on every webhook delivery.
+	WebhookSecrets map[string]string
+
 	// LogLevel is debug, info, warn or error (TRAWLER_LOG_LEVEL, default info).
 	LogLevel string
 }
@@ -105,6 +118,7 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 		BrowserStartTimeout: 30 * time.Second,
 		LogLevel:            "info",
 		ResultRetention:     24 * time.Hour,
+		HostConcurrency:     8,
 	}
 	var errs []error
 	str := func(name string, dst *string) {
@@ -161,6 +175,19 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 	duration("TRAWLER_QUEUE_WAIT", &c.QueueWait)
 	duration("TRAWLER_BROWSER_START_TIMEOUT", &c.BrowserStartTimeout)
 	duration("TRAWLER_RESULT_RETENTION", &c.ResultRetention)
+	integer("TRAWLER_JOB_WORKERS", &c.JobWorkers)
+	integer("TRAWLER_HOST_CONCURRENCY", &c.HostConcurrency)
+	if v := strings.TrimSpace(getenv("TRAWLER_WEBHOOK_SECRETS")); v != "" {
+		c.WebhookSecrets = map[string]string{}
+		for _, entry := range strings.Split(v, ",") {
+			team, secret, ok := strings.Cut(strings.TrimSpace(entry), ":")
+			if !ok || strings.TrimSpace(team) == "" || secret == "" {
+				errs = append(errs, fmt.Errorf("TRAWLER_WEBHOOK_SECRETS must be a comma-separated list of team:secret entries, got %q", entry))
+				continue
+			}
+			c.WebhookSecrets[strings.TrimSpace(team)] = secret
+		}
+	}
 	if v := strings.TrimSpace(getenv("TRAWLER_TEAM_FEATURES")); v != "" {
 		f, err := parseFeatures(v)
 		if err != nil {
@@ -281,6 +308,15 @@ func (c *Config) Validate() error {
 	}
 	if c.TeamConcurrency < 1 {
 		errs = append(errs, fmt.Errorf("TRAWLER_TEAM_CONCURRENCY must be at least 1, got %d", c.TeamConcurrency))
+	}
+	if c.JobWorkers == 0 {
+		c.JobWorkers = max(1, c.PoolSize/2)
+	}
+	if c.JobWorkers < 1 || c.JobWorkers > c.PoolSize {
+		errs = append(errs, fmt.Errorf("TRAWLER_JOB_WORKERS must be between 1 and TRAWLER_POOL_SIZE (%d), got %d", c.PoolSize, c.JobWorkers))
+	}
+	if c.HostConcurrency < 1 || c.HostConcurrency > 1000 {
+		errs = append(errs, fmt.Errorf("TRAWLER_HOST_CONCURRENCY must be between 1 and 1000, got %d", c.HostConcurrency))
 	}
 	if c.QueueWait < 0 || c.QueueWait > 10*time.Minute {
 		errs = append(errs, fmt.Errorf("TRAWLER_QUEUE_WAIT must be between 0s and 10m, got %s", c.QueueWait))

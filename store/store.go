@@ -82,6 +82,53 @@ var migrations = []string{
 		document BLOB NOT NULL
 	);
 	CREATE INDEX scrapes_expires ON scrapes(expires_at);`,
+	`CREATE TABLE jobs (
+		id TEXT PRIMARY KEY,
+		team_id TEXT NOT NULL,
+		kind TEXT NOT NULL,
+		status TEXT NOT NULL,
+		url TEXT NOT NULL,
+		request BLOB NOT NULL,
+		idempotency_key TEXT NOT NULL DEFAULT '',
+		created_at INTEGER NOT NULL,
+		completed_at INTEGER,
+		expires_at INTEGER NOT NULL,
+		credits INTEGER NOT NULL DEFAULT 0,
+		error TEXT NOT NULL DEFAULT ''
+	);
+	CREATE INDEX jobs_team ON jobs(team_id, kind, status, created_at);
+	CREATE INDEX jobs_status ON jobs(status);
+	CREATE INDEX jobs_expires ON jobs(expires_at);
+	CREATE UNIQUE INDEX jobs_idempotency ON jobs(team_id, idempotency_key) WHERE idempotency_key != '';
+	CREATE TABLE job_urls (
+		job_id TEXT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+		url_key TEXT NOT NULL,
+		url TEXT NOT NULL,
+		depth INTEGER NOT NULL,
+		seq INTEGER NOT NULL,
+		state TEXT NOT NULL,
+		done_seq INTEGER,
+		document BLOB,
+		error_code TEXT NOT NULL DEFAULT '',
+		error TEXT NOT NULL DEFAULT '',
+		updated_at INTEGER NOT NULL,
+		PRIMARY KEY (job_id, url_key)
+	);
+	CREATE INDEX job_urls_state ON job_urls(job_id, state, seq);
+	CREATE INDEX job_urls_done ON job_urls(job_id, done_seq) WHERE done_seq IS NOT NULL;
+	CREATE TABLE webhook_events (
+		id INTEGER PRIMARY KEY AUTOINCREMENT,
+		job_id TEXT NOT NULL,
+		team_id TEXT NOT NULL,
+		target BLOB NOT NULL,
+		payload BLOB NOT NULL,
+		state TEXT NOT NULL,
+		attempts INTEGER NOT NULL DEFAULT 0,
+		next_at INTEGER NOT NULL,
+		last_error TEXT NOT NULL DEFAULT '',
+		created_at INTEGER NOT NULL
+	);
+	CREATE INDEX webhook_events_pending ON webhook_events(state, job_id, id);`,
 }
 
 // Open opens (creating if needed) the database at path and migrates it.
