@@ -11,6 +11,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/trawler-dev/trawler/crawl"
 	"github.com/trawler-dev/trawler/publicurl"
 	"github.com/trawler-dev/trawler/scrape"
 	"github.com/trawler-dev/trawler/sessions"
@@ -23,6 +24,7 @@ type Deps struct {
 	Teams    *teams.Registry
 	Sessions *sessions.Manager
 	Scraper  *scrape.Service
+	Crawler  *crawl.Service
 	Store    *store.Store
 	URLs     publicurl.Resolver
 	Log      *slog.Logger
@@ -57,6 +59,17 @@ func New(d Deps) *API {
 	v2.Get("/team/activity", a.listActivity)
 	v2.Post("/scrape", a.scrape)
 	v2.Get("/scrape/:id", a.getScrape)
+	v2.Post("/crawl", a.startCrawl)
+	v2.Post("/crawl/params-preview", a.paramsPreview)
+	v2.Get("/crawl/active", a.activeCrawls)
+	v2.Get("/crawl/:id", a.jobStatus(crawl.KindCrawl))
+	v2.Delete("/crawl/:id", a.cancelJob(crawl.KindCrawl))
+	v2.Get("/crawl/:id/errors", a.jobErrors(crawl.KindCrawl))
+	v2.Post("/batch/scrape", a.startBatch)
+	v2.Get("/batch/scrape/:id", a.jobStatus(crawl.KindBatch))
+	v2.Delete("/batch/scrape/:id", a.cancelJob(crawl.KindBatch))
+	v2.Get("/batch/scrape/:id/errors", a.jobErrors(crawl.KindBatch))
+	v2.Post("/map", a.mapSite)
 	return a
 }
 

@@ -17,8 +17,14 @@ import (
 // the type. An empty body decodes as {}. The Content-Type is not checked:
 // clients such as curl -d send JSON labelled as a form.
 func decodeBody(c *fiber.Ctx, dst any) error {
-	body := bytes.TrimSpace(c.Body())
-	if len(body) == 0 {
+	return decodeJSON(c.Body(), dst, "")
+}
+
+// decodeJSON is decodeBody for any JSON text; prefix ("scrapeOptions.")
+// names the object it is, in every message.
+func decodeJSON(data []byte, dst any, prefix string) error {
+	body := bytes.TrimSpace(data)
+	if len(body) == 0 || (prefix != "" && string(body) == "null") {
 		return nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -39,11 +45,16 @@ func decodeBody(c *fiber.Ctx, dst any) error {
 			Message: "request body is not valid JSON: " + err.Error()}
 	case errors.As(err, &typ):
 		if typ.Field == "" {
+			if prefix != "" {
+				name := strings.TrimSuffix(prefix, ".")
+				return badRequest(fieldError(name, "%s must be a JSON object", name))
+			}
 			return badRequest(FieldProblem{Path: []string{}, Message: "request body must be a JSON object"})
 		}
-		return badRequest(fieldError(typ.Field, "%s must be %s", typ.Field, describeType(typ.Type)))
+		name := prefix + typ.Field
+		return badRequest(fieldError(name, "%s must be %s", name, describeType(typ.Type)))
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		name := prefix + strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
 		return badRequest(fieldError(name, "unknown key %q is not accepted here", name))
 	}
 	return &Error{Status: fiber.StatusBadRequest, Code: "BAD_REQUEST_INVALID_JSON", Message: "request body: " + err.Error()}

@@ -10,6 +10,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
+	"github.com/trawler-dev/trawler/crawl"
 	"github.com/trawler-dev/trawler/netguard"
 	"github.com/trawler-dev/trawler/scrape"
 	"github.com/trawler-dev/trawler/sessions"
@@ -90,6 +91,8 @@ func (a *API) toError(err error) *Error {
 		return &Error{Status: fiber.StatusUnprocessableEntity, Code: "SCRAPE_ACTION_ERROR", Message: action.Error()}
 	case errors.As(err, &parseErr):
 		return &Error{Status: fiber.StatusUnprocessableEntity, Code: "PARSE_ERROR", Message: parseErr.Error()}
+	case errors.Is(err, crawl.ErrNotFound):
+		return &Error{Status: fiber.StatusNotFound, Code: "NOT_FOUND", Message: "job not found"}
 	case errors.Is(err, store.ErrNotFound):
 		return &Error{Status: fiber.StatusNotFound, Code: "NOT_FOUND", Message: "not found"}
 	case errors.As(err, &e):

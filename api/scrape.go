@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -442,7 +443,7 @@ func checkURL(path, raw string) (string, *FieldProblem) {
 	case raw == "":
 		p := fieldError(path, "%s is required", path)
 		return "", &p
-	case err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https"):
+	case err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") || !plausibleHost(u.Hostname()):
 		p := fieldError(path, "%s must be an absolute http or https URL", path)
 		return "", &p
 	case len(raw) > 8192:
@@ -450,6 +451,16 @@ func checkURL(path, raw string) (string, *FieldProblem) {
 		return "", &p
 	}
 	return u.String(), nil
+}
+
+// plausibleHost refuses a bare word such as "nope" (which http:// would
+// otherwise turn into a host): a host name needs a dot, unless it is an IP
+// address or localhost.
+func plausibleHost(h string) bool {
+	if _, err := netip.ParseAddr(h); err == nil {
+		return true
+	}
+	return strings.Contains(strings.Trim(h, "."), ".") || strings.EqualFold(h, "localhost")
 }
 
 func (a *API) scrape(c *fiber.Ctx) error {

@@ -12,6 +12,9 @@ type Document struct {
 	Actions    *ActionResults `json:"actions,omitempty"`
 	Metadata   map[string]any `json:"metadata"`
 	Warning    string         `json:"warning,omitempty"`
+	// Discovered are every link of the page, absolute and without
+	// fragments, when the request asked for them (never serialised).
+	Discovered []string `json:"-"`
 }
 
 // ActionResults are what actions produced.

@@ -38,11 +38,12 @@ type tab struct {
 	inflight map[string]struct{}
 	lastNet  time.Time
 	main     *mainResponse
-	blocked  error // why the main document was refused
-	loaded   chan struct{}
+	blocked  error         // why the main document was refused
+	loaded   chan struct{} // closed on the load event; replaced by reset
+	isLoaded bool
 	taken    chan takenBody // the main document, taken from the network
 	crashed  chan struct{}
-	once     struct{ loaded, crashed sync.Once }
+	once     struct{ crashed sync.Once }
 }
 
 // mainResponse is the main frame's final document response.
@@ -119,6 +120,23 @@ func blankTab(ctx context.Context, conn *cdp.Conn) (*tab, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// reset readies a tab that served one page for the next one, in the same
+// browser context.
+func (p *tab) reset() {
+	p.mu.Lock()
+	p.main, p.blocked = nil, nil
+	p.inflight = map[string]struct{}{}
+	p.lastNet = time.Now()
+	if p.isLoaded {
+		p.loaded, p.isLoaded = make(chan struct{}), false
+	}
+	p.mu.Unlock()
+	select {
+	case <-p.taken:
+	default:
+	}
 }
 
 // setup readies a blank tab for one scrape.
@@ -278,7 +296,12 @@ func (p *tab) onEvent(ev cdp.Event) {
 			p.mu.Unlock()
 		}
 	case "Page.loadEventFired":
-		p.once.loaded.Do(func() { close(p.loaded) })
+		p.mu.Lock()
+		if !p.isLoaded {
+			p.isLoaded = true
+			close(p.loaded)
+		}
+		p.mu.Unlock()
 	case "Inspector.targetCrashed":
 		p.once.crashed.Do(func() { close(p.crashed) })
 	}
@@ -391,8 +414,11 @@ func (p *tab) settle(ctx context.Context, max time.Duration) {
 	deadline := time.Now().Add(max)
 	dctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
+	p.mu.Lock()
+	loaded := p.loaded
+	p.mu.Unlock()
 	select {
-	case <-p.loaded:
+	case <-loaded:
 	case <-p.crashed:
 		return
 	case <-dctx.Done():

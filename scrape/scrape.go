@@ -60,7 +60,17 @@ type Request struct {
 	TeamLimit int
 	URL       string
 	Options   Options
+	// Job marks a page of a crawl or batch scrape: its document is kept by
+	// the job, not under its own id.
+	Job bool
+	// Discover asks for every link of the page in Document.Discovered,
+	// whatever the formats (a crawl follows them).
+	Discover bool
 }
+
+// fetcher takes a page from its target: Service.fetch for a one-off scrape
+// on a fresh tab, Worker.fetch for a job's page on the job's tab.
+type fetcher func(ctx context.Context, req Request) (*page, error)
 
 // page is what a scrape took from the target, before any transform.
 type page struct {
@@ -76,6 +86,12 @@ type page struct {
 
 // Scrape runs one scrape and returns its document.
 func (s *Service) Scrape(ctx context.Context, req Request) (*Document, error) {
+	return s.run(ctx, req, s.fetch)
+}
+
+// run is a scrape, whichever way its page is fetched: cache, fetch,
+// transform, metadata, result.
+func (s *Service) run(ctx context.Context, req Request, fetch fetcher) (*Document, error) {
 	o := &req.Options
 	id := uuid.NewString()
 	start := time.Now()
@@ -102,7 +118,7 @@ func (s *Service) Scrape(ctx context.Context, req Request) (*Document, error) {
 		return nil, ErrNoCachedData
 	case pg == nil:
 		var err error
-		pg, err = s.fetch(ctx, req)
+		pg, err = fetch(ctx, req)
 		if err != nil {
 			if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				return nil, ErrTimeout
@@ -153,7 +169,7 @@ func (s *Service) Scrape(ctx context.Context, req Request) (*Document, error) {
 	md["timeTaken"] = time.Since(start).Milliseconds()
 	doc.Warning = joinWarning(pg.warning, doc.Warning)
 
-	if !o.ZeroDataRetention && !o.Lockdown {
+	if !o.ZeroDataRetention && !o.Lockdown && !req.Job {
 		raw, err := json.Marshal(doc)
 		if err == nil {
 			retention := s.Retention
@@ -434,12 +450,19 @@ func (s *Service) transform(ctx context.Context, req Request, pg *page) (*Docume
 	res, err := content.Transform(pg.body, pg.finalURL, content.Options{
 		OnlyMainContent: o.OnlyMainContent, IncludeTags: o.IncludeTags, ExcludeTags: o.ExcludeTags,
 		RemoveBase64Images: o.RemoveBase64Images,
-		Want:               content.Want{Markdown: o.Has("markdown"), HTML: o.Has("html"), Links: o.Has("links"), Images: o.Has("images")},
+		Want: content.Want{Markdown: o.Has("markdown"), HTML: o.Has("html"), Links: o.Has("links") || req.Discover,
+			Images: o.Has("images")},
 	})
 	if err != nil {
 		return nil, err
 	}
-	doc.Markdown, doc.HTML, doc.Links, doc.Images = res.Markdown, res.HTML, res.Links, res.Images
+	doc.Markdown, doc.HTML, doc.Images = res.Markdown, res.HTML, res.Images
+	if req.Discover {
+		doc.Discovered = res.Links
+	}
+	if o.Has("links") {
+		doc.Links = res.Links
+	}
 	if o.Has("links") && doc.Links == nil {
 		doc.Links = []string{}
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/trawler-dev/trawler/api"
 	"github.com/trawler-dev/trawler/cdpproxy"
 	"github.com/trawler-dev/trawler/config"
+	"github.com/trawler-dev/trawler/crawl"
 	"github.com/trawler-dev/trawler/liveview"
 	"github.com/trawler-dev/trawler/netguard"
 	"github.com/trawler-dev/trawler/publicurl"
@@ -36,6 +37,7 @@ import (
 	"github.com/trawler-dev/trawler/sessions"
 	"github.com/trawler-dev/trawler/store"
 	"github.com/trawler-dev/trawler/teams"
+	"github.com/trawler-dev/trawler/webhook"
 )
 
 // Service is a running Trawler.
@@ -45,7 +47,10 @@ type Service struct {
 	Pool     *sessions.Pool
 	Sessions *sessions.Manager
 	Proxy    *cdpproxy.Proxy
+	Crawler  *crawl.Service
+	Webhooks *webhook.Dispatcher
 	log      *slog.Logger
+	cancel   context.CancelFunc
 	handler  http.Handler
 	stop     chan struct{}
 	wg       sync.WaitGroup
@@ -64,6 +69,12 @@ func (s *Service) janitor() {
 		}
 		if err := s.Store.PruneScrapes(ctx); err != nil {
 			s.log.Error("pruning scrapes", "err", err)
+		}
+		if err := s.Store.PruneJobs(ctx, time.Now()); err != nil {
+			s.log.Error("pruning jobs", "err", err)
+		}
+		if err := s.Store.PruneWebhookEvents(ctx, time.Now().Add(-s.Config.ResultRetention)); err != nil {
+			s.log.Error("pruning webhook events", "err", err)
 		}
 		cancel()
 		select {
@@ -106,20 +117,45 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 	}
 	urls := publicurl.Resolver{Base: cfg.PublicURL, Trusted: cfg.TrustedProxies}
 	proxy := cdpproxy.New(mgr, urls, log)
-	scraper := &scrape.Service{Pool: pool, Store: st, Log: log, Retention: cfg.ResultRetention,
-		Guard: &netguard.Guard{AllowPrivate: cfg.AllowPrivateNetworks}}
-	a := api.New(api.Deps{Teams: reg, Sessions: mgr, Scraper: scraper, Store: st, URLs: urls, Log: log})
+	guard := &netguard.Guard{AllowPrivate: cfg.AllowPrivateNetworks}
+	scraper := &scrape.Service{Pool: pool, Store: st, Log: log, Retention: cfg.ResultRetention, Guard: guard}
+	hooks := &webhook.Dispatcher{Store: st, Client: guard.Client(10*time.Second, false), Log: log,
+		Secret: func(team string) string { return cfg.WebhookSecrets[team] }}
+	crawler := &crawl.Service{Scrape: scraper, Store: st, Guard: guard, Webhooks: hooks, Log: log,
+		Workers: cfg.JobWorkers, HostConcurrency: cfg.HostConcurrency, Retention: cfg.ResultRetention,
+		TeamLimit: reg.Concurrency}
+	if err := crawler.Start(ctx); err != nil {
+		mgr.Close()
+		pool.Close()
+		st.Close()
+		return nil, err
+	}
+	a := api.New(api.Deps{Teams: reg, Sessions: mgr, Scraper: scraper, Crawler: crawler, Store: st, URLs: urls, Log: log})
 
-	s := &Service{Config: cfg, Store: st, Pool: pool, Sessions: mgr, Proxy: proxy, log: log, stop: make(chan struct{})}
-	s.wg.Add(1)
+	s := &Service{Config: cfg, Store: st, Pool: pool, Sessions: mgr, Proxy: proxy, Crawler: crawler, Webhooks: hooks,
+		log: log, stop: make(chan struct{})}
+	bg, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	s.wg.Add(2)
 	go s.janitor()
+	go func() {
+		defer s.wg.Done()
+		hooks.Run(bg)
+	}()
 	reg2 := prometheus.NewRegistry()
 	reg2.MustRegister(s.collectors()...)
 	mux := http.NewServeMux()
 	mux.Handle("/cdp/", proxy)
 	mux.Handle("/live/", liveview.Handler{Sessions: mgr, Log: log})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg2, promhttp.HandlerOpts{}))
-	mux.Handle("/", limitBody(adaptor.FiberApp(a.App())))
+	fiberApp := limitBody(adaptor.FiberApp(a.App()))
+	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if api.IsWatch(r) {
+			a.Watch(w, r)
+			return
+		}
+		fiberApp.ServeHTTP(w, r)
+	}))
 	s.handler = mux
 	return s, nil
 }
@@ -131,7 +167,9 @@ func (s *Service) Handler() http.Handler { return s.handler }
 // and closes the store.
 func (s *Service) Close() {
 	close(s.stop)
+	s.cancel()
 	s.wg.Wait()
+	s.Crawler.Close()
 	s.Sessions.Close()
 	s.Pool.Close()
 	s.Proxy.Wait()

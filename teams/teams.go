@@ -93,3 +93,6 @@ func hashKey(key string) []byte {
 	h := sha256.Sum256([]byte(key))
 	return h[:]
 }
+
+// Concurrency returns team id's concurrency limit.
+func (r *Registry) Concurrency(id string) int { return r.team(id).Concurrency }

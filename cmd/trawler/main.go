@@ -23,6 +23,9 @@ Usage:
   trawler serve     run the service (configured by TRAWLER_* environment variables; see README)
   trawler scrape [--format markdown|html|json ...] URL
                     scrape one page with a local Chromium and print it, no server needed
+  trawler crawl [--limit N] [--out DIR] URL
+                    crawl a site with local Chromium browsers into one Markdown file per page
+                    plus index.jsonl, with a progress bar, no server needed
   trawler version   print the version
 `
 
@@ -42,6 +45,11 @@ func main() {
 	case "scrape":
 		if err := scrapeCmd(os.Args[2:], os.Stdout, os.Stderr); err != nil {
 			fmt.Fprintln(os.Stderr, "trawler scrape:", err)
+			os.Exit(1)
+		}
+	case "crawl":
+		if err := crawlCmd(os.Args[2:], os.Stdout, os.Stderr); err != nil {
+			fmt.Fprintln(os.Stderr, "trawler crawl:", err)
 			os.Exit(1)
 		}
 	case "version":

@@ -1,0 +1,439 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+
+	"github.com/trawler-dev/trawler/crawl"
+	"github.com/trawler-dev/trawler/discover"
+	"github.com/trawler-dev/trawler/scrape"
+	"github.com/trawler-dev/trawler/teams"
+	"github.com/trawler-dev/trawler/webhook"
+)
+
+// crawlRequest is POST /v2/crawl (spec 4.2).
+type crawlRequest struct {
+	URL                    *string         `json:"url"`
+	Prompt                 *string         `json:"prompt"`
+	ExcludePaths           []string        `json:"excludePaths"`
+	IncludePaths           []string        `json:"includePaths"`
+	MaxDiscoveryDepth      *int            `json:"maxDiscoveryDepth"`
+	Sitemap                *string         `json:"sitemap"`
+	IgnoreQueryParameters  *bool           `json:"ignoreQueryParameters"`
+	DeduplicateSimilarURLs *bool           `json:"deduplicateSimilarURLs"`
+	RegexOnFullURL         *bool           `json:"regexOnFullURL"`
+	Limit                  *int            `json:"limit"`
+	CrawlEntireDomain      *bool           `json:"crawlEntireDomain"`
+	AllowExternalLinks     *bool           `json:"allowExternalLinks"`
+	AllowSubdomains        *bool           `json:"allowSubdomains"`
+	IgnoreRobotsTxt        *bool           `json:"ignoreRobotsTxt"`
+	RobotsUserAgent        *string         `json:"robotsUserAgent"`
+	Delay                  *float64        `json:"delay"`
+	MaxConcurrency         *int            `json:"maxConcurrency"`
+	Webhook                json.RawMessage `json:"webhook"`
+	ScrapeOptions          json.RawMessage `json:"scrapeOptions"`
+	ZeroDataRetention      *bool           `json:"zeroDataRetention"`
+	Origin                 *string         `json:"origin"`
+	Integration            *string         `json:"integration"`
+}
+
+// maxCrawlLimit bounds limit: a larger crawl is a mistake more often than not.
+const maxCrawlLimit = 100000
+
+func featureError(option string) *Error {
+	return &Error{Status: fiber.StatusForbidden, Code: "FEATURE_NOT_ENABLED",
+		Message: option + " is not enabled for this team; the operator enables it with TRAWLER_TEAM_FEATURES"}
+}
+
+func (a *API) startCrawl(c *fiber.Ctx) error {
+	var req crawlRequest
+	if err := decodeBody(c, &req); err != nil {
+		return err
+	}
+	team := teamOf(c)
+	var problems []FieldProblem
+	spec := &crawl.Spec{Kind: crawl.KindCrawl, Crawl: crawl.DefaultCrawlOptions()}
+	co := &spec.Crawl
+	if req.URL == nil {
+		problems = append(problems, fieldError("url", "url is required"))
+	} else if u, p := checkURL("url", *req.URL); p != nil {
+		problems = append(problems, *p)
+	} else {
+		spec.URL = u
+	}
+	if req.Prompt != nil && *req.Prompt != "" {
+		problems = append(problems, fieldError("prompt", "prompt needs a language model to turn it into crawl options, which this server does not have; set the options themselves"))
+	}
+	co.IncludePaths, co.ExcludePaths = req.IncludePaths, req.ExcludePaths
+	if req.MaxDiscoveryDepth != nil {
+		d := intRange(&problems, "maxDiscoveryDepth", req.MaxDiscoveryDepth, 0, 1000, 0)
+		co.MaxDiscoveryDepth = &d
+	}
+	if req.Sitemap != nil {
+		switch *req.Sitemap {
+		case "skip", "include", "only":
+			co.Sitemap = *req.Sitemap
+		default:
+			problems = append(problems, fieldError("sitemap", "sitemap must be skip, include or only, got %q", *req.Sitemap))
+		}
+	}
+	flag := func(dst *bool, v *bool) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	flag(&co.IgnoreQueryParameters, req.IgnoreQueryParameters)
+	flag(&co.DeduplicateSimilarURLs, req.DeduplicateSimilarURLs)
+	flag(&co.RegexOnFullURL, req.RegexOnFullURL)
+	flag(&co.CrawlEntireDomain, req.CrawlEntireDomain)
+	flag(&co.AllowExternalLinks, req.AllowExternalLinks)
+	flag(&co.AllowSubdomains, req.AllowSubdomains)
+	co.Limit = intRange(&problems, "limit", req.Limit, 1, maxCrawlLimit, co.Limit)
+	if req.Delay != nil {
+		if *req.Delay < 0 || *req.Delay > 3600 {
+			problems = append(problems, fieldError("delay", "delay must be between 0 and 3600 seconds"))
+		}
+		co.Delay = time.Duration(*req.Delay * float64(time.Second))
+	}
+	spec.MaxConcurrency = intRange(&problems, "maxConcurrency", req.MaxConcurrency, 1, 1000, 0)
+	if req.RobotsUserAgent != nil {
+		if strings.TrimSpace(*req.RobotsUserAgent) == "" || len(*req.RobotsUserAgent) > 200 {
+			problems = append(problems, fieldError("robotsUserAgent", "robotsUserAgent must be 1 to 200 characters"))
+		}
+		co.RobotsUserAgent = *req.RobotsUserAgent
+	}
+	flag(&co.IgnoreRobotsTxt, req.IgnoreRobotsTxt)
+	spec.Webhook = decodeWebhook(req.Webhook, &problems)
+	spec.Scrape = a.jobScrapeOptions(req.ScrapeOptions, "scrapeOptions.", team, &problems)
+	if len(req.ScrapeOptions) > 0 && string(req.ScrapeOptions) != "null" {
+		spec.ScrapeOptions = req.ScrapeOptions
+	}
+	if len(problems) == 0 && spec.URL != "" {
+		if _, err := discover.NewRules(discover.RulesOptions{Start: spec.URL, IncludePaths: co.IncludePaths,
+			ExcludePaths: co.ExcludePaths}); err != nil {
+			var pe *discover.PatternError
+			if errors.As(err, &pe) {
+				problems = append(problems, fieldError(pe.Field, "%s", pe.Error()))
+			} else {
+				problems = append(problems, fieldError("url", "url: %v", err))
+			}
+		}
+	}
+	if len(problems) > 0 {
+		return badRequest(problems...)
+	}
+	if (co.IgnoreRobotsTxt || co.RobotsUserAgent != "") && !team.Features.IgnoreRobotsTxt {
+		if co.IgnoreRobotsTxt {
+			return featureError("ignoreRobotsTxt")
+		}
+		return featureError("robotsUserAgent")
+	}
+	if err := zdr(req.ZeroDataRetention, team, spec); err != nil {
+		return err
+	}
+	return a.createJob(c, team, spec, spec.URL, "crawl")
+}
+
+// jobScrapeOptions decodes a job's scrape options (a crawl's scrapeOptions
+// object); the pages of a job are scraped with them.
+func (a *API) jobScrapeOptions(raw json.RawMessage, prefix string, team teams.Team, problems *[]FieldProblem) scrape.Options {
+	var r scrapeOptionsRequest
+	if err := decodeJSON(raw, &r, prefix); err != nil {
+		var e *Error
+		if errors.As(err, &e) && e.Details != nil {
+			*problems = append(*problems, e.Details.([]FieldProblem)...)
+		} else {
+			*problems = append(*problems, fieldError(strings.TrimSuffix(prefix, "."), "%s: %v", strings.TrimSuffix(prefix, "."), err))
+		}
+		return scrape.DefaultOptions()
+	}
+	return r.options(prefix, team, problems)
+}
+
+func decodeWebhook(raw json.RawMessage, problems *[]FieldProblem) *webhook.Spec {
+	spec, msgs := webhook.Decode(raw, "webhook")
+	for _, m := range msgs {
+		path, _, _ := strings.Cut(m, " ")
+		*problems = append(*problems, FieldProblem{Path: strings.Split(path, "."), Message: m})
+	}
+	return spec
+}
+
+// zdr applies zeroDataRetention to a job for a team that has it.
+func zdr(v *bool, team teams.Team, spec *crawl.Spec) error {
+	if v == nil || !*v {
+		return nil
+	}
+	if !team.Features.ZeroDataRetention {
+		return featureError("zeroDataRetention")
+	}
+	spec.ZeroDataRetention = true
+	spec.Scrape.ZeroDataRetention = true
+	spec.Scrape.StoreInCache = false
+	return nil
+}
+
+// createJob starts a job and answers with its id and status URL.
+func (a *API) createJob(c *fiber.Ctx, team teams.Team, spec *crawl.Spec, target, endpoint string) error {
+	key := c.Get("x-idempotency-key")
+	if len(key) > 256 {
+		return badRequest(fieldError("x-idempotency-key", "the x-idempotency-key header must be at most 256 characters"))
+	}
+	id, err := a.Crawler.Create(context.Background(), team.ID, spec, key)
+	if errors.Is(err, crawl.ErrIdempotencyConflict) {
+		return &Error{Status: fiber.StatusConflict, Code: "IDEMPOTENCY_CONFLICT", Message: "the x-idempotency-key header was already used for another job"}
+	}
+	if err != nil {
+		return err
+	}
+	if !spec.ZeroDataRetention {
+		a.recordActivity(team.ID, id, endpoint, target)
+	}
+	path := "/v2/crawl/"
+	if spec.Kind == crawl.KindBatch {
+		path = "/v2/batch/scrape/"
+	}
+	return c.JSON(fiber.Map{"success": true, "id": id, "url": a.baseURL(c) + path + id})
+}
+
+// batchRequest is POST /v2/batch/scrape (spec 4.5).
+type batchRequest struct {
+	URLs              []json.RawMessage `json:"urls"`
+	Webhook           json.RawMessage   `json:"webhook"`
+	MaxConcurrency    *int              `json:"maxConcurrency"`
+	IgnoreInvalidURLs *bool             `json:"ignoreInvalidURLs"`
+	AppendToID        *string           `json:"appendToId"`
+	scrapeOptionsRequest
+	ZeroDataRetention *bool   `json:"zeroDataRetention"`
+	Origin            *string `json:"origin"`
+	Integration       *string `json:"integration"`
+}
+
+// maxBatchURLs bounds one batch.
+const maxBatchURLs = 100000
+
+func (a *API) startBatch(c *fiber.Ctx) error {
+	var req batchRequest
+	if err := decodeBody(c, &req); err != nil {
+		return err
+	}
+	team := teamOf(c)
+	var problems []FieldProblem
+	spec := &crawl.Spec{Kind: crawl.KindBatch}
+	ignoreInvalid := req.IgnoreInvalidURLs == nil || *req.IgnoreInvalidURLs
+	invalid := []string{}
+	switch {
+	case req.URLs == nil:
+		problems = append(problems, fieldError("urls", "urls is required"))
+	case len(req.URLs) == 0:
+		problems = append(problems, fieldError("urls", "urls must hold at least one URL"))
+	case len(req.URLs) > maxBatchURLs:
+		problems = append(problems, fieldError("urls", "urls must hold at most %d URLs", maxBatchURLs))
+	}
+	var bad []string
+	for i, raw := range req.URLs {
+		var s string
+		name := fmt.Sprintf("urls[%d]", i)
+		if err := json.Unmarshal(raw, &s); err != nil {
+			problems = append(problems, fieldError(name, "%s must be a string", name))
+			continue
+		}
+		u, p := checkURL(name, s)
+		if p != nil {
+			invalid = append(invalid, s)
+			bad = append(bad, fmt.Sprintf("%s %q", name, s))
+			continue
+		}
+		spec.URLs = append(spec.URLs, u)
+	}
+	if len(bad) > 0 && !ignoreInvalid {
+		problems = append(problems, fieldError("urls", "urls holds invalid URLs (each must be an absolute http or https URL): %s", strings.Join(bad, ", ")))
+	} else if len(req.URLs) > 0 && len(spec.URLs) == 0 && len(bad) > 0 {
+		problems = append(problems, fieldError("urls", "urls holds no valid URL (each must be an absolute http or https URL)"))
+	}
+	if req.AppendToID != nil {
+		problems = append(problems, fieldError("appendToId", "appendToId is not supported: start a new batch"))
+	}
+	spec.MaxConcurrency = intRange(&problems, "maxConcurrency", req.MaxConcurrency, 1, 1000, 0)
+	spec.Webhook = decodeWebhook(req.Webhook, &problems)
+	spec.Scrape = req.options("", team, &problems)
+	if len(problems) > 0 {
+		return badRequest(problems...)
+	}
+	if err := zdr(req.ZeroDataRetention, team, spec); err != nil {
+		return err
+	}
+	key := c.Get("x-idempotency-key")
+	id, err := a.Crawler.Create(context.Background(), team.ID, spec, key)
+	if errors.Is(err, crawl.ErrIdempotencyConflict) {
+		return &Error{Status: fiber.StatusConflict, Code: "IDEMPOTENCY_CONFLICT", Message: "the x-idempotency-key header was already used for another job"}
+	}
+	if err != nil {
+		return err
+	}
+	if !spec.ZeroDataRetention {
+		a.recordActivity(team.ID, id, "batch_scrape", spec.URLs[0])
+	}
+	body := fiber.Map{"success": true, "id": id, "url": a.baseURL(c) + "/v2/batch/scrape/" + id}
+	if ignoreInvalid {
+		body["invalidURLs"] = invalid
+	}
+	return c.JSON(body)
+}
+
+// jobStatus answers GET /v2/crawl/{id} and GET /v2/batch/scrape/{id}.
+func (a *API) jobStatus(kind string) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		var problems []FieldProblem
+		skip := queryInt(c, "skip", 0, 0, 1<<30, &problems)
+		limit := queryInt(c, "limit", 100, 1, 1000, &problems)
+		if len(problems) > 0 {
+			return badRequest(problems...)
+		}
+		st, err := a.Crawler.Status(context.Background(), teamOf(c).ID, kind, c.Params("id"), skip, limit)
+		if err != nil {
+			return err
+		}
+		body := fiber.Map{"success": true, "status": st.Status, "total": st.Total, "completed": st.Completed,
+			"creditsUsed": st.CreditsUsed, "expiresAt": isoTime(st.ExpiresAt), "createdAt": isoTime(st.CreatedAt),
+			"data": st.Data}
+		if !st.CompletedAt.IsZero() {
+			body["completedAt"] = isoTime(st.CompletedAt)
+		}
+		if st.More {
+			body["next"] = fmt.Sprintf("%s%s?skip=%d&limit=%d", a.baseURL(c), c.Path(), skip+len(st.Data), limit)
+		}
+		if st.Warning != "" {
+			body["warning"] = st.Warning
+		}
+		return c.JSON(body)
+	}
+}
+
+func queryInt(c *fiber.Ctx, name string, def, lo, hi int, problems *[]FieldProblem) int {
+	raw := c.Query(name)
+	if raw == "" {
+		return def
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < lo || n > hi {
+		*problems = append(*problems, fieldError(name, "%s must be a whole number between %d and %d", name, lo, hi))
+		return def
+	}
+	return n
+}
+
+func (a *API) cancelJob(kind string) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		st, err := a.Crawler.Cancel(context.Background(), teamOf(c).ID, kind, c.Params("id"))
+		if err != nil {
+			return err
+		}
+		return c.JSON(fiber.Map{"success": true, "status": st})
+	}
+}
+
+func (a *API) jobErrors(kind string) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		e, err := a.Crawler.Errors(context.Background(), teamOf(c).ID, kind, c.Params("id"))
+		if err != nil {
+			return err
+		}
+		return c.JSON(fiber.Map{"success": true, "errors": e.Errors, "robotsBlocked": e.RobotsBlocked})
+	}
+}
+
+func (a *API) activeCrawls(c *fiber.Ctx) error {
+	list, err := a.Crawler.Active(context.Background(), teamOf(c).ID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"success": true, "crawls": list})
+}
+
+func (a *API) paramsPreview(c *fiber.Ctx) error {
+	return &Error{Status: fiber.StatusNotImplemented, Code: "NOT_SUPPORTED",
+		Message: "crawl params-preview turns a prompt into crawl options with a language model, which this server does not have; set the crawl options yourself"}
+}
+
+// mapRequest is POST /v2/map.
+type mapRequest struct {
+	URL                   *string          `json:"url"`
+	Search                *string          `json:"search"`
+	Sitemap               *string          `json:"sitemap"`
+	IncludeSubdomains     *bool            `json:"includeSubdomains"`
+	IgnoreQueryParameters *bool            `json:"ignoreQueryParameters"`
+	IgnoreCache           *bool            `json:"ignoreCache"`
+	Limit                 *int             `json:"limit"`
+	Timeout               *int             `json:"timeout"`
+	Location              *locationRequest `json:"location"`
+	Origin                *string          `json:"origin"`
+	Integration           *string          `json:"integration"`
+}
+
+func (a *API) mapSite(c *fiber.Ctx) error {
+	var req mapRequest
+	if err := decodeBody(c, &req); err != nil {
+		return err
+	}
+	team := teamOf(c)
+	var problems []FieldProblem
+	m := crawl.MapRequest{Sitemap: "include", IncludeSubdomains: true, IgnoreQueryParameters: true}
+	if req.URL == nil {
+		problems = append(problems, fieldError("url", "url is required"))
+	} else if u, p := checkURL("url", *req.URL); p != nil {
+		problems = append(problems, *p)
+	} else {
+		m.URL = u
+	}
+	if req.Search != nil {
+		if len(*req.Search) > 500 {
+			problems = append(problems, fieldError("search", "search must be at most 500 characters"))
+		}
+		m.Search = *req.Search
+	}
+	if req.Sitemap != nil {
+		switch *req.Sitemap {
+		case "skip", "include", "only":
+			m.Sitemap = *req.Sitemap
+		default:
+			problems = append(problems, fieldError("sitemap", "sitemap must be skip, include or only, got %q", *req.Sitemap))
+		}
+	}
+	if req.IncludeSubdomains != nil {
+		m.IncludeSubdomains = *req.IncludeSubdomains
+	}
+	if req.IgnoreQueryParameters != nil {
+		m.IgnoreQueryParameters = *req.IgnoreQueryParameters
+	}
+	m.Limit = intRange(&problems, "limit", req.Limit, 1, 100000, 5000)
+	if req.Timeout != nil {
+		m.Timeout = time.Duration(intRange(&problems, "timeout", req.Timeout, 1000, 300000, 0)) * time.Millisecond
+	}
+	if req.Location != nil {
+		// The scrape options' rules apply to location.
+		so := scrapeOptionsRequest{Location: req.Location}
+		m.Location = so.options("", team, &problems).Location
+	}
+	if len(problems) > 0 {
+		return badRequest(problems...)
+	}
+	links, err := a.Crawler.Map(context.Background(), team.ID, team.Concurrency, m)
+	if errors.Is(err, crawl.ErrMapTimeout) {
+		return &Error{Status: fiber.StatusRequestTimeout, Code: "MAP_TIMEOUT", Message: "Map timed out"}
+	}
+	if err != nil {
+		return err
+	}
+	id := uuid.NewString()
+	a.recordActivity(team.ID, id, "map", m.URL)
+	return c.JSON(fiber.Map{"success": true, "id": id, "links": links})
+}

@@ -1,0 +1,182 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/trawler-dev/trawler/crawl"
+)
+
+// The live-progress WebSocket of a job lives on the API's paths
+// (/v2/crawl/{id}, /v2/batch/scrape/{id}) but is served by net/http:
+// gorilla/websocket needs it, and Fiber's adaptor cannot hijack. The
+// service routes upgrade requests of those paths here.
+
+var watchUpgrader = websocket.Upgrader{
+	ReadBufferSize:  4 << 10,
+	WriteBufferSize: 64 << 10,
+	// Any origin: the socket is authenticated by its API key, not by cookies.
+	CheckOrigin: func(*http.Request) bool { return true },
+}
+
+// IsWatch reports whether r asks for a job's live-progress WebSocket.
+func IsWatch(r *http.Request) bool {
+	if !websocket.IsWebSocketUpgrade(r) {
+		return false
+	}
+	_, _, ok := watchPath(r.URL.Path)
+	return ok
+}
+
+func watchPath(p string) (kind, id string, ok bool) {
+	switch {
+	case strings.HasPrefix(p, "/v2/crawl/"):
+		kind, id = crawl.KindCrawl, strings.TrimPrefix(p, "/v2/crawl/")
+	case strings.HasPrefix(p, "/v2/batch/scrape/"):
+		kind, id = crawl.KindBatch, strings.TrimPrefix(p, "/v2/batch/scrape/")
+	default:
+		return "", "", false
+	}
+	return kind, id, id != "" && !strings.Contains(id, "/")
+}
+
+// Watch serves a job's live progress: a catchup message with the job's
+// status and the documents so far, then each new document as it is
+// scraped, then done (or cancelled, or error). The API key comes as the
+// WebSocket subprotocol (what the Firecrawl SDK sends) or as a bearer
+// token.
+func (a *API) Watch(w http.ResponseWriter, r *http.Request) {
+	kind, id, _ := watchPath(r.URL.Path)
+	key := ""
+	protocols := websocket.Subprotocols(r)
+	if len(protocols) > 0 {
+		key = protocols[0]
+	}
+	if scheme, rest, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
+		key = strings.TrimSpace(rest)
+	}
+	team, ok := a.Teams.Authenticate(key)
+	if !ok {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		json.NewEncoder(w).Encode(map[string]any{"success": false, "code": "UNAUTHORIZED",
+			"error": "invalid or missing API key: send it as the WebSocket subprotocol or as Authorization: Bearer"})
+		return
+	}
+	up := watchUpgrader
+	if len(protocols) > 0 {
+		up.Subprotocols = protocols[:1]
+	}
+	conn, err := up.Upgrade(w, r, nil)
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for {
+			if _, _, err := conn.ReadMessage(); err != nil {
+				cancel()
+				return
+			}
+		}
+	}()
+	send := func(v any) bool {
+		conn.SetWriteDeadline(time.Now().Add(30 * time.Second))
+		return conn.WriteJSON(v) == nil
+	}
+	closeWith := func(code int, reason string) {
+		conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(5*time.Second))
+	}
+
+	events, stop, running := a.Crawler.Watch(team.ID, kind, id)
+	defer stop()
+	st, err := a.Crawler.Status(ctx, team.ID, kind, id, 0, 1000)
+	if err != nil {
+		msg := "job not found"
+		if !errors.Is(err, crawl.ErrNotFound) {
+			msg = a.toError(err).Message
+		}
+		send(map[string]any{"type": "error", "error": msg})
+		closeWith(websocket.ClosePolicyViolation, msg)
+		return
+	}
+	if !send(map[string]any{"type": "catchup", "data": statusMessage(st, st.Data)}) {
+		return
+	}
+	sent := len(st.Data)
+	for more := st.More; more; {
+		page, err := a.Crawler.Status(ctx, team.ID, kind, id, sent, 1000)
+		if err != nil {
+			return
+		}
+		for _, d := range page.Data {
+			if !send(map[string]any{"type": "document", "data": d}) {
+				return
+			}
+		}
+		sent += len(page.Data)
+		more = page.More && len(page.Data) > 0
+	}
+	final := func() {
+		st, err := a.Crawler.Status(ctx, team.ID, kind, id, 0, 1)
+		if err != nil {
+			return
+		}
+		switch st.Status {
+		case crawl.StatusCompleted:
+			send(map[string]any{"type": "done", "data": statusMessage(st, []json.RawMessage{})})
+		case crawl.StatusFailed:
+			send(map[string]any{"type": "error", "error": "the job failed", "data": statusMessage(st, []json.RawMessage{})})
+		default:
+			send(map[string]any{"type": st.Status, "data": statusMessage(st, []json.RawMessage{})})
+		}
+		closeWith(websocket.CloseNormalClosure, "job "+st.Status)
+	}
+	if !running {
+		final()
+		return
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-events:
+			if !ok {
+				// Too slow to keep up, or the job ended: say which.
+				if st, err := a.Crawler.Status(ctx, team.ID, kind, id, 0, 1); err == nil && st.Status == crawl.StatusScraping {
+					closeWith(websocket.CloseTryAgainLater, "too slow to follow this job live; poll its status instead")
+					return
+				}
+				final()
+				return
+			}
+			if ev.Type != "document" {
+				final()
+				return
+			}
+			if ev.Seq <= int64(sent) {
+				continue // already in the catchup
+			}
+			if !send(map[string]any{"type": "document", "data": ev.Doc}) {
+				return
+			}
+		}
+	}
+}
+
+func statusMessage(st *crawl.Status, docs []json.RawMessage) map[string]any {
+	m := map[string]any{"status": st.Status, "total": st.Total, "completed": st.Completed, "creditsUsed": st.CreditsUsed,
+		"expiresAt": isoTime(st.ExpiresAt), "data": docs}
+	if st.Warning != "" {
+		m["warning"] = st.Warning
+	}
+	return m
+}

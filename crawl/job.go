@@ -1,0 +1,111 @@
+package crawl
+
+import (
+	"context"
+	"encoding/json"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/trawler-dev/trawler/discover"
+	"github.com/trawler-dev/trawler/store"
+)
+
+// job is a running job in memory: its frontier mirrors the queued URLs in
+// the store, its counters the stored states.
+type job struct {
+	id, team, kind string
+	spec           *Spec
+	created        time.Time
+	rules          *discover.Rules // crawls only
+	ctx            context.Context // ends when the job ends
+	cancel         context.CancelFunc
+
+	mu          sync.Mutex
+	queue       []*store.JobURL // queued URLs, discovery order
+	keys        map[string]bool // every URL key the job has seen
+	admitted    int             // URLs counted against the limit
+	nextSeq     int64
+	inflight    map[string]context.CancelFunc // URL key → its scrape's cancel
+	retries     map[string]int                // URL key → tries lost to the infrastructure
+	done        int
+	failed      int
+	robots      int
+	credits     int
+	status      string
+	discovering bool // sitemaps are still being read
+	lastStart   time.Time
+	lastServed  time.Time
+	delay       time.Duration
+	concurrency int
+	robotsTxt   map[string]*discover.Robots // host → its robots.txt
+	warnings    []string
+	subs        map[*watcher]struct{}
+	drained     chan struct{} // closed when nothing is in flight after a cancel
+	memDocs     []json.RawMessage
+	firstErr    string
+}
+
+// host of a queued URL, for per-host politeness.
+func hostOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return u.Host
+}
+
+// runnableLocked reports whether the job may start its next page now, and
+// when not because of its delay, when it may.
+func (j *job) runnableLocked(now time.Time) (ok bool, wait time.Duration) {
+	if j.status != StatusScraping || len(j.queue) == 0 || len(j.inflight) >= j.concurrency {
+		return false, 0
+	}
+	if j.delay > 0 && !j.lastStart.IsZero() {
+		if next := j.lastStart.Add(j.delay); next.After(now) {
+			return false, next.Sub(now)
+		}
+	}
+	return true, 0
+}
+
+// endedLocked reports whether a scraping job has nothing left to do.
+func (j *job) endedLocked() bool {
+	return j.status == StatusScraping && len(j.queue) == 0 && len(j.inflight) == 0 && !j.discovering
+}
+
+// watcher is one live subscriber (the WebSocket of /v2/crawl/{id}).
+type watcher struct {
+	ch     chan Event
+	closed bool
+}
+
+// Event is one live update of a job.
+type Event struct {
+	// Type is document (Doc is set, Seq is its place in the results) or the
+	// job's final status: completed, failed or cancelled.
+	Type string
+	Doc  json.RawMessage
+	Seq  int64
+}
+
+// publishLocked hands an event to every watcher; a watcher too slow to keep
+// up is dropped (its channel closed), and falls back to polling.
+func (j *job) publishLocked(ev Event) {
+	for w := range j.subs {
+		select {
+		case w.ch <- ev:
+		default:
+			close(w.ch)
+			w.closed = true
+			delete(j.subs, w)
+		}
+	}
+	if ev.Type != "document" {
+		for w := range j.subs {
+			close(w.ch)
+			w.closed = true
+			delete(j.subs, w)
+		}
+	}
+}

@@ -1,0 +1,210 @@
+package scrape
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/trawler-dev/trawler/cdp"
+	"github.com/trawler-dev/trawler/netguard"
+	"github.com/trawler-dev/trawler/sessions"
+)
+
+// RetryableError is a page that was never given a fair try: no browser
+// could be leased, or the browser died under it. A job tries it again
+// rather than reporting it.
+type RetryableError struct{ Err error }
+
+func (e *RetryableError) Error() string { return "no browser for the page: " + e.Err.Error() }
+func (e *RetryableError) Unwrap() error { return e.Err }
+
+// Worker scrapes the pages of jobs (crawls, batch scrapes) one after
+// another on one leased browser. Each job gets its own browser context and
+// tab, kept open between that job's pages: a page then costs a navigation
+// in a renderer that is already running, not a new renderer, which is most
+// of what a one-off scrape spends. Contexts never mix jobs, so cookies
+// never pass from one job (or team) to another. A Worker is used by one
+// goroutine at a time.
+type Worker struct {
+	s     *Service
+	lease *sessions.Lease
+	pages int                // pages served on this lease
+	tabs  map[string]*jobTab // job id → its tab
+	lru   []string           // job ids, least recently used first
+}
+
+type jobTab struct {
+	t     *tab
+	guard *netguard.Cache
+}
+
+const (
+	// workerTabs is how many jobs' tabs a worker keeps open at once.
+	workerTabs = 4
+	// workerPagesPerBrowser bounds the pages one browser serves before the
+	// worker swaps it for a fresh one, so that no browser grows for ever.
+	workerPagesPerBrowser = 500
+)
+
+// NewWorker returns a worker with no browser yet; it leases one on its
+// first page.
+func (s *Service) NewWorker() *Worker {
+	return &Worker{s: s, tabs: map[string]*jobTab{}}
+}
+
+// Scrape scrapes one page of job.
+func (w *Worker) Scrape(ctx context.Context, job string, req Request) (*Document, error) {
+	return w.s.run(ctx, req, func(ctx context.Context, req Request) (*page, error) {
+		return w.fetch(ctx, job, req)
+	})
+}
+
+// Forget closes job's tab (the job ended).
+func (w *Worker) Forget(job string) {
+	if jt := w.tabs[job]; jt != nil {
+		jt.t.close()
+		jt.t.conn.Close()
+		delete(w.tabs, job)
+	}
+	for i, id := range w.lru {
+		if id == job {
+			w.lru = append(w.lru[:i], w.lru[i+1:]...)
+			break
+		}
+	}
+}
+
+// Close closes every tab and gives the browser back to the pool.
+func (w *Worker) Close() { w.release(true) }
+
+func (w *Worker) release(reuse bool) {
+	for id := range w.tabs {
+		w.Forget(id)
+	}
+	if w.lease != nil {
+		w.lease.Release(reuse)
+		w.lease = nil
+	}
+	w.pages = 0
+}
+
+// browser makes sure the worker holds a live browser.
+func (w *Worker) browser(ctx context.Context) error {
+	if w.lease != nil {
+		select {
+		case <-w.lease.Done():
+			w.release(false)
+		default:
+			if w.pages < workerPagesPerBrowser {
+				return nil
+			}
+			w.release(false)
+		}
+	}
+	lease, err := w.s.Pool.Acquire(ctx, sessions.LeaseRequest{Reusable: true})
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return &RetryableError{Err: err}
+	}
+	w.lease = lease
+	return nil
+}
+
+// tab returns job's tab, opening it (set up for the job's options) if needed.
+func (w *Worker) tab(ctx context.Context, job string, o *Options) (*jobTab, error) {
+	if jt := w.tabs[job]; jt != nil {
+		select {
+		case <-jt.t.crashed:
+			w.Forget(job)
+		case <-jt.t.conn.Done():
+			w.Forget(job)
+		default:
+			w.touch(job)
+			return jt, nil
+		}
+	}
+	if len(w.tabs) >= workerTabs {
+		w.Forget(w.lru[0])
+	}
+	// Each tab has its own connection: a connection has one event handler.
+	conn, err := cdp.Dial(ctx, w.lease.Browser().DevToolsURL())
+	if err != nil {
+		return nil, &RetryableError{Err: err}
+	}
+	t, err := blankTab(ctx, conn)
+	if err != nil {
+		conn.Close()
+		return nil, &RetryableError{Err: err}
+	}
+	ua, err := w.s.spares.userAgent(ctx, conn)
+	if err != nil {
+		t.close()
+		conn.Close()
+		return nil, &RetryableError{Err: err}
+	}
+	guard := &netguard.Cache{Guard: w.s.Guard, TTL: time.Minute}
+	if err := t.setup(ctx, o, guard, !o.needsRender(), ua, w.s.Log); err != nil {
+		conn.Close()
+		return nil, &RetryableError{Err: err}
+	}
+	jt := &jobTab{t: t, guard: guard}
+	w.tabs[job] = jt
+	w.touch(job)
+	return jt, nil
+}
+
+func (w *Worker) touch(job string) {
+	for i, id := range w.lru {
+		if id == job {
+			w.lru = append(w.lru[:i], w.lru[i+1:]...)
+			break
+		}
+	}
+	w.lru = append(w.lru, job)
+}
+
+// fetch takes one page of job on the job's tab.
+func (w *Worker) fetch(ctx context.Context, job string, req Request) (*page, error) {
+	u, err := url.Parse(req.URL)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.browser(ctx); err != nil {
+		return nil, err
+	}
+	jt, err := w.tab(ctx, job, &req.Options)
+	if err != nil {
+		return nil, err
+	}
+	if err := jt.guard.CheckHost(ctx, u.Hostname()); err != nil {
+		return nil, err
+	}
+	w.pages++
+	// Stop waiting at once if the browser dies under the page.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	lease := w.lease
+	go func() {
+		select {
+		case <-lease.Done():
+			cancel(&RetryableError{Err: fmt.Errorf("the browser ended: %w", lease.Cause())})
+		case <-ctx.Done():
+		}
+	}()
+	jt.t.reset()
+	pg, err := w.s.drive(ctx, jt.t, req)
+	if err != nil {
+		// The tab's state is unknown after a failure: the job's next page
+		// gets a fresh one.
+		w.Forget(job)
+		var re *RetryableError
+		if cause := context.Cause(ctx); errors.As(cause, &re) {
+			return nil, re
+		}
+	}
+	return pg, err
+}

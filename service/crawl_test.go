@@ -1,0 +1,733 @@
+package service_test
+
+import (
+	"compress/gzip"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// crawlSite is a local site shaped to exercise every crawl rule: robots.txt
+// with a disallowed tree and a sitemap index (one child gzipped), a depth
+// chain, query-string variants, fragments, assets, a sibling tree outside
+// the start path, links to a second host (127.0.0.2, "external"), and slow
+// pages. It records every request.
+type crawlSite struct {
+	URL   string // http://127.0.0.1:port
+	Ext   string // http://127.0.0.2:port
+	delay time.Duration
+
+	mu   sync.Mutex
+	hits []hit
+}
+
+type hit struct {
+	path string
+	at   time.Time
+}
+
+func (s *crawlSite) count(path string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, h := range s.hits {
+		if h.path == path {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *crawlSite) last() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var t time.Time
+	for _, h := range s.hits {
+		if h.at.After(t) {
+			t = h.at
+		}
+	}
+	return t
+}
+
+func (s *crawlSite) pages() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, h := range s.hits {
+		out = append(out, h.path)
+	}
+	return out
+}
+
+func page(title string, links ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "<!doctype html><html><head><title>%s</title></head><body><main><h1>%s</h1>", title, title)
+	fmt.Fprintf(&b, "<p>%s</p><ul>", strings.Repeat("This page has enough text to be taken as server-rendered. ", 6))
+	for _, l := range links {
+		fmt.Fprintf(&b, `<li><a href="%s">%s</a></li>`, l, l)
+	}
+	b.WriteString("</ul></main></body></html>")
+	return b.String()
+}
+
+func newCrawlSite(t *testing.T) *crawlSite {
+	s := &crawlSite{}
+	ln1, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln1.Addr().(*net.TCPAddr).Port
+	ln2, err := net.Listen("tcp", fmt.Sprintf("127.0.0.2:%d", port))
+	if err != nil {
+		ln2, err = net.Listen("tcp", "127.0.0.2:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.URL = "http://" + ln1.Addr().String()
+	s.Ext = "http://" + ln2.Addr().String()
+	pages := map[string]string{
+		"/":                      page("Home", "/docs/", "/blog/"),
+		"/docs/":                 page("Docs", "/docs/c1", "a?x=1", "a?x=2", "/docs/a?x=1#top", "#section", "/docs/private/secret", "/docs/logo.png", "/blog/", s.Ext+"/ext/page", "mailto:someone@example.org"),
+		"/docs/c1":               page("C1", "/docs/c2"),
+		"/docs/c2":               page("C2", "/docs/c3"),
+		"/docs/c3":               page("C3", "/docs/c4"),
+		"/docs/c4":               page("C4", "/docs/"),
+		"/docs/a":                page("A", "/docs/c1"),
+		"/docs/private/secret":   page("Secret"),
+		"/docs/from-sitemap-1":   page("Sitemap one"),
+		"/docs/from-sitemap-2":   page("Sitemap two"),
+		"/docs/private/from-map": page("Private sitemap page"),
+		"/blog/":                 page("Blog", "/blog/post"),
+		"/blog/post":             page("Post"),
+		"/ext/page":              page("External"),
+	}
+	for i := 0; i < 30; i++ {
+		pages[fmt.Sprintf("/slow/%d", i)] = page(fmt.Sprintf("Slow %d", i), fmt.Sprintf("/slow/%d", i+1))
+	}
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.hits = append(s.hits, hit{r.Host + r.URL.RequestURI(), time.Now()})
+		s.mu.Unlock()
+		host := "http://" + r.Host
+		switch r.URL.Path {
+		case "/robots.txt":
+			fmt.Fprintf(w, "User-agent: *\nDisallow: /docs/private/\n\nSitemap: %s/sitemap_index.xml\n", host)
+			return
+		case "/sitemap_index.xml":
+			w.Header().Set("Content-Type", "application/xml")
+			fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
+<sitemap><loc>%s/sitemap-a.xml</loc></sitemap><sitemap><loc>%s/sitemap-b.xml.gz</loc></sitemap></sitemapindex>`, host, host)
+			return
+		case "/sitemap-a.xml":
+			fmt.Fprintf(w, `<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>%s/docs/from-sitemap-1</loc></url></urlset>`, host)
+			return
+		case "/sitemap-b.xml.gz":
+			zw := gzip.NewWriter(w)
+			fmt.Fprintf(zw, `<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>%s/docs/from-sitemap-2</loc></url><url><loc>%s/docs/private/from-map</loc></url></urlset>`, host, host)
+			zw.Close()
+			return
+		case "/docs/logo.png":
+			w.Header().Set("Content-Type", "image/png")
+			w.Write([]byte("\x89PNG"))
+			return
+		}
+		body, ok := pages[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		if strings.HasPrefix(r.URL.Path, "/slow/") {
+			select {
+			case <-time.After(400 * time.Millisecond):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, body)
+	})
+	srv1, srv2 := &http.Server{Handler: handler}, &http.Server{Handler: handler}
+	go srv1.Serve(ln1)
+	go srv2.Serve(ln2)
+	t.Cleanup(func() {
+		srv1.Close()
+		srv2.Close()
+	})
+	return s
+}
+
+// crawlService is a service that may reach the loopback test sites.
+func crawlService(t *testing.T, env map[string]string) *testService {
+	vars := map[string]string{"TRAWLER_ALLOW_PRIVATE_NETWORKS": "true"}
+	for k, v := range env {
+		vars[k] = v
+	}
+	return start(t, vars)
+}
+
+// runJob starts a job and waits for it to end; it returns the final status
+// and every document (following next).
+func (ts *testService) runJob(path, key string, body any) (string, map[string]any, []map[string]any) {
+	ts.t.Helper()
+	r := ts.do("POST", path, key, body)
+	if r.Status != 200 {
+		ts.t.Fatalf("POST %s: %d %s", path, r.Status, r.Raw)
+	}
+	id := r.str("id")
+	statusPath := path + "/" + id
+	if path == "/v2/crawl" {
+		statusPath = "/v2/crawl/" + id
+	}
+	var st response
+	waitFor(ts.t, 90*time.Second, "the job to end", func() bool {
+		st = ts.do("GET", statusPath, key, nil)
+		return st.Status == 200 && st.str("status") != "scraping"
+	})
+	return id, st.Body, ts.documents(statusPath+"?limit=1000", key)
+}
+
+func (ts *testService) documents(path, key string) []map[string]any {
+	ts.t.Helper()
+	var docs []map[string]any
+	for path != "" {
+		r := ts.do("GET", path, key, nil)
+		if r.Status != 200 {
+			ts.t.Fatalf("GET %s: %d %s", path, r.Status, r.Raw)
+		}
+		data, _ := r.Body["data"].([]any)
+		for _, d := range data {
+			docs = append(docs, d.(map[string]any))
+		}
+		path = ""
+		if next := r.str("next"); next != "" {
+			u, _ := url.Parse(next)
+			path = u.RequestURI()
+		}
+	}
+	return docs
+}
+
+func docURLs(docs []map[string]any, base string) []string {
+	var out []string
+	for _, d := range docs {
+		md := d["metadata"].(map[string]any)
+		u, _ := md["sourceURL"].(string)
+		out = append(out, strings.TrimPrefix(u, base))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestCrawlFollowsScopeRobotsAndSitemaps(t *testing.T) {
+	site := newCrawlSite(t)
+	ts := crawlService(t, nil)
+	id, st, docs := ts.runJob("/v2/crawl", keyAcme, map[string]any{"url": site.URL + "/docs/", "limit": 100})
+	if st["status"] != "completed" {
+		t.Fatalf("status %v", st)
+	}
+	got := docURLs(docs, site.URL)
+	want := []string{"/docs/", "/docs/a?x=1", "/docs/a?x=2", "/docs/c1", "/docs/c2", "/docs/c3", "/docs/c4",
+		"/docs/from-sitemap-1", "/docs/from-sitemap-2"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("crawled\n %v\nwant\n %v", got, want)
+	}
+	if int(st["completed"].(float64)) != len(want) || int(st["total"].(float64)) != len(want) {
+		t.Errorf("completed %v total %v, want %d", st["completed"], st["total"], len(want))
+	}
+	for _, p := range []string{"/docs/private/secret", "/docs/private/from-map", "/blog/", "/docs/logo.png", "/ext/page"} {
+		if n := site.count(strings.TrimPrefix(site.URL, "http://") + p); n != 0 {
+			t.Errorf("%s was requested %d times; it is out of scope, an asset or disallowed by robots.txt", p, n)
+		}
+	}
+	if n := site.count(strings.TrimPrefix(site.Ext, "http://") + "/ext/page"); n != 0 {
+		t.Errorf("the external host was contacted %d times without allowExternalLinks", n)
+	}
+	for _, p := range want {
+		if n := site.count(strings.TrimPrefix(site.URL, "http://") + p); n != 1 {
+			t.Errorf("%s was requested %d times, want once", p, n)
+		}
+	}
+	errs := ts.do("GET", "/v2/crawl/"+id+"/errors", keyAcme, nil)
+	blocked := fmt.Sprint(errs.Body["robotsBlocked"])
+	if !strings.Contains(blocked, "/docs/private/secret") || !strings.Contains(blocked, "/docs/private/from-map") {
+		t.Errorf("robotsBlocked = %s", blocked)
+	}
+	if w, _ := st["warning"].(string); !strings.Contains(w, "robots.txt") {
+		t.Errorf("warning = %q, want one about robots.txt", w)
+	}
+	for _, d := range docs {
+		md := d["metadata"].(map[string]any)
+		if md["engine"] != "browser-fetch" {
+			t.Errorf("%v took engine %v, want browser-fetch for a server-rendered page", md["sourceURL"], md["engine"])
+		}
+		if !strings.Contains(d["markdown"].(string), "# ") {
+			t.Errorf("%v has no markdown heading: %q", md["sourceURL"], d["markdown"])
+		}
+	}
+}
+
+func TestCrawlOptions(t *testing.T) {
+	site := newCrawlSite(t)
+	ts := crawlService(t, nil)
+	cases := []struct {
+		name string
+		body map[string]any
+		want []string
+	}{
+		{"depth 1 without sitemap", map[string]any{"maxDiscoveryDepth": 1, "sitemap": "skip"},
+			[]string{"/docs/", "/docs/a?x=1", "/docs/a?x=2", "/docs/c1"}},
+		{"ignoreQueryParameters", map[string]any{"maxDiscoveryDepth": 1, "sitemap": "skip", "ignoreQueryParameters": true},
+			[]string{"/docs/", "/docs/a?x=1", "/docs/c1"}},
+		{"sitemap only", map[string]any{"sitemap": "only"},
+			[]string{"/docs/", "/docs/from-sitemap-1", "/docs/from-sitemap-2"}},
+		{"includePaths", map[string]any{"includePaths": []string{"^/docs/c[12]$", "^/docs/$"}, "sitemap": "skip"},
+			[]string{"/docs/", "/docs/c1", "/docs/c2"}},
+		{"excludePaths first", map[string]any{"includePaths": []string{"^/docs/"}, "excludePaths": []string{"c[2-4]", "^/docs/a$"}, "sitemap": "skip"},
+			[]string{"/docs/", "/docs/c1"}},
+		{"regexOnFullURL", map[string]any{"includePaths": []string{`x=2|/docs/$`}, "regexOnFullURL": true, "sitemap": "skip"},
+			[]string{"/docs/", "/docs/a?x=2"}},
+		{"crawlEntireDomain", map[string]any{"crawlEntireDomain": true, "sitemap": "skip", "maxDiscoveryDepth": 1},
+			[]string{"/blog/", "/docs/", "/docs/a?x=1", "/docs/a?x=2", "/docs/c1"}},
+		{"limit", map[string]any{"limit": 3, "sitemap": "skip"}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			body := map[string]any{"url": site.URL + "/docs/"}
+			for k, v := range c.body {
+				body[k] = v
+			}
+			_, st, docs := ts.runJob("/v2/crawl", keyAcme, body)
+			got := docURLs(docs, site.URL)
+			if c.want == nil {
+				if len(got) != 3 || st["total"].(float64) != 3 {
+					t.Errorf("limit 3 crawled %v (total %v)", got, st["total"])
+				}
+				return
+			}
+			if strings.Join(got, " ") != strings.Join(c.want, " ") {
+				t.Errorf("crawled %v, want %v", got, c.want)
+			}
+		})
+	}
+	t.Run("allowExternalLinks", func(t *testing.T) {
+		_, _, docs := ts.runJob("/v2/crawl", keyAcme, map[string]any{"url": site.URL + "/docs/", "allowExternalLinks": true,
+			"maxDiscoveryDepth": 1, "sitemap": "skip"})
+		found := false
+		for _, d := range docs {
+			if d["metadata"].(map[string]any)["sourceURL"] == site.Ext+"/ext/page" {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("the external page was not crawled: %v", docURLs(docs, ""))
+		}
+	})
+}
+
+func TestCrawlValidation(t *testing.T) {
+	ts := crawlService(t, nil)
+	cases := []struct {
+		body   string
+		status int
+		want   string
+	}{
+		{`{}`, 400, "url is required"},
+		{`{"url": "nope"}`, 400, "url must be an absolute http or https URL"},
+		{`{"url": "http://example.org", "includePaths": ["ok", "(unclosed"]}`, 400, "includePaths[1] is not a valid regular expression"},
+		{`{"url": "http://example.org", "sitemap": "maybe"}`, 400, "sitemap must be skip, include or only"},
+		{`{"url": "http://example.org", "limit": 0}`, 400, "limit must be between 1 and 100000"},
+		{`{"url": "http://example.org", "delay": -1}`, 400, "delay must be between 0 and 3600"},
+		{`{"url": "http://example.org", "maxConcurrency": 0}`, 400, "maxConcurrency must be between 1 and 1000"},
+		{`{"url": "http://example.org", "prompt": "docs only"}`, 400, "prompt needs a language model"},
+		{`{"url": "http://example.org", "scrapeOptions": {"formats": ["markdown"], "colour": 1}}`, 400, `unknown key "scrapeOptions.colour"`},
+		{`{"url": "http://example.org", "scrapeOptions": {"timeout": 10}}`, 400, "scrapeOptions.timeout must be between 1000 and 300000"},
+		{`{"url": "http://example.org", "scrapeOptions": {"zeroDataRetention": true}}`, 400, `unknown key "scrapeOptions.zeroDataRetention"`},
+		{`{"url": "http://example.org", "webhook": {"url": "ftp://x"}}`, 400, "webhook.url must be an absolute http or https URL"},
+		{`{"url": "http://example.org", "webhook": {"url": "http://x.example", "events": ["page", "finished"]}}`, 400, "webhook.events[1]"},
+		{`{"url": "http://example.org", "ignoreRobotsTxt": true}`, 403, "ignoreRobotsTxt is not enabled for this team"},
+		{`{"url": "http://example.org", "zeroDataRetention": true}`, 403, "zeroDataRetention is not enabled for this team"},
+	}
+	for _, c := range cases {
+		r := ts.do("POST", "/v2/crawl", keyAcme, c.body)
+		if r.Status != c.status || !strings.Contains(r.str("error"), c.want) {
+			t.Errorf("%s: %d %s, want %d with %q", c.body, r.Status, r.Raw, c.status, c.want)
+		}
+	}
+	if r := ts.do("POST", "/v2/crawl/params-preview", keyAcme, `{"url": "http://example.org", "prompt": "x"}`); r.Status != 501 {
+		t.Errorf("params-preview: %d %s", r.Status, r.Raw)
+	}
+	for _, p := range []string{"/v2/crawl/00000000-0000-0000-0000-000000000000", "/v2/batch/scrape/nope", "/v2/crawl/nope/errors"} {
+		if r := ts.do("GET", p, keyAcme, nil); r.Status != 404 || r.str("code") != "NOT_FOUND" {
+			t.Errorf("GET %s: %d %s", p, r.Status, r.Raw)
+		}
+	}
+	if r := ts.do("GET", "/v2/crawl/x?limit=5000", keyAcme, nil); r.Status != 400 || !strings.Contains(r.str("error"), "limit must be") {
+		t.Errorf("limit=5000: %d %s", r.Status, r.Raw)
+	}
+}
+
+func TestCrawlStatusPagesAndTeams(t *testing.T) {
+	site := newCrawlSite(t)
+	ts := crawlService(t, nil)
+	id, st, docs := ts.runJob("/v2/crawl", keyAcme, map[string]any{"url": site.URL + "/docs/", "limit": 100})
+	if len(docs) != int(st["completed"].(float64)) {
+		t.Fatalf("%d documents over the pages, completed says %v", len(docs), st["completed"])
+	}
+	first := ts.do("GET", "/v2/crawl/"+id+"?limit=4", keyAcme, nil)
+	next := first.str("next")
+	if len(first.Body["data"].([]any)) != 4 || !strings.HasPrefix(next, ts.URL+"/v2/crawl/"+id+"?skip=4") {
+		t.Fatalf("first page: %d documents, next %q", len(first.Body["data"].([]any)), next)
+	}
+	paged := ts.documents("/v2/crawl/"+id+"?limit=4", keyAcme)
+	seen := map[string]bool{}
+	for _, d := range paged {
+		u := d["metadata"].(map[string]any)["sourceURL"].(string)
+		if seen[u] {
+			t.Errorf("%s appears twice over the pages", u)
+		}
+		seen[u] = true
+	}
+	if len(paged) != len(docs) {
+		t.Errorf("pages of 4 gave %d documents, one page of 1000 gave %d", len(paged), len(docs))
+	}
+	last := ts.do("GET", fmt.Sprintf("/v2/crawl/%s?skip=%d", id, len(docs)), keyAcme, nil)
+	if _, ok := last.Body["next"]; ok || len(last.Body["data"].([]any)) != 0 {
+		t.Errorf("past the end: %s", last.Raw)
+	}
+	for _, k := range []string{"expiresAt", "createdAt", "completedAt"} {
+		if _, err := time.Parse(time.RFC3339, st[k].(string)); err != nil {
+			t.Errorf("%s = %v", k, st[k])
+		}
+	}
+	if r := ts.do("GET", "/v2/crawl/"+id, keyGlobex, nil); r.Status != 404 {
+		t.Errorf("another team's crawl: %d", r.Status)
+	}
+	if r := ts.do("DELETE", "/v2/crawl/"+id, keyGlobex, nil); r.Status != 404 {
+		t.Errorf("another team cancelling: %d", r.Status)
+	}
+	act := ts.do("GET", "/v2/team/activity", keyAcme, nil)
+	if !strings.Contains(string(act.Raw), id) || !strings.Contains(string(act.Raw), `"crawl"`) {
+		t.Errorf("activity lacks the crawl: %s", act.Raw)
+	}
+}
+
+func TestCrawlCancelStopsAtOnce(t *testing.T) {
+	site := newCrawlSite(t)
+	ts := crawlService(t, nil)
+	r := ts.do("POST", "/v2/crawl", keyAcme, map[string]any{"url": site.URL + "/slow/0", "crawlEntireDomain": true, "sitemap": "skip"})
+	id := r.str("id")
+	waitFor(t, 30*time.Second, "a few slow pages", func() bool {
+		return ts.do("GET", "/v2/crawl/"+id, keyAcme, nil).Body["completed"].(float64) >= 2
+	})
+	active := ts.do("GET", "/v2/crawl/active", keyAcme, nil)
+	if !strings.Contains(string(active.Raw), id) || !strings.Contains(string(active.Raw), `"teamId":"acme"`) {
+		t.Errorf("active: %s", active.Raw)
+	}
+	if other := ts.do("GET", "/v2/crawl/active", keyGlobex, nil); strings.Contains(string(other.Raw), id) {
+		t.Errorf("another team sees the crawl: %s", other.Raw)
+	}
+	c := ts.do("DELETE", "/v2/crawl/"+id, keyAcme, nil)
+	cancelled := time.Now()
+	if c.Status != 200 || c.str("status") != "cancelled" {
+		t.Fatalf("cancel: %d %s", c.Status, c.Raw)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	// A request already on the wire when the cancel came may land a moment
+	// later (its tab is gone by then); nothing may start afterwards.
+	if last := site.last(); last.After(cancelled.Add(250 * time.Millisecond)) {
+		t.Errorf("the site got a request %s after the cancel returned", last.Sub(cancelled))
+	}
+	st := ts.do("GET", "/v2/crawl/"+id, keyAcme, nil)
+	if st.str("status") != "cancelled" {
+		t.Errorf("status after cancel: %s", st.Raw)
+	}
+	if active := ts.do("GET", "/v2/crawl/active", keyAcme, nil); strings.Contains(string(active.Raw), id) {
+		t.Errorf("a cancelled crawl is still active: %s", active.Raw)
+	}
+}
+
+func TestBatchScrape(t *testing.T) {
+	site := newCrawlSite(t)
+	ts := crawlService(t, nil)
+	r := ts.do("POST", "/v2/batch/scrape", keyAcme, map[string]any{"urls": []string{site.URL + "/docs/c1", "nope", site.URL + "/missing-page"},
+		"formats": []string{"markdown", "links"}})
+	if r.Status != 200 || fmt.Sprint(r.Body["invalidURLs"]) != "[nope]" {
+		t.Fatalf("batch: %d %s", r.Status, r.Raw)
+	}
+	id := r.str("id")
+	if !strings.HasSuffix(r.str("url"), "/v2/batch/scrape/"+id) {
+		t.Errorf("url %q", r.str("url"))
+	}
+	waitFor(t, 60*time.Second, "the batch to end", func() bool {
+		return ts.do("GET", "/v2/batch/scrape/"+id, keyAcme, nil).str("status") == "completed"
+	})
+	docs := ts.documents("/v2/batch/scrape/"+id, keyAcme)
+	if len(docs) != 2 {
+		t.Fatalf("%d documents", len(docs))
+	}
+	for _, d := range docs {
+		md := d["metadata"].(map[string]any)
+		switch md["sourceURL"] {
+		case site.URL + "/docs/c1":
+			if !strings.Contains(d["markdown"].(string), "# C1") || len(d["links"].([]any)) == 0 {
+				t.Errorf("c1: %v", d)
+			}
+		case site.URL + "/missing-page":
+			if md["statusCode"].(float64) != 404 {
+				t.Errorf("missing page: %v", md)
+			}
+		}
+	}
+	strict := ts.do("POST", "/v2/batch/scrape", keyAcme, map[string]any{"urls": []string{site.URL + "/docs/c1", "nope"}, "ignoreInvalidURLs": false})
+	if strict.Status != 400 || !strings.Contains(strict.str("error"), `"nope"`) {
+		t.Errorf("ignoreInvalidURLs false: %d %s", strict.Status, strict.Raw)
+	}
+	ok := ts.do("POST", "/v2/batch/scrape", keyAcme, map[string]any{"urls": []string{site.URL + "/docs/c2"}, "ignoreInvalidURLs": false})
+	if _, has := ok.Body["invalidURLs"]; ok.Status != 200 || has {
+		t.Errorf("ignoreInvalidURLs false, all valid: %d %s", ok.Status, ok.Raw)
+	}
+	for body, want := range map[string]string{
+		`{"urls": []}`:       "urls must hold at least one URL",
+		`{"urls": ["nope"]}`: "urls holds no valid URL",
+		`{"urls": [1]}`:      "urls[0] must be a string",
+		`{"urls": ["http://a.example"], "waitFor": -1}`: "waitFor",
+	} {
+		if r := ts.do("POST", "/v2/batch/scrape", keyAcme, body); r.Status != 400 || !strings.Contains(r.str("error"), want) {
+			t.Errorf("%s: %d %s, want 400 with %q", body, r.Status, r.Raw, want)
+		}
+	}
+}
+
+func TestBatchTimeoutReportedInErrors(t *testing.T) {
+	site := newCrawlSite(t)
+	hang := httptestHang(t)
+	ts := crawlService(t, nil)
+	id, st, docs := ts.runJob("/v2/batch/scrape", keyAcme, map[string]any{"urls": []string{site.URL + "/docs/c3", hang}, "timeout": 2000})
+	if st["status"] != "completed" || len(docs) != 1 {
+		t.Fatalf("status %v, %d documents", st["status"], len(docs))
+	}
+	errs := ts.do("GET", "/v2/batch/scrape/"+id+"/errors", keyAcme, nil)
+	list, _ := errs.Body["errors"].([]any)
+	if len(list) != 1 {
+		t.Fatalf("errors: %s", errs.Raw)
+	}
+	e := list[0].(map[string]any)
+	if e["url"] != hang || e["code"] != "SCRAPE_TIMEOUT" || e["id"] == "" || e["timestamp"] == "" || e["error"] == "" {
+		t.Errorf("error entry %v", e)
+	}
+	if w, _ := st["warning"].(string); !strings.Contains(w, "1 pages failed") {
+		t.Errorf("warning %q", w)
+	}
+}
+
+func httptestHang(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(30 * time.Second):
+		}
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return "http://" + ln.Addr().String() + "/hang"
+}
+
+func TestMap(t *testing.T) {
+	site := newCrawlSite(t)
+	ts := crawlService(t, nil)
+	r := ts.do("POST", "/v2/map", keyAcme, map[string]any{"url": site.URL + "/docs/"})
+	if r.Status != 200 {
+		t.Fatalf("map: %d %s", r.Status, r.Raw)
+	}
+	var urls []string
+	for _, l := range r.Body["links"].([]any) {
+		urls = append(urls, strings.TrimPrefix(l.(map[string]any)["url"].(string), site.URL))
+	}
+	joined := " " + strings.Join(urls, " ") + " "
+	for _, want := range []string{" /docs/ ", " /docs/c1 ", " /docs/c2 ", " /docs/from-sitemap-1 ", " /docs/from-sitemap-2 ", " /docs/a ", " /blog/ "} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("map lacks %s: %v", want, urls)
+		}
+	}
+	if strings.Contains(joined, "?x=") || strings.Contains(joined, "logo.png") || strings.Contains(joined, "#") {
+		t.Errorf("map has query variants, assets or fragments: %v", urls)
+	}
+	s := ts.do("POST", "/v2/map", keyAcme, map[string]any{"url": site.URL + "/docs/", "search": "c2", "limit": 2})
+	links := s.Body["links"].([]any)
+	if len(links) != 2 || !strings.HasSuffix(links[0].(map[string]any)["url"].(string), "/docs/c2") {
+		t.Errorf("search c2, limit 2: %s", s.Raw)
+	}
+	if r := ts.do("POST", "/v2/map", keyAcme, `{"url": "http://example.org", "limit": 100001}`); r.Status != 400 {
+		t.Errorf("limit over the maximum: %d", r.Status)
+	}
+}
+
+// TestWebhooksInOrderAndSigned checks every event of a crawl, its order
+// and its signature, and the per-team secret.
+func TestWebhooksInOrderAndSigned(t *testing.T) {
+	site := newCrawlSite(t)
+	const secret = "whsec-test"
+	var mu sync.Mutex
+	var got []map[string]any
+	var bad []string
+	fails := 0
+	hook := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mac := hmac.New(sha256.New, []byte(secret))
+		mac.Write(body)
+		mu.Lock()
+		defer mu.Unlock()
+		if r.Header.Get("X-Firecrawl-Signature") != "sha256="+hex.EncodeToString(mac.Sum(nil)) {
+			bad = append(bad, r.Header.Get("X-Firecrawl-Signature"))
+		}
+		if r.Header.Get("X-Custom") != "yes" {
+			bad = append(bad, "custom header missing")
+		}
+		var m map[string]any
+		json.Unmarshal(body, &m)
+		// The first page event fails once: it must be retried before any later event.
+		if m["type"] == "crawl.page" && fails == 0 {
+			fails++
+			w.WriteHeader(500)
+			return
+		}
+		got = append(got, m)
+	})
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	srv := &http.Server{Handler: hook}
+	go srv.Serve(ln)
+	defer srv.Close()
+	ts := crawlService(t, map[string]string{"TRAWLER_WEBHOOK_SECRETS": "acme:" + secret})
+	id, _, docs := ts.runJob("/v2/crawl", keyAcme, map[string]any{"url": site.URL + "/docs/", "sitemap": "skip", "maxDiscoveryDepth": 1,
+		"webhook": map[string]any{"url": "http://" + ln.Addr().String() + "/hook", "headers": map[string]string{"X-Custom": "yes"},
+			"metadata": map[string]any{"run": 7}}})
+	waitFor(t, 30*time.Second, "every webhook", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got) == len(docs)+2
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(bad) > 0 {
+		t.Errorf("bad deliveries: %v", bad)
+	}
+	if got[0]["type"] != "crawl.started" || got[len(got)-1]["type"] != "crawl.completed" {
+		t.Errorf("first %v, last %v", got[0]["type"], got[len(got)-1]["type"])
+	}
+	pages := map[string]bool{}
+	for _, m := range got[1 : len(got)-1] {
+		if m["type"] != "crawl.page" || m["id"] != id || m["success"] != true {
+			t.Errorf("event %v", m)
+			continue
+		}
+		if md, _ := m["metadata"].(map[string]any); md["run"] != float64(7) {
+			t.Errorf("metadata %v", m["metadata"])
+		}
+		data := m["data"].([]any)
+		pages[data[0].(map[string]any)["metadata"].(map[string]any)["sourceURL"].(string)] = true
+	}
+	if len(pages) != len(docs) {
+		t.Errorf("%d distinct page events for %d documents", len(pages), len(docs))
+	}
+}
+
+func TestWatchSocket(t *testing.T) {
+	site := newCrawlSite(t)
+	ts := crawlService(t, nil)
+	r := ts.do("POST", "/v2/crawl", keyAcme, map[string]any{"url": site.URL + "/slow/0", "limit": 6, "sitemap": "skip", "crawlEntireDomain": true})
+	id := r.str("id")
+	wsURL := "ws" + strings.TrimPrefix(ts.URL, "http") + "/v2/crawl/" + id
+	if _, resp, err := websocket.DefaultDialer.Dial(wsURL, http.Header{"Sec-WebSocket-Protocol": {"wrong-key"}}); err == nil || resp.StatusCode != 401 {
+		t.Errorf("a wrong key was accepted")
+	}
+	conn, resp, err := websocket.DefaultDialer.Dial(wsURL, http.Header{"Sec-WebSocket-Protocol": {keyAcme}})
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	defer conn.Close()
+	if resp.Header.Get("Sec-WebSocket-Protocol") != keyAcme {
+		t.Errorf("subprotocol not echoed")
+	}
+	var types []string
+	urls := map[string]bool{}
+	conn.SetReadDeadline(time.Now().Add(60 * time.Second))
+	for {
+		var m map[string]any
+		if err := conn.ReadJSON(&m); err != nil {
+			break
+		}
+		types = append(types, m["type"].(string))
+		switch m["type"] {
+		case "catchup":
+			for _, d := range m["data"].(map[string]any)["data"].([]any) {
+				urls[d.(map[string]any)["metadata"].(map[string]any)["sourceURL"].(string)] = true
+			}
+		case "document":
+			urls[m["data"].(map[string]any)["metadata"].(map[string]any)["sourceURL"].(string)] = true
+		case "done":
+			if m["data"].(map[string]any)["status"] != "completed" {
+				t.Errorf("done %v", m)
+			}
+		}
+	}
+	if types[0] != "catchup" || types[len(types)-1] != "done" || len(urls) != 6 {
+		t.Errorf("messages %v, %d distinct documents", types, len(urls))
+	}
+	// A finished job still answers: catchup then done.
+	conn2, _, err := websocket.DefaultDialer.Dial(wsURL, http.Header{"Sec-WebSocket-Protocol": {keyAcme}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn2.Close()
+	var a, b map[string]any
+	conn2.ReadJSON(&a)
+	conn2.ReadJSON(&b)
+	if a["type"] != "catchup" || len(a["data"].(map[string]any)["data"].([]any)) != 6 || b["type"] != "done" {
+		t.Errorf("after the end: %v / %v", a["type"], b["type"])
+	}
+}
+
+// TestFairness runs a big crawl of one team and a small one of another
+// started after it: the small one finishes while the big one still runs,
+// and an interactive session still gets a browser.
+func TestFairness(t *testing.T) {
+	site := newCrawlSite(t)
+	ts := crawlService(t, map[string]string{"TRAWLER_POOL_SIZE": "4", "TRAWLER_JOB_WORKERS": "2"})
+	big := ts.do("POST", "/v2/crawl", keyAcme, map[string]any{"url": site.URL + "/slow/0", "crawlEntireDomain": true, "sitemap": "skip"})
+	time.Sleep(time.Second)
+	small := ts.do("POST", "/v2/batch/scrape", keyGlobex, map[string]any{"urls": []string{site.URL + "/docs/c1", site.URL + "/docs/c2", site.URL + "/docs/c3"}})
+	began := time.Now()
+	waitFor(t, 30*time.Second, "the small batch", func() bool {
+		return ts.do("GET", "/v2/batch/scrape/"+small.str("id"), keyGlobex, nil).str("status") == "completed"
+	})
+	if d := time.Since(began); d > 10*time.Second {
+		t.Errorf("the small batch took %s behind the big crawl", d)
+	}
+	if st := ts.do("GET", "/v2/crawl/"+big.str("id"), keyAcme, nil); st.str("status") != "scraping" {
+		t.Errorf("the big crawl is %s already; the test proves nothing", st.str("status"))
+	}
+	s := ts.do("POST", "/v2/browser", keyGlobex, map[string]any{})
+	if s.Status != 200 {
+		t.Errorf("an interactive session during the crawl: %d %s", s.Status, s.Raw)
+	}
+	ts.do("DELETE", "/v2/crawl/"+big.str("id"), keyAcme, nil)
+}
