@@ -45,6 +45,13 @@ var classSubstrings = []string{
 	"sharing", "onetrust", "cookiebot",
 }
 
+// controlSubstrings mark copy-to-clipboard controls that documentation
+// sites add with script (Sphinx's ">>>" toggle, MkDocs, Docusaurus): not
+// content, and absent from the served HTML, so a rendered page and the
+// same page taken unrendered would otherwise differ. They apply to every
+// element, the span a control usually is included.
+var controlSubstrings = []string{"copybutton", "copy-button", "copy-btn", "btn-copy", "clipboard"}
+
 // skipLinks are the classes of "Skip to content" links.
 var skipLinks = setOf("skip-link", "skiplink", "skip-to-content", "skip-to-main", "skip-nav")
 
@@ -257,6 +264,13 @@ func looksLikeChrome(n *html.Node) bool {
 				if skipLinks[tok] {
 					return true
 				}
+			}
+		}
+	}
+	if c := lower(attr(n, "class")); c != "" {
+		for _, s := range controlSubstrings {
+			if strings.Contains(c, s) {
+				return true
 			}
 		}
 	}

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Installs what Trawler needs on a Debian machine, skipping what is present.
 #   install-deps.sh run    Chromium
-#   install-deps.sh test   Chromium, Node.js and npm
+#   install-deps.sh test   Chromium, Node.js, npm and python3.11-doc (a real site the crawl tests serve)
 #   install-deps.sh bench  Chromium and python3.11-doc (the transform corpus)
 set -euo pipefail
 want=(chromium)
-[ "${1:-run}" = test ] && want+=(nodejs npm)
+[ "${1:-run}" = test ] && want+=(nodejs npm python3.11-doc)
 [ "${1:-run}" = bench ] && want+=(python3.11-doc)
 missing=()
 for p in "${want[@]}"; do

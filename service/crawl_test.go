@@ -194,7 +194,7 @@ func (ts *testService) runJob(path, key string, body any) (string, map[string]an
 		statusPath = "/v2/crawl/" + id
 	}
 	var st response
-	waitFor(ts.t, 90*time.Second, "the job to end", func() bool {
+	waitFor(ts.t, 4*time.Minute, "the job to end", func() bool {
 		st = ts.do("GET", statusPath, key, nil)
 		return st.Status == 200 && st.str("status") != "scraping"
 	})

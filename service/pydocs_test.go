@@ -1,0 +1,138 @@
+package service_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// pyDocs is Debian's python3.11-doc (a real site nobody here wrote; `make
+// test` installs it), served on loopback. It counts requests per path.
+const pyDocsDir = "/usr/share/doc/python3.11/html"
+
+func servePyDocs(t *testing.T) (string, func(string) int) {
+	if _, err := os.Stat(filepath.Join(pyDocsDir, "index.html")); err != nil {
+		t.Skip("python3.11-doc is not installed (make test installs it)")
+	}
+	var mu sync.Mutex
+	hits := map[string]int{}
+	fs := http.FileServer(http.Dir(pyDocsDir))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hits[r.URL.Path]++
+		mu.Unlock()
+		fs.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, func(p string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return hits[p]
+	}
+}
+
+// TestCrawlPythonDocsWhole crawls the whole documentation: every HTML page
+// reachable from the index once, none failed, each with its Markdown.
+func TestCrawlPythonDocsWhole(t *testing.T) {
+	base, hits := servePyDocs(t)
+	ts := crawlService(t, nil)
+	id, st, docs := ts.runJob("/v2/crawl", keyAcme, map[string]any{"url": base + "/", "limit": 2000})
+	if st["status"] != "completed" {
+		t.Fatalf("status %v", st)
+	}
+	var pages int
+	filepath.Walk(pyDocsDir, func(p string, info os.FileInfo, err error) error {
+		if err == nil && strings.HasSuffix(p, ".html") && !strings.Contains(p, "/_") {
+			pages++
+		}
+		return nil
+	})
+	// Every page but the few that nothing links to (search, genindex parts).
+	if len(docs) < pages*95/100 {
+		t.Errorf("crawled %d documents of %d pages", len(docs), pages)
+	}
+	errs := ts.do("GET", "/v2/crawl/"+id+"/errors", keyAcme, nil)
+	if list, _ := errs.Body["errors"].([]any); len(list) != 0 {
+		t.Errorf("%d pages failed: %v", len(list), list[0])
+	}
+	seen := map[string]bool{}
+	for _, d := range docs {
+		md := d["metadata"].(map[string]any)
+		u := md["url"].(string)
+		if seen[u] {
+			t.Errorf("%s twice", u)
+		}
+		seen[u] = true
+		path := strings.TrimPrefix(u, base)
+		if n := hits(path); n != 1 {
+			t.Errorf("%s was fetched %d times", path, n)
+		}
+		_, missing := os.Stat(filepath.Join(pyDocsDir, filepath.FromSlash(path)))
+		switch {
+		case strings.HasSuffix(path, "/"):
+		case missing != nil && md["statusCode"].(float64) == 404:
+			continue // a dead link of the documentation (whatsnew/changelog.html), reported as such
+		case missing != nil:
+			t.Errorf("%s: not on disk but answered %v", u, md["statusCode"])
+		}
+		if md["statusCode"].(float64) != 200 || strings.TrimSpace(d["markdown"].(string)) == "" {
+			t.Errorf("%s: status %v, %d bytes of markdown", u, md["statusCode"], len(d["markdown"].(string)))
+		}
+	}
+	t.Logf("%d documents of %d pages", len(docs), pages)
+}
+
+// TestNoRenderPathMatchesRendered: on the static pages of a real site, the
+// Markdown of the page taken without rendering equals the rendered page's.
+func TestNoRenderPathMatchesRendered(t *testing.T) {
+	base, _ := servePyDocs(t)
+	ts := crawlService(t, nil)
+	var urls []string
+	for _, p := range []string{"tutorial/controlflow.html", "library/functions.html", "library/os.path.html", "reference/datamodel.html",
+		"howto/logging.html", "library/json.html", "glossary.html", "library/itertools.html", "faq/programming.html", "tutorial/classes.html"} {
+		urls = append(urls, base+"/"+p)
+	}
+	markdown := func(extra map[string]any) map[string]map[string]any {
+		body := map[string]any{"urls": urls, "maxAge": 0, "storeInCache": false}
+		for k, v := range extra {
+			body[k] = v
+		}
+		_, st, docs := ts.runJob("/v2/batch/scrape", keyAcme, body)
+		if st["status"] != "completed" || len(docs) != len(urls) {
+			t.Fatalf("batch: %v, %d documents", st["status"], len(docs))
+		}
+		out := map[string]map[string]any{}
+		for _, d := range docs {
+			out[d["metadata"].(map[string]any)["sourceURL"].(string)] = d
+		}
+		return out
+	}
+	fast := markdown(nil)
+	rendered := markdown(map[string]any{"waitFor": 1})
+	for _, u := range urls {
+		f, r := fast[u], rendered[u]
+		if e := f["metadata"].(map[string]any)["engine"]; e != "browser-fetch" {
+			t.Errorf("%s: default engine %v", u, e)
+		}
+		if e := r["metadata"].(map[string]any)["engine"]; e != "browser-render" {
+			t.Errorf("%s: waitFor engine %v", u, e)
+		}
+		if f["markdown"] != r["markdown"] {
+			fm, rm := f["markdown"].(string), r["markdown"].(string)
+			i := 0
+			for i < len(fm) && i < len(rm) && fm[i] == rm[i] {
+				i++
+			}
+			t.Errorf("%s: markdown differs at byte %d:\nno render: %q\nrendered:  %q", u, i, around(fm, i), around(rm, i))
+		}
+	}
+}
+
+func around(s string, i int) string {
+	lo, hi := max(0, i-80), min(len(s), i+80)
+	return s[lo:hi]
+}
