@@ -2,8 +2,9 @@
 // pool), the CDP proxy's overhead (round trips and screenshot throughput,
 // each against the same browser reached directly), the memory of an idle
 // session, browser leaks over many create/delete cycles, the scrape
-// content pipeline's throughput, and the latency, throughput and memory of
-// POST /v2/scrape against a local test site.
+// content pipeline's throughput, the latency, throughput and memory of
+// POST /v2/scrape against a local test site, and the throughput and memory
+// of POST /v2/crawl over a local copy of Python's documentation.
 //
 // It prints one line per figure to stdout, "bench: NAME VALUE UNIT"; all
 // other output (details, percentiles, diagnostics) goes to stderr. Every
@@ -13,8 +14,8 @@
 // the scrape phases' test site is an httptest.Server on 127.0.0.1 too.
 // MB are MiB (2^20 bytes).
 //
-// Phases (-only create,memory,cdp,leaks,transform,scrape,concurrent runs a
-// subset):
+// Phases (-only create,memory,cdp,leaks,transform,scrape,concurrent,crawl
+// runs a subset):
 //
 //   - create: p50 of POST /v2/browser over HTTP, 15 samples (after one
 //     warm-up) with one warm browser ready (TRAWLER_WARM_BROWSERS=1) and
@@ -53,6 +54,18 @@
 //     browsers (-concurrent-pool), one warm at the start; pages/s over the
 //     wall time, failures, and the peak, sampled every 100 ms, of this
 //     process's RSS plus the PSS of every Chromium process of the service.
+//   - crawl: POST /v2/crawl (limit 1000, formats markdown) of the 530 pages
+//     of Python's HTML documentation (python3.11-doc), served by net/http's
+//     FileServer on 127.0.0.1, from its root, on a fresh service with the
+//     default pool and lanes (TRAWLER_POOL_SIZE 8, TRAWLER_JOB_WORKERS 4):
+//     pages completed per second of wall time from the POST to the status
+//     completed, and the peak, sampled every 100 ms during the crawl, of
+//     this process's RSS plus the PSS of the service's Chromium processes.
+//     Then the same crawl with every page rendered (scrapeOptions waitFor
+//     1) on another fresh service. The baseline is a plain Colly program
+//     crawling the same site from the same root (same host, every <a href>
+//     once, async with parallelism 8, links extracted, no Markdown), run
+//     before and after the first crawl; the better run counts.
 //
 // Before exiting, the services are closed and the bench fails if any
 // process they or the chromedp baseline started (found by an environment
@@ -114,7 +127,7 @@ func main() {
 	// A safety net well above the expected ~4 minutes (on 2 cores).
 	ctx, cancel := context.WithTimeout(ctx, 12*time.Minute)
 	b := &bench{log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
-	flag.StringVar(&b.only, "only", "", "run only these phases, comma-separated: create, memory, cdp, leaks, transform, scrape, concurrent")
+	flag.StringVar(&b.only, "only", "", "run only these phases, comma-separated: create, memory, cdp, leaks, transform, scrape, concurrent, crawl")
 	flag.IntVar(&b.concurrentPool, "concurrent-pool", concurrentPool, "pool size of the concurrent phase")
 	flag.Parse()
 	err := b.run(ctx)
@@ -209,6 +222,7 @@ func (b *bench) run(ctx context.Context) error {
 		{"transform", b.transformThroughput},
 		{"scrape", b.scrapeLatency},
 		{"concurrent", b.concurrentScrape},
+		{"crawl", b.crawlThroughput},
 	}
 	for _, ph := range phases {
 		if !b.selected(ph.name) {

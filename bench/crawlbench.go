@@ -1,0 +1,421 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/trawler-dev/trawler/bench/transform"
+)
+
+const (
+	// crawlLimit is the crawl's limit: above the 530 pages of the site, so
+	// that the crawl ends when it runs out of links.
+	crawlLimit = 1000
+	// collyParallelism is the Colly baseline's requests at once.
+	collyParallelism = 8
+	// crawlTimeout bounds one crawl of the site.
+	crawlTimeout = 6 * time.Minute
+)
+
+// crawlThroughput crawls a static site of some 530 pages (Python's HTML
+// documentation, from Debian's python3.11-doc, served by net/http's
+// FileServer on 127.0.0.1) with POST /v2/crawl, from its root, limit 1000:
+// once with the default scrape options on a fresh service with the default
+// pool and lanes, timed from the POST to the status completed and sampled
+// for memory every 100 ms, then once with every page rendered (waitFor 1)
+// on another fresh service. The baseline is a plain Colly program crawling
+// the same site from the same root, 8 requests at once (the pool's size;
+// the service crawls TRAWLER_JOB_WORKERS pages at once, 4 by default),
+// which only reads the pages and follows their links; it runs before and
+// after the first crawl, and the better of its two runs counts.
+//
+// The memory peak is sampled during the timed crawl itself, which costs
+// the crawl some CPU: reading PSS walks the page tables of some 50 Chromium
+// processes, and on a 2-core machine shared with other work a sample took
+// 0.6-1.3 s, so the sampler kept its thread busy the whole crawl (the log
+// says how busy). Runs at a similar load gave 10.9 pages/s sampled and
+// 12.1 without the sampler.
+func (b *bench) crawlThroughput(ctx context.Context, _ *instance) error {
+	if _, err := os.Stat(filepath.Join(transform.PythonDocs, "index.html")); err != nil {
+		return fmt.Errorf("the crawl phase crawls %s: install python3.11-doc (make bench does): %w", transform.PythonDocs, err)
+	}
+	files, err := htmlCount(transform.PythonDocs)
+	if err != nil {
+		return err
+	}
+	site := &countingSite{h: http.FileServer(http.Dir(transform.PythonDocs))}
+	srv := httptest.NewServer(site)
+	defer srv.Close()
+	root := srv.URL + "/"
+	logf("crawl: site %s serves %s (%d HTML files)", root, transform.PythonDocs, files)
+
+	collyRun := func(which string) (collyResult, error) {
+		runtime.GC()
+		before := site.snapshot()
+		r, err := collyCrawl(ctx, root, collyParallelism)
+		if err != nil {
+			return r, fmt.Errorf("colly %s: %w", which, err)
+		}
+		logf("colly %s: %d pages (%d HTML) in %s (%.1f pages/s), %.1f MB read, %d links seen, %d redirects to visited URLs, %d not found, %d other failures%s; the site served %s",
+			which, r.pages, r.html, r.wall.Round(time.Millisecond), rate(r.pages, r.wall), float64(r.bytes)/(1<<20),
+			r.links, r.revisits, r.notFound, r.failures, firstErr(r.firstErr), site.since(before))
+		return r, nil
+	}
+
+	c1, err := collyRun("before")
+	if err != nil {
+		return err
+	}
+	fetched, err := b.crawlOnce(ctx, "crawl", root, site, map[string]any{"formats": []string{"markdown"}}, true)
+	if err != nil {
+		return err
+	}
+	c2, err := collyRun("after")
+	if err != nil {
+		return err
+	}
+	rendered, err := b.crawlOnce(ctx, "crawl-rendered", root, site, map[string]any{"formats": []string{"markdown"}, "waitFor": 1}, false)
+	if err != nil {
+		return err
+	}
+	if n := rendered.engines["browser-render"]; n == rendered.docs {
+		logf("crawl-rendered: all %d documents were rendered (engine browser-render)", n)
+	} else {
+		logf("crawl-rendered: NOT every document was rendered: %d of %d have engine browser-render (%s)", n, rendered.docs, countSplit(rendered.engines))
+	}
+
+	best := c1
+	if rate(c2.pages, c2.wall) > rate(c1.pages, c1.wall) {
+		best = c2
+	}
+	logf("colly: %.1f pages/s before and %.1f after the crawl; the better, %.1f, counts",
+		rate(c1.pages, c1.wall), rate(c2.pages, c2.wall), rate(best.pages, best.wall))
+	if best.pages != fetched.completed {
+		logf("note: colly read %d pages, the crawl completed %d", best.pages, fetched.completed)
+	}
+	figure("crawl_pages_per_s", rate(fetched.completed, fetched.wall), "pages/s")
+	figure("crawl_rendered_pages_per_s", rate(rendered.completed, rendered.wall), "pages/s")
+	figure("crawl_peak_rss_mb", kbMB(fetched.peak.total), "MB")
+	figure("colly_pages_per_s", rate(best.pages, best.wall), "pages/s")
+	figure("crawl_over_colly", rate(fetched.completed, fetched.wall)/rate(best.pages, best.wall), "x")
+	return nil
+}
+
+// crawlResult is one crawl of the site.
+type crawlResult struct {
+	wall             time.Duration
+	completed, total int
+	docs             int            // documents read back
+	engines          map[string]int // metadata.engine → documents
+	peak             memPeak
+}
+
+// crawlOnce crawls root on a fresh service named name with scrapeOptions,
+// sampling memory if sample is set, reads the documents back for their
+// engines and closes the service, checking that none of its Chromium
+// processes is left.
+func (b *bench) crawlOnce(ctx context.Context, name, root string, site *countingSite, scrapeOptions map[string]any, sample bool) (crawlResult, error) {
+	var r crawlResult
+	in, err := b.startWith(ctx, name, 1, poolSize, scrapeEnv(poolSize, 120*time.Second))
+	if err != nil {
+		return r, err
+	}
+	defer in.Close()
+	cfg := in.svc.Config
+	logf("%s: pool size %d (TRAWLER_POOL_SIZE), %d lanes (TRAWLER_JOB_WORKERS: pages crawled at once), team concurrency %d, host concurrency %d, %d warm browser",
+		name, cfg.PoolSize, cfg.JobWorkers, cfg.TeamConcurrency, cfg.HostConcurrency, cfg.WarmBrowsers)
+	if err := in.waitWarm(ctx); err != nil {
+		return r, err
+	}
+	time.Sleep(time.Second) // let the warm browser finish its start-up work
+	runtime.GC()
+	debug.FreeOSMemory()
+
+	ctx, cancel := context.WithTimeout(ctx, crawlTimeout)
+	defer cancel()
+	body, err := json.Marshal(map[string]any{"url": root, "limit": crawlLimit, "scrapeOptions": scrapeOptions})
+	if err != nil {
+		return r, err
+	}
+	var mem *memSampler
+	if sample {
+		mem = startMemSampler(in.dataDir, 100*time.Millisecond)
+	}
+	before := site.snapshot()
+	t := time.Now()
+	var started struct {
+		ID string `json:"id"`
+	}
+	err = in.do(ctx, http.MethodPost, "/v2/crawl", body, &started)
+	if err == nil && started.ID == "" {
+		err = errors.New("POST /v2/crawl answered without an id")
+	}
+	if err == nil {
+		r.completed, r.total, err = in.waitCrawl(ctx, name, started.ID, t)
+	}
+	r.wall = time.Since(t)
+	if mem != nil {
+		r.peak = mem.stop()
+	}
+	if err != nil {
+		return r, fmt.Errorf("%s: %w", name, err)
+	}
+	served := site.since(before)
+	docs, err := in.crawlDocuments(ctx, started.ID)
+	if err != nil {
+		return r, fmt.Errorf("%s: %w", name, err)
+	}
+	r.engines, r.docs = docs.engines, docs.n
+	logf("%s: %d pages completed of %d in %s (%.2f pages/s); %d documents read back, by engine: %s; by status code: %s; the site served %s",
+		name, r.completed, r.total, r.wall.Round(time.Millisecond), rate(r.completed, r.wall), r.docs, countSplit(r.engines),
+		countSplit(docs.statuses), served)
+	for engine, urls := range docs.urls {
+		if len(urls)*10 < docs.n { // the odd ones out
+			logf("%s: the %d documents of engine %q: %s", name, len(urls), engine, strings.Join(urls[:min(len(urls), 8)], " "))
+		}
+	}
+	if r.completed != r.total {
+		in.logCrawlErrors(ctx, name, started.ID)
+	}
+	if mem != nil {
+		logf("%s: peak memory %.1f MB at sample %d of %d (%.0f ms each): this process's RSS %.1f MB + PSS of %d Chromium processes in %d browsers %.1f MB",
+			name, kbMB(r.peak.total), r.peak.at, r.peak.samples, ms(r.peak.cost), kbMB(r.peak.self), r.peak.procs, r.peak.browsers, kbMB(r.peak.chromium))
+		// Reading PSS walks every process's page tables: on a busy 2-core
+		// machine the sampler may hold a core for much of the crawl it times.
+		logf("%s: the memory sampler was busy %.0f%% of the crawl's wall time (on a thread of its own, at nice -10 when it may)",
+			name, 100*float64(r.peak.samples)*r.peak.cost.Seconds()/r.wall.Seconds())
+	}
+	in.Close()
+	if err := waitNoBrowsers(in.dataDir, 10*time.Second); err != nil {
+		return r, fmt.Errorf("%s: %w", name, err)
+	}
+	return r, nil
+}
+
+// waitCrawl polls GET /v2/crawl/{id} until the crawl completes, logging its
+// progress now and then. A failed or cancelled crawl is an error.
+func (in *instance) waitCrawl(ctx context.Context, name, id string, start time.Time) (completed, total int, err error) {
+	lastLog := time.Now()
+	var polls, failed int
+	var slowest time.Duration
+	for {
+		var st struct {
+			Status    string `json:"status"`
+			Completed int    `json:"completed"`
+			Total     int    `json:"total"`
+			Warning   string `json:"warning"`
+		}
+		t := time.Now()
+		err := in.do(ctx, http.MethodGet, "/v2/crawl/"+id+"?limit=1", nil, &st)
+		d := time.Since(t)
+		polls++
+		slowest = max(slowest, d)
+		if err != nil {
+			// A poll that fails is the status endpoint's trouble, not the
+			// crawl's: logged, and tried again a few times.
+			if failed++; failed == 3 || ctx.Err() != nil {
+				return 0, 0, err
+			}
+			logf("%s: a status poll failed after %s: %v", name, d.Round(time.Millisecond), err)
+			continue
+		}
+		failed = 0
+		switch st.Status {
+		case "completed":
+			logf("%s: %d status polls, the slowest answered in %s", name, polls, slowest.Round(time.Millisecond))
+			if st.Warning != "" {
+				logf("%s: warning: %s", name, st.Warning)
+			}
+			return st.Completed, st.Total, nil
+		case "failed", "cancelled":
+			return st.Completed, st.Total, fmt.Errorf("crawl %s ended %s after %d of %d pages: %s", id, st.Status, st.Completed, st.Total, st.Warning)
+		}
+		if time.Since(lastLog) >= 15*time.Second {
+			logf("%s: %d of %d pages after %s", name, st.Completed, st.Total, time.Since(start).Round(time.Second))
+			lastLog = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return st.Completed, st.Total, fmt.Errorf("crawl %s: %d of %d pages: %w", id, st.Completed, st.Total, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// crawlDocs counts the documents of a crawl.
+type crawlDocs struct {
+	n        int
+	engines  map[string]int      // metadata.engine → documents
+	statuses map[string]int      // metadata.statusCode → documents
+	urls     map[string][]string // metadata.engine → the documents' URLs
+}
+
+// crawlDocuments reads every document of crawl id, following next.
+func (in *instance) crawlDocuments(ctx context.Context, id string) (crawlDocs, error) {
+	c := crawlDocs{engines: map[string]int{}, statuses: map[string]int{}, urls: map[string][]string{}}
+	path := fmt.Sprintf("/v2/crawl/%s?skip=0&limit=%d", id, crawlLimit)
+	for path != "" {
+		var page struct {
+			Data []struct {
+				Metadata struct {
+					Engine     string `json:"engine"`
+					StatusCode int    `json:"statusCode"`
+					SourceURL  string `json:"sourceURL"`
+				} `json:"metadata"`
+			} `json:"data"`
+			Next string `json:"next"`
+		}
+		if err := in.do(ctx, http.MethodGet, path, nil, &page); err != nil {
+			return c, err
+		}
+		for _, d := range page.Data {
+			md := d.Metadata
+			c.engines[md.Engine]++
+			c.statuses[strconv.Itoa(md.StatusCode)]++
+			c.urls[md.Engine] = append(c.urls[md.Engine], md.SourceURL)
+		}
+		c.n += len(page.Data)
+		path = ""
+		if page.Next != "" {
+			if len(page.Data) == 0 {
+				return c, fmt.Errorf("crawl %s: an empty page of documents with a next URL %s", id, page.Next)
+			}
+			u, err := url.Parse(page.Next)
+			if err != nil {
+				return c, fmt.Errorf("crawl %s: next %q: %w", id, page.Next, err)
+			}
+			path = u.RequestURI()
+		}
+	}
+	return c, nil
+}
+
+// logCrawlErrors logs the first failures of crawl id (GET /v2/crawl/{id}/errors).
+func (in *instance) logCrawlErrors(ctx context.Context, name, id string) {
+	var e struct {
+		Errors []struct {
+			URL   string `json:"url"`
+			Code  string `json:"code"`
+			Error string `json:"error"`
+		} `json:"errors"`
+		RobotsBlocked []string `json:"robotsBlocked"`
+	}
+	if err := in.do(ctx, http.MethodGet, "/v2/crawl/"+id+"/errors", nil, &e); err != nil {
+		logf("%s: reading the crawl's errors: %v", name, err)
+		return
+	}
+	logf("%s: %d pages failed, %d blocked by robots.txt", name, len(e.Errors), len(e.RobotsBlocked))
+	for i, f := range e.Errors {
+		if i == 5 {
+			logf("%s: ... and %d more", name, len(e.Errors)-5)
+			break
+		}
+		logf("%s: failed %s: %s %s", name, f.URL, f.Code, truncate(f.Error, 200))
+	}
+}
+
+// waitNoBrowsers waits until no Chromium process of dataDir (a closed
+// service's) is left, or fails after d naming them.
+func waitNoBrowsers(dataDir string, d time.Duration) error {
+	var left map[int][]proc
+	for deadline := time.Now().Add(d); ; time.Sleep(100 * time.Millisecond) {
+		left = browserProcs(dataDir)
+		if len(left) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+	}
+	for _, ps := range left {
+		for _, p := range ps {
+			logf("left behind: pid %d %s", p.pid, truncate(p.joined(), 160))
+		}
+	}
+	return fmt.Errorf("%d Chromium processes of %s are still running %s after Close", countLive(left), dataDir, d)
+}
+
+// countingSite counts the requests a handler serves, HTML pages apart, to
+// tell in the log what each crawler asked the site for.
+type countingSite struct {
+	h           http.Handler
+	html, other atomic.Int64
+}
+
+func (s *countingSite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if p := r.URL.Path; strings.HasSuffix(p, "/") || strings.HasSuffix(p, ".html") {
+		s.html.Add(1)
+	} else {
+		s.other.Add(1)
+	}
+	s.h.ServeHTTP(w, r)
+}
+
+type siteCounts struct{ html, other int64 }
+
+func (s *countingSite) snapshot() siteCounts {
+	return siteCounts{s.html.Load(), s.other.Load()}
+}
+
+// since describes the requests served after before.
+func (s *countingSite) since(before siteCounts) string {
+	now := s.snapshot()
+	return fmt.Sprintf("%d requests for HTML pages and %d for other files", now.html-before.html, now.other-before.other)
+}
+
+// htmlCount is how many .html files there are under dir.
+func htmlCount(dir string) (int, error) {
+	n := 0
+	err := filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(d.Name(), ".html") {
+			n++
+		}
+		return err
+	})
+	return n, err
+}
+
+func rate(n int, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / d.Seconds()
+}
+
+// countSplit is "key n, key n", in key order.
+func countSplit(m map[string]int) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		name := k
+		if name == "" {
+			name = "(none)"
+		}
+		parts = append(parts, fmt.Sprintf("%s %d", name, m[k]))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func firstErr(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " (first: " + truncate(s, 160) + ")"
+}
