@@ -55,12 +55,12 @@ func looksServerRendered(body []byte, contentType string) bool {
 			return false
 		}
 	}
-	return visibleText(lower) >= 200
+	return visibleText(lower, 200) >= 200
 }
 
 // visibleText estimates how many characters of text the body shows, outside
-// tags, scripts and styles.
-func visibleText(lower []byte) int {
+// tags, scripts and styles, counting no further than enough.
+func visibleText(lower []byte, enough int) int {
 	i := bytes.Index(lower, []byte("<body"))
 	if i < 0 {
 		i = 0
@@ -88,6 +88,9 @@ func visibleText(lower []byte) int {
 			inTag = false
 		case !inTag && c > ' ':
 			n++
+			if n >= enough {
+				return n
+			}
 		}
 	}
 	return n

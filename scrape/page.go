@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"log/slog"
 	"net/url"
 	"strings"
@@ -41,9 +42,15 @@ type tab struct {
 	blocked  error         // why the main document was refused
 	loaded   chan struct{} // closed on the load event; replaced by reset
 	isLoaded bool
-	taken    chan takenBody // the main document, taken from the network
-	crashed  chan struct{}
-	once     struct{ crashed sync.Once }
+	site     string // the site of the page the tab shows
+	fetching bool   // a fetchInPage is under way
+	// prefetched is a page fetchInPage took that must be rendered: the
+	// tab's next navigation to its URL is answered with it.
+	prefetched *prefetched
+	network    bool           // the Network domain is on
+	taken      chan takenBody // the main document, taken from the network
+	crashed    chan struct{}
+	once       struct{ crashed sync.Once }
 }
 
 // mainResponse is the main frame's final document response.
@@ -158,11 +165,21 @@ func (p *tab) prepare(ctx context.Context, browserUA string) error {
 	patterns := []map[string]any{{"urlPattern": "*", "requestStage": "Request"},
 		{"urlPattern": "*", "resourceType": "Document", "requestStage": "Response"}}
 	ua := p.userAgent(browserUA)
-	steps := []step{
-		{"Network.enable", map[string]any{}},
+	// The Network domain (which the smart wait's idle tracking needs) costs
+	// the browser an event per request and per chunk of data, and a copy of
+	// every body: a static tab turns it on only when a page turns out to
+	// need rendering (see networkOn), before that page's resources load.
+	var steps []step
+	if !p.static || len(p.extraHeaders()) > 0 {
+		steps = append(steps, step{"Network.enable", networkParams})
+		p.mu.Lock()
+		p.network = true
+		p.mu.Unlock()
+	}
+	steps = append(steps, []step{
 		{"Fetch.enable", map[string]any{"patterns": patterns}},
 		{"Security.setIgnoreCertificateErrors", map[string]any{"ignore": p.opts.SkipTLSVerification}},
-	}
+	}...)
 	w, h, dpr, mobile := 1920, 1080, 1.0, false
 	if p.opts.Mobile {
 		w, h, dpr, mobile = 390, 844, 3.0, true
@@ -205,6 +222,25 @@ func (p *tab) prepare(ctx context.Context, browserUA string) error {
 		}
 	}
 	return nil
+}
+
+// networkParams keep the browser from holding copies of response bodies
+// for Network.getResponseBody, which nothing here calls (the Fetch domain
+// hands over the bodies that are taken).
+var networkParams = map[string]any{"maxTotalBufferSize": 0, "maxResourceBufferSize": 0}
+
+// networkOn turns the Network domain on for a page that is going to be
+// rendered, before it commits (so before any of its resources load).
+func (p *tab) networkOn(ctx context.Context) {
+	p.mu.Lock()
+	on := p.network
+	p.network = true
+	p.mu.Unlock()
+	if !on {
+		// Not awaited: the browser answers it only once the paused response
+		// goes on, which the caller does next.
+		go p.call(ctx, "Network.enable", networkParams, nil)
+	}
 }
 
 // step is one CDP command of a tab's preparation.
@@ -314,7 +350,7 @@ func (p *tab) onPaused(e *fetchPaused) {
 	isMain := e.ResourceType == "Document" && e.FrameID == p.targetID
 	if e.ResponseStatusCode == 0 && e.ResponseErrorReason == "" {
 		if err := p.checkRequest(ctx, e.Request.URL); err != nil {
-			if isMain {
+			if isMain || (e.ResourceType == "Fetch" && p.fetching) {
 				p.mu.Lock()
 				if p.blocked == nil {
 					p.blocked = err
@@ -322,6 +358,26 @@ func (p *tab) onPaused(e *fetchPaused) {
 				p.mu.Unlock()
 			}
 			p.call(ctx, "Fetch.failRequest", map[string]any{"requestId": e.RequestID, "errorReason": "BlockedByClient"}, nil)
+			return
+		}
+		p.mu.Lock()
+		pre := p.prefetched
+		if isMain && pre != nil && pre.url == e.Request.URL {
+			p.prefetched = nil
+			p.main = &mainResponse{URL: pre.url, Status: pre.status, ContentType: pre.contentType}
+		} else {
+			pre = nil
+		}
+		p.mu.Unlock()
+		if pre != nil {
+			// A page fetched in the tab that needs rendering after all: the
+			// tab renders the very response it fetched, without asking the
+			// site a second time.
+			p.commitSite(pre.url)
+			p.networkOn(ctx)
+			p.call(ctx, "Fetch.fulfillRequest", map[string]any{"requestId": e.RequestID, "responseCode": pre.status,
+				"responseHeaders": []map[string]string{{"name": "Content-Type", "value": "text/html; charset=utf-8"}},
+				"body":            base64.StdEncoding.EncodeToString(pre.body)}, nil)
 			return
 		}
 		p.call(ctx, "Fetch.continueRequest", map[string]any{"requestId": e.RequestID}, nil)
@@ -337,6 +393,8 @@ func (p *tab) onPaused(e *fetchPaused) {
 	p.mu.Unlock()
 	kind := documentKind(ct, e.Request.URL)
 	if kind == "" && !(p.static && isHTML(ct)) {
+		p.commitSite(e.Request.URL)
+		p.networkOn(ctx)
 		p.call(ctx, "Fetch.continueRequest", map[string]any{"requestId": e.RequestID}, nil)
 		return
 	}
@@ -354,6 +412,8 @@ func (p *tab) onPaused(e *fetchPaused) {
 	}
 	if kind == "" && !looksServerRendered(raw, ct) {
 		// Render it after all: hand the response on unchanged.
+		p.commitSite(e.Request.URL)
+		p.networkOn(ctx)
 		p.call(ctx, "Fetch.continueRequest", map[string]any{"requestId": e.RequestID}, nil)
 		return
 	}
@@ -361,11 +421,164 @@ func (p *tab) onPaused(e *fetchPaused) {
 	case p.taken <- takenBody{body: raw, binary: kind != ""}:
 	default:
 	}
-	// The tab has nothing more to do with this document: show an empty page.
+	// The tab has nothing more to do with this document. Once the tab shows
+	// a page of this site, its navigation is aborted: nothing is committed
+	// and no renderer is involved. A tab on another site (a fresh tab is on
+	// about:blank) is shown an empty page of this site instead, so that
+	// the site's renderer starts once; aborting every navigation from
+	// about:blank would start (and drop) a renderer for each.
+	site := siteOf(e.Request.URL)
+	p.mu.Lock()
+	same := p.site == site
+	p.site = site
+	p.mu.Unlock()
+	if same {
+		p.call(ctx, "Fetch.failRequest", map[string]any{"requestId": e.RequestID, "errorReason": "Aborted"}, nil)
+		return
+	}
 	p.call(ctx, "Fetch.fulfillRequest", map[string]any{"requestId": e.RequestID, "responseCode": 200,
 		"responseHeaders": []map[string]string{{"name": "Content-Type", "value": "text/html"}},
 		"body":            base64.StdEncoding.EncodeToString([]byte("<!doctype html><title></title>"))}, nil)
 }
+
+// commitSite notes that the tab is about to show a page of u's site.
+func (p *tab) commitSite(u string) {
+	p.mu.Lock()
+	p.site = siteOf(u)
+	p.mu.Unlock()
+}
+
+// siteOf is the scheme and host of a URL: what decides which renderer
+// shows it.
+func siteOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
+}
+
+// prefetched is a response fetchInPage took.
+type prefetched struct {
+	url         string // after redirects
+	status      int
+	contentType string
+	body        []byte // UTF-8
+}
+
+// fetchInPage takes the HTML page at u with fetch() from the document the
+// tab shows, which must be of u's site: the request goes through the
+// browser's network stack with the tab's cookies, user agent and
+// language, and through the Fetch-domain guard like any request of the
+// tab, but costs no navigation (a navigation costs the browser about four
+// times the CPU, most of a crawl's budget). It returns the page when it is
+// server-rendered HTML; a prefetched response when it is HTML that needs
+// rendering (the caller navigates to it, and the tab renders that response
+// without a second request); and neither when fetch() cannot take it (not
+// HTML, another origin, a network error): the caller then navigates.
+func (p *tab) fetchInPage(ctx context.Context, u string) (*page, *prefetched, error) {
+	p.mu.Lock()
+	p.fetching, p.blocked = true, nil
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.fetching = false
+		p.mu.Unlock()
+	}()
+	headers := p.extraHeaders()
+	if headers == nil {
+		headers = map[string]string{}
+	}
+	if _, ok := headers["Accept"]; !ok {
+		headers["Accept"] = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+	}
+	hj, _ := json.Marshal(headers)
+	uj, _ := json.Marshal(u)
+	var out struct {
+		Skip   string `json:"skip"`
+		Status int    `json:"status"`
+		URL    string `json:"url"`
+		Type   string `json:"type"`
+		Kind   string `json:"kind"`
+		Body   string `json:"body"`
+	}
+	err := p.evaluate(ctx, fmt.Sprintf(fetchScript, uj, hj), &out)
+	p.mu.Lock()
+	blocked := p.blocked
+	p.mu.Unlock()
+	if blocked != nil {
+		return nil, nil, blocked
+	}
+	if err != nil {
+		var se *ScriptError
+		if errors.As(err, &se) {
+			return nil, nil, nil // a network error: navigating tells it properly
+		}
+		return nil, nil, err
+	}
+	if out.Skip != "" {
+		return nil, nil, nil
+	}
+	body := []byte(out.Body)
+	switch out.Kind {
+	case "text":
+		// What the browser shows for a text response.
+		body = []byte("<html><head></head><body><pre style=\"word-wrap: break-word; white-space: pre-wrap;\">" +
+			html.EscapeString(out.Body) + "</pre></body></html>")
+		return p.fetched(out.URL, out.Status, out.Type, body), nil, nil
+	case "binary":
+		raw, err := base64.StdEncoding.DecodeString(out.Body)
+		if err != nil {
+			return nil, nil, err
+		}
+		return p.fetched(out.URL, out.Status, out.Type, raw), nil, nil
+	}
+	if !looksServerRendered(body, "text/html") {
+		return nil, &prefetched{url: out.URL, status: out.Status, contentType: out.Type, body: body}, nil
+	}
+	return p.fetched(out.URL, out.Status, out.Type, body), nil, nil
+}
+
+func (p *tab) fetched(u string, status int, contentType string, body []byte) *page {
+	p.mu.Lock()
+	p.main = &mainResponse{URL: u, Status: status, ContentType: contentType}
+	p.mu.Unlock()
+	return &page{engine: "browser-fetch", status: status, finalURL: u, contentType: contentType, body: body}
+}
+
+// fetchScript fetches %[1]s with headers %[2]s from the current document.
+const fetchScript = `(async () => {
+  const u = %[1]s;
+  if (new URL(u).origin !== location.origin) return {skip: "origin"};
+  const r = await fetch(u, {credentials: "include", redirect: "follow", headers: %[2]s});
+  const type = r.headers.get("content-type") || "";
+  const head = {status: r.status, url: r.url, type};
+  if (r.type !== "basic") {
+    r.body && r.body.cancel();
+    return {skip: "origin"};
+  }
+  // text() would decode every body as UTF-8: decode by the charset of the
+  // header, else of a <meta> tag, as a navigation would.
+  const decode = async () => {
+    const buf = await r.arrayBuffer();
+    let cs = (/charset\s*=\s*"?([^\s;"]+)/i.exec(type) || [])[1];
+    if (!cs) {
+      const start = new TextDecoder("windows-1252").decode(new Uint8Array(buf, 0, Math.min(buf.byteLength, 4096)));
+      cs = (/<meta[^>]+charset\s*=\s*["']?([\w-]+)/i.exec(start) || [])[1];
+    }
+    try { return new TextDecoder(cs || "utf-8").decode(buf); } catch (e) { return new TextDecoder("utf-8").decode(buf); }
+  };
+  if (/^\s*(text\/html|application\/xhtml\+xml)/i.test(type)) return {...head, kind: "html", body: await decode()};
+  if (/^\s*(text\/|application\/(json|xml|javascript))/i.test(type)) return {...head, kind: "text", body: await decode()};
+  if (/^\s*application\/(x-)?pdf/i.test(type) || (/\.pdf$/i.test(new URL(r.url).pathname) && !/^\s*(image|video|audio)\//i.test(type))) {
+    const buf = new Uint8Array(await r.arrayBuffer());
+    let s = "";
+    for (let i = 0; i < buf.length; i += 0x8000) s += String.fromCharCode.apply(null, buf.subarray(i, i + 0x8000));
+    return {...head, kind: "binary", body: btoa(s)};
+  }
+  r.body && r.body.cancel();
+  return {skip: "type"};
+})()`
 
 // checkRequest applies the network guard and the ad blocker to a URL.
 func (p *tab) checkRequest(ctx context.Context, raw string) error {
@@ -554,3 +767,10 @@ type LoadError struct {
 }
 
 func (e *LoadError) Error() string { return fmt.Sprintf("could not load %s: %s", e.URL, e.Reason) }
+
+// showsSite reports whether the tab shows a page of u's site.
+func (p *tab) showsSite(u string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.site != "" && p.site == siteOf(u)
+}

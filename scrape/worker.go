@@ -196,7 +196,24 @@ func (w *Worker) fetch(ctx context.Context, job string, req Request) (*page, err
 		}
 	}()
 	jt.t.reset()
-	pg, err := w.s.drive(ctx, jt.t, req)
+	var pg *page
+	if o := &req.Options; !o.needsRender() && jt.t.showsSite(req.URL) {
+		var pre *prefetched
+		pg, pre, err = jt.t.fetchInPage(ctx, req.URL)
+		switch {
+		case err != nil:
+			w.Forget(job)
+			return nil, err
+		case pg != nil:
+			return pg, nil
+		case pre != nil:
+			jt.t.mu.Lock()
+			jt.t.prefetched = pre
+			jt.t.mu.Unlock()
+			req.URL = pre.url // the tab renders what it fetched, redirects followed
+		}
+	}
+	pg, err = w.s.drive(ctx, jt.t, req)
 	if err != nil {
 		// The tab's state is unknown after a failure: the job's next page
 		// gets a fresh one.

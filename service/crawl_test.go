@@ -10,7 +10,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -730,4 +732,77 @@ func TestFairness(t *testing.T) {
 		t.Errorf("an interactive session during the crawl: %d %s", s.Status, s.Raw)
 	}
 	ts.do("DELETE", "/v2/crawl/"+big.str("id"), keyAcme, nil)
+}
+
+// TestCrawlPageKinds: after the first page of a tab, a crawl takes pages
+// with fetch() in the tab; a PDF, a text file and a client-rendered page
+// must come out as they do through a navigation, each fetched once.
+func TestCrawlPageKinds(t *testing.T) {
+	pdf, err := os.ReadFile("../parse/testdata/report.pdf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	hits := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hits[r.URL.Path]++
+		mu.Unlock()
+		switch r.URL.Path {
+		case "/k/":
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			io.WriteString(w, page("Kinds", "/k/static", "/k/report.pdf", "/k/notes.txt", "/k/app", "/k/latin"))
+		case "/k/static":
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			io.WriteString(w, page("Static page"))
+		case "/k/report.pdf":
+			w.Header().Set("Content-Type", "application/pdf")
+			w.Write(pdf)
+		case "/k/notes.txt":
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			io.WriteString(w, "plain notes <not a tag> & more")
+		case "/k/app":
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			io.WriteString(w, `<!doctype html><html><head><title>App</title></head><body><div id="root"></div>
+<script>setTimeout(() => { document.getElementById('root').innerHTML = '<h1>Rendered by script</h1><p>Only a browser sees this.</p>'; }, 200);</script></body></html>`)
+		case "/k/latin":
+			w.Header().Set("Content-Type", "text/html; charset=iso-8859-1")
+			io.WriteString(w, "<html><head><title>Latin</title></head><body><main><h1>Caf\xe9 cr\xe8me</h1><p>"+strings.Repeat("Du texte en fran\xe7ais. ", 20)+"</p></main></body></html>")
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	ts := crawlService(t, map[string]string{"TRAWLER_JOB_WORKERS": "1"})
+	_, st, docs := ts.runJob("/v2/crawl", keyAcme, map[string]any{"url": srv.URL + "/k/", "sitemap": "skip",
+		"scrapeOptions": map[string]any{"formats": []string{"markdown"}, "maxAge": 0}})
+	if st["status"] != "completed" || len(docs) != 6 {
+		t.Fatalf("status %v, %d documents: %v", st["status"], len(docs), docURLs(docs, srv.URL))
+	}
+	byPath := map[string]map[string]any{}
+	for _, d := range docs {
+		byPath[strings.TrimPrefix(d["metadata"].(map[string]any)["sourceURL"].(string), srv.URL)] = d
+	}
+	check := func(path, want, engine string) {
+		d := byPath[path]
+		md := d["metadata"].(map[string]any)
+		if !strings.Contains(d["markdown"].(string), want) || (engine != "" && md["engine"] != engine) {
+			t.Errorf("%s: engine %v, markdown %q; want %q from %s", path, md["engine"], d["markdown"], want, engine)
+		}
+	}
+	check("/k/static", "# Static page", "browser-fetch")
+	check("/k/report.pdf", "# Harbour Water Quality Report", "browser-fetch")
+	check("/k/notes.txt", "plain notes <not a tag> & more", "browser-fetch")
+	check("/k/app", "Rendered by script", "browser-render")
+	check("/k/latin", "# Café crème", "browser-fetch")
+	if n := byPath["/k/report.pdf"]["metadata"].(map[string]any)["numPages"]; n == nil {
+		t.Errorf("the PDF has no numPages")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for p, n := range hits {
+		if n != 1 && p != "/robots.txt" && p != "/sitemap.xml" {
+			t.Errorf("%s was fetched %d times", p, n)
+		}
+	}
 }
