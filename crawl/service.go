@@ -842,7 +842,9 @@ func (s *Service) Status(ctx context.Context, team, kind, id string, skip, limit
 			st.Data = append([]json.RawMessage(nil), docs...)
 		}
 		if row.Status == StatusScraping && j.status != StatusScraping {
-			st.Status = j.status
+			// Ended a moment ago; the store is being told.
+			now := time.Now()
+			st.Status, st.CompletedAt, st.ExpiresAt = j.status, now, now.Add(s.Retention)
 		}
 		zdr := j.spec.ZeroDataRetention
 		j.mu.Unlock()
