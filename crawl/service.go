@@ -727,6 +727,13 @@ func (s *Service) end(j *job, status, msg string) {
 	s.mu.Lock()
 	if !j.spec.ZeroDataRetention {
 		delete(s.jobs, j.id)
+	} else {
+		// Its documents live only here: they go when its results expire.
+		time.AfterFunc(s.Retention, func() {
+			s.mu.Lock()
+			delete(s.jobs, j.id)
+			s.mu.Unlock()
+		})
 	}
 	s.broadcastLocked()
 	s.mu.Unlock()

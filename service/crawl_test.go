@@ -2,6 +2,7 @@ package service_test
 
 import (
 	"compress/gzip"
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -804,5 +805,38 @@ func TestCrawlPageKinds(t *testing.T) {
 		if n != 1 && p != "/robots.txt" && p != "/sitemap.xml" {
 			t.Errorf("%s was fetched %d times", p, n)
 		}
+	}
+}
+
+// TestZeroDataRetentionJob: a zero-data-retention batch answers with its
+// documents while nothing of them reaches the store or the cache.
+func TestZeroDataRetentionJob(t *testing.T) {
+	site := newCrawlSite(t)
+	ts := crawlService(t, map[string]string{"TRAWLER_TEAM_FEATURES": "acme:zeroDataRetention"})
+	id, st, docs := ts.runJob("/v2/batch/scrape", keyAcme, map[string]any{"urls": []string{site.URL + "/docs/c1", site.URL + "/docs/c2"},
+		"zeroDataRetention": true})
+	if st["status"] != "completed" || len(docs) != 2 || !strings.Contains(docs[0]["markdown"].(string), "# C") {
+		t.Fatalf("status %v, %d documents", st["status"], len(docs))
+	}
+	stored, _, err := ts.Store.JobDocuments(context.Background(), id, 0, 100, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range stored {
+		if d != nil {
+			t.Errorf("a document of a zero-data-retention job is in the store: %.80s", d)
+		}
+	}
+	if act := ts.do("GET", "/v2/team/activity", keyAcme, nil); strings.Contains(string(act.Raw), id) {
+		t.Errorf("the job is in the activity log")
+	}
+	// Nothing was cached: the same pages scraped again come from the site.
+	before := site.count(strings.TrimPrefix(site.URL, "http://") + "/docs/c1")
+	r := ts.do("POST", "/v2/scrape", keyAcme, map[string]any{"url": site.URL + "/docs/c1"})
+	if r.Status != 200 || site.count(strings.TrimPrefix(site.URL, "http://")+"/docs/c1") != before+1 {
+		t.Errorf("the page came from a cache the zero-data-retention job must not have written")
+	}
+	if r := ts.do("POST", "/v2/batch/scrape", keyGlobex, map[string]any{"urls": []string{site.URL + "/docs/c1"}, "zeroDataRetention": true}); r.Status != 403 {
+		t.Errorf("a team without the feature: %d %s", r.Status, r.Raw)
 	}
 }
