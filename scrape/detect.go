@@ -37,7 +37,7 @@ func isHTML(contentType string) bool {
 var appShells = [][]byte{
 	[]byte(`<div id="root"></div>`), []byte(`<div id="app"></div>`), []byte(`<div id="__next"></div>`),
 	[]byte(`<div id="root"/>`), []byte(`<app-root></app-root>`), []byte(`<div id="svelte"></div>`),
-	[]byte(`ng-app`), []byte(`data-reactroot=""></div>`), []byte(`You need to enable JavaScript`),
+	[]byte(` ng-app=`), []byte(` ng-app>`), []byte(` ng-app `), []byte(` data-ng-app`), []byte(`data-reactroot=""></div>`), []byte(`You need to enable JavaScript`),
 	[]byte(`enable JavaScript to run this app`), []byte(`window.location.replace(`), []byte(`http-equiv="refresh"`),
 }
 

@@ -21,6 +21,8 @@ func TestLooksServerRendered(t *testing.T) {
 		{"meta refresh", `<html><head><meta http-equiv="refresh" content="0;url=/x"></head><body>` + long + `</body></html>`, "text/html", false},
 		{"latin-1", "<html><body>" + long + "</body></html>", "text/html; charset=iso-8859-1", false},
 		{"json", `{"a":1}`, "application/json", false},
+		{"angular app", `<html ng-app="shop"><body>` + long + `</body></html>`, "text/html", false},
+		{"words that contain ng-app", `<html><body><a href="#a-function-for-testing-approximate-equality">x</a>` + long + `</body></html>`, "text/html", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := looksServerRendered([]byte(tc.body), tc.ct); got != tc.want {
