@@ -45,6 +45,10 @@ type Config struct {
 	// ChromiumPath is the browser binary (TRAWLER_CHROMIUM_PATH, default the
 	// first of chromium, chromium-browser, google-chrome on PATH).
 	ChromiumPath string
+	// ChromiumFlags are extra command-line flags for every browser
+	// (TRAWLER_CHROMIUM_FLAGS, separated by spaces), e.g.
+	// --host-resolver-rules="MAP *.test 127.0.0.1".
+	ChromiumFlags []string
 	// PoolSize is the most browsers that run at once, warm or leased
 	// (TRAWLER_POOL_SIZE, default 8).
 	PoolSize int
@@ -166,6 +170,20 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 	str("TRAWLER_ADDR", &c.Addr)
 	str("TRAWLER_DATA_DIR", &c.DataDir)
 	str("TRAWLER_CHROMIUM_PATH", &c.ChromiumPath)
+	if v := strings.TrimSpace(getenv("TRAWLER_CHROMIUM_FLAGS")); v != "" {
+		for _, f := range splitFlags(v) {
+			if !strings.HasPrefix(f, "--") {
+				errs = append(errs, fmt.Errorf("TRAWLER_CHROMIUM_FLAGS must be flags starting with --, separated by spaces, got %q", f))
+				continue
+			}
+			switch strings.SplitN(f, "=", 2)[0] {
+			case "--user-data-dir", "--remote-debugging-port", "--remote-debugging-address", "--remote-debugging-pipe":
+				errs = append(errs, fmt.Errorf("TRAWLER_CHROMIUM_FLAGS must not set %s: Trawler sets it for each browser", strings.SplitN(f, "=", 2)[0]))
+				continue
+			}
+			c.ChromiumFlags = append(c.ChromiumFlags, f)
+		}
+	}
 	str("TRAWLER_LOG_LEVEL", &c.LogLevel)
 	boolean("TRAWLER_ALLOW_PRIVATE_NETWORKS", &c.AllowPrivateNetworks)
 	boolean("TRAWLER_ALLOW_PUBLIC_LOCAL_MODE", &c.AllowPublicLocalMode)
@@ -348,6 +366,35 @@ func (c *Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// splitFlags splits a flag list on spaces, keeping a double-quoted part
+// (--host-resolver-rules="MAP *.test 127.0.0.1") in one flag without its
+// quotes. Written here: the flags need nothing more than this, and no
+// served library is worth a dependency for it.
+func splitFlags(v string) []string {
+	var out []string
+	var cur strings.Builder
+	quoted, started := false, false
+	for _, r := range v {
+		switch {
+		case r == '"':
+			quoted, started = !quoted, true
+		case r == ' ' && !quoted:
+			if started {
+				out = append(out, cur.String())
+				cur.Reset()
+				started = false
+			}
+		default:
+			cur.WriteRune(r)
+			started = true
+		}
+	}
+	if started {
+		out = append(out, cur.String())
+	}
+	return out
 }
 
 func isLoopbackHost(host string) bool {

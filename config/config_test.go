@@ -97,3 +97,29 @@ func TestPublicLocalModeNeedsExplicitConsent(t *testing.T) {
 		t.Fatalf("explicitly allowed public local mode: %v", err)
 	}
 }
+
+func TestChromiumFlags(t *testing.T) {
+	env := func(v string) func(string) string {
+		return func(k string) string {
+			if k == "TRAWLER_CHROMIUM_FLAGS" {
+				return v
+			}
+			if k == "TRAWLER_CHROMIUM_PATH" {
+				return "/bin/sh"
+			}
+			return ""
+		}
+	}
+	c, err := FromEnv(env(`--host-resolver-rules="MAP *.crawl.test 127.0.0.1"  --lang=fr`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.ChromiumFlags) != 2 || c.ChromiumFlags[0] != "--host-resolver-rules=MAP *.crawl.test 127.0.0.1" || c.ChromiumFlags[1] != "--lang=fr" {
+		t.Errorf("flags %q", c.ChromiumFlags)
+	}
+	for v, want := range map[string]string{"lang=fr": "must be flags starting with --", "--user-data-dir=/x": "must not set --user-data-dir"} {
+		if _, err := FromEnv(env(v)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v", v, err)
+		}
+	}
+}

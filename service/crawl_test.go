@@ -840,3 +840,49 @@ func TestZeroDataRetentionJob(t *testing.T) {
 		t.Errorf("a team without the feature: %d %s", r.Status, r.Raw)
 	}
 }
+
+// TestCrawlSubdomains maps *.crawl.test to loopback in the browsers
+// (--host-resolver-rules through TRAWLER_CHROMIUM_FLAGS): allowSubdomains
+// follows docs.crawl.test from www.crawl.test, and only then.
+func TestCrawlSubdomains(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	var mu sync.Mutex
+	hosts := map[string]int{}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hosts[r.Host]++
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		switch {
+		case strings.HasPrefix(r.Host, "www.") && r.URL.Path == "/":
+			io.WriteString(w, page("Home", fmt.Sprintf("http://docs.crawl.test:%d/guide", port), fmt.Sprintf("http://other.test:%d/x", port), "/about"))
+		case r.URL.Path == "/robots.txt", r.URL.Path == "/sitemap.xml":
+			http.NotFound(w, r)
+		default:
+			io.WriteString(w, page("Page "+r.Host+r.URL.Path))
+		}
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	ts := crawlService(t, map[string]string{"TRAWLER_CHROMIUM_FLAGS": `--host-resolver-rules="MAP *.crawl.test 127.0.0.1, MAP other.test 127.0.0.1"`})
+	start := fmt.Sprintf("http://www.crawl.test:%d/", port)
+	_, _, docs := ts.runJob("/v2/crawl", keyAcme, map[string]any{"url": start, "sitemap": "skip", "allowSubdomains": true})
+	got := strings.Join(docURLs(docs, ""), " ")
+	want := fmt.Sprintf("http://docs.crawl.test:%d/guide http://www.crawl.test:%d/ http://www.crawl.test:%d/about", port, port, port)
+	if got != want {
+		t.Errorf("with allowSubdomains: %s\nwant %s", got, want)
+	}
+	_, _, docs = ts.runJob("/v2/crawl", keyAcme, map[string]any{"url": start, "sitemap": "skip", "scrapeOptions": map[string]any{"maxAge": 0}})
+	if got := strings.Join(docURLs(docs, ""), " "); strings.Contains(got, "docs.crawl.test") || !strings.Contains(got, "/about") {
+		t.Errorf("without allowSubdomains: %s", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if hosts[fmt.Sprintf("other.test:%d", port)] != 0 {
+		t.Errorf("another domain was contacted")
+	}
+}

@@ -100,7 +100,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 		st.Close()
 		return nil, err
 	}
-	rt := &sessions.ProcessRuntime{Chromium: cfg.ChromiumPath, Dir: filepath.Join(cfg.DataDir, "browsers"),
+	rt := &sessions.ProcessRuntime{Chromium: cfg.ChromiumPath, Dir: filepath.Join(cfg.DataDir, "browsers"), ExtraFlags: cfg.ChromiumFlags,
 		StartTimeout: cfg.BrowserStartTimeout, Log: log}
 	if n, err := rt.Reap(ctx); err != nil {
 		log.Warn("reaping browsers of an earlier run", "err", err)

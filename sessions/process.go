@@ -59,6 +59,9 @@ type ProcessRuntime struct {
 	StartTimeout time.Duration
 	// Log receives the browsers' own error output at debug level.
 	Log *slog.Logger
+	// ExtraFlags are added to ChromiumFlags (TRAWLER_CHROMIUM_FLAGS), e.g.
+	// --host-resolver-rules or --proxy-server.
+	ExtraFlags []string
 }
 
 var _ Runtime = (*ProcessRuntime)(nil)
@@ -73,7 +76,7 @@ func (r *ProcessRuntime) Start(ctx context.Context, id string) (Browser, error) 
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating user-data directory: %w", err)
 	}
-	args := append(append([]string{}, ChromiumFlags...), "--user-data-dir="+dir, "about:blank")
+	args := append(append(append([]string{}, ChromiumFlags...), r.ExtraFlags...), "--user-data-dir="+dir, "about:blank")
 	cmd := exec.Command(r.Chromium, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Dir = dir

@@ -107,7 +107,7 @@ func scrapeCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer st.Close()
-	rt := &sessions.ProcessRuntime{Chromium: cfg.ChromiumPath, Dir: filepath.Join(cfg.DataDir, "browsers"),
+	rt := &sessions.ProcessRuntime{Chromium: cfg.ChromiumPath, Dir: filepath.Join(cfg.DataDir, "browsers"), ExtraFlags: cfg.ChromiumFlags,
 		StartTimeout: cfg.BrowserStartTimeout, Log: log}
 	pool := sessions.NewPool(rt, sessions.PoolOptions{Size: 1, Warm: 0, QueueWait: *timeout, Log: log})
 	defer pool.Close()
