@@ -124,8 +124,9 @@ func logf(format string, args ...any) {
 func main() {
 	start := time.Now()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	// A safety net well above the expected ~4 minutes (on 2 cores).
-	ctx, cancel := context.WithTimeout(ctx, 12*time.Minute)
+	// A safety net well above the expected ~8 minutes (on 2 cores; the
+	// crawl phase is about half of it).
+	ctx, cancel := context.WithTimeout(ctx, 25*time.Minute)
 	b := &bench{log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	flag.StringVar(&b.only, "only", "", "run only these phases, comma-separated: create, memory, cdp, leaks, transform, scrape, concurrent, crawl")
 	flag.IntVar(&b.concurrentPool, "concurrent-pool", concurrentPool, "pool size of the concurrent phase")
