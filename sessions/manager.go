@@ -279,9 +279,19 @@ func (m *Manager) finish(s *Session, reason string) bool {
 		detached = make(chan struct{})
 		s.detached = detached
 	}
-	close(s.done)
 	s.mu.Unlock()
 
+	// The record says destroyed before any client sees its socket close
+	// (closing done is what tells them), so that a client reacting to the
+	// close frame never reads "active".
+	now := time.Now()
+	last := time.Unix(0, s.lastActivity.Load())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := m.store.EndSession(ctx, s.rec.ID, now, last, reason); err != nil {
+		m.log.Error("recording the end of a session", "session", s.rec.ID, "err", err)
+	}
+	close(s.done)
 	if detached != nil {
 		select {
 		case <-detached:
@@ -293,13 +303,6 @@ func (m *Manager) finish(s *Session, reason string) bool {
 	m.mu.Lock()
 	delete(m.active, s.rec.ID)
 	m.mu.Unlock()
-	now := time.Now()
-	last := time.Unix(0, s.lastActivity.Load())
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := m.store.EndSession(ctx, s.rec.ID, now, last, reason); err != nil {
-		m.log.Error("recording the end of a session", "session", s.rec.ID, "err", err)
-	}
 	m.log.Info("browser session ended", "session", s.rec.ID, "team", s.rec.Team, "reason", reason)
 	return true
 }
