@@ -139,7 +139,11 @@ func (a *API) startCrawl(c *fiber.Ctx) error {
 	if err := zdr(req.ZeroDataRetention, team, spec); err != nil {
 		return err
 	}
-	return a.createJob(c, team, spec, spec.URL, "crawl")
+	body, err := a.createJob(c, team, spec, spec.URL, "crawl")
+	if err != nil {
+		return err
+	}
+	return c.JSON(body)
 }
 
 // jobScrapeOptions decodes a job's scrape options (a crawl's scrapeOptions
@@ -181,18 +185,19 @@ func zdr(v *bool, team teams.Team, spec *crawl.Spec) error {
 	return nil
 }
 
-// createJob starts a job and answers with its id and status URL.
-func (a *API) createJob(c *fiber.Ctx, team teams.Team, spec *crawl.Spec, target, endpoint string) error {
+// createJob starts a job (crawl or batch) and returns the answer's body:
+// its id and status URL.
+func (a *API) createJob(c *fiber.Ctx, team teams.Team, spec *crawl.Spec, target, endpoint string) (fiber.Map, error) {
 	key := c.Get("x-idempotency-key")
 	if len(key) > 256 {
-		return badRequest(fieldError("x-idempotency-key", "the x-idempotency-key header must be at most 256 characters"))
+		return nil, badRequest(fieldError("x-idempotency-key", "the x-idempotency-key header must be at most 256 characters"))
 	}
 	id, err := a.Crawler.Create(context.Background(), team.ID, spec, key)
 	if errors.Is(err, crawl.ErrIdempotencyConflict) {
-		return &Error{Status: fiber.StatusConflict, Code: "IDEMPOTENCY_CONFLICT", Message: "the x-idempotency-key header was already used for another job"}
+		return nil, &Error{Status: fiber.StatusConflict, Code: "IDEMPOTENCY_CONFLICT", Message: "the x-idempotency-key header was already used for another job"}
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !spec.ZeroDataRetention {
 		a.recordActivity(team.ID, id, endpoint, target)
@@ -201,7 +206,7 @@ func (a *API) createJob(c *fiber.Ctx, team teams.Team, spec *crawl.Spec, target,
 	if spec.Kind == crawl.KindBatch {
 		path = "/v2/batch/scrape/"
 	}
-	return c.JSON(fiber.Map{"success": true, "id": id, "url": a.baseURL(c) + path + id})
+	return fiber.Map{"success": true, "id": id, "url": a.baseURL(c) + path + id}, nil
 }
 
 // batchRequest is POST /v2/batch/scrape (spec 4.5).
@@ -271,18 +276,10 @@ func (a *API) startBatch(c *fiber.Ctx) error {
 	if err := zdr(req.ZeroDataRetention, team, spec); err != nil {
 		return err
 	}
-	key := c.Get("x-idempotency-key")
-	id, err := a.Crawler.Create(context.Background(), team.ID, spec, key)
-	if errors.Is(err, crawl.ErrIdempotencyConflict) {
-		return &Error{Status: fiber.StatusConflict, Code: "IDEMPOTENCY_CONFLICT", Message: "the x-idempotency-key header was already used for another job"}
-	}
+	body, err := a.createJob(c, team, spec, spec.URLs[0], "batch_scrape")
 	if err != nil {
 		return err
 	}
-	if !spec.ZeroDataRetention {
-		a.recordActivity(team.ID, id, "batch_scrape", spec.URLs[0])
-	}
-	body := fiber.Map{"success": true, "id": id, "url": a.baseURL(c) + "/v2/batch/scrape/" + id}
 	if ignoreInvalid {
 		body["invalidURLs"] = invalid
 	}

@@ -886,3 +886,30 @@ func TestCrawlSubdomains(t *testing.T) {
 		t.Errorf("another domain was contacted")
 	}
 }
+
+func TestIdempotencyKey(t *testing.T) {
+	site := newCrawlSite(t)
+	ts := crawlService(t, nil)
+	post := func(path, key, body string) int {
+		req, _ := http.NewRequest("POST", ts.URL+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+keyAcme)
+		req.Header.Set("x-idempotency-key", key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	body := `{"url": "` + site.URL + `/docs/c4", "limit": 1}`
+	if a, b := post("/v2/crawl", "k-1", body), post("/v2/crawl", "k-1", body); a != 200 || b != 409 {
+		t.Errorf("the same key twice: %d then %d, want 200 then 409", a, b)
+	}
+	batch := `{"urls": ["` + site.URL + `/docs/c4"]}`
+	if a, b := post("/v2/batch/scrape", "k-2", batch), post("/v2/batch/scrape", "k-2", batch); a != 200 || b != 409 {
+		t.Errorf("a batch with the same key twice: %d then %d", a, b)
+	}
+	if n := post("/v2/crawl", strings.Repeat("k", 300), body); n != 400 {
+		t.Errorf("a 300-character key: %d", n)
+	}
+}
