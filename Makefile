@@ -5,7 +5,7 @@ BIN := bin/trawler
 export PUPPETEER_SKIP_DOWNLOAD := 1
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
 
-.PHONY: run build deps test-deps test test-go test-node bench clean
+.PHONY: run build deps test-deps test test-go test-node bench images clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/trawler
@@ -34,6 +34,11 @@ test-node: build
 bench: deps build
 	@scripts/install-deps.sh bench
 	$(GO) run ./bench
+
+# images builds the browser, service and MinIO images offline with docker
+# import (scripts/images.sh); deploy/*.Dockerfile are the registry route.
+images:
+	bash scripts/images.sh all
 
 clean:
 	rm -rf bin data

@@ -1,0 +1,602 @@
+// Package docker runs Trawler's browsers in Docker containers, one container
+// per browser, as the alternative to local Chromium processes
+// (sessions.ProcessRuntime). It owns those containers: their resource limits,
+// the labels that tie them to one service instance, and their removal.
+package docker
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/trawler-dev/trawler/sessions"
+)
+
+// Config describes the browser containers. Zero fields take the defaults
+// named in their comments.
+type Config struct {
+	// Image is the browser image (default trawler/browser:latest, built by
+	// scripts/images.sh browser or from deploy/browser.Dockerfile).
+	Image string
+	// Command is the Chromium binary inside the image (default
+	// /usr/lib/chromium/chromium).
+	Command string
+	// Instance names the service instance that owns the containers (default
+	// "default"). Every container carries it in the dev.trawler.instance
+	// label and Reap removes only the containers with the same value, so two
+	// services sharing one engine must set different values.
+	Instance string
+	// Memory is each browser's memory limit in bytes, swap included
+	// (default 2 GiB).
+	Memory int64
+	// CPUs is how many CPUs each browser may use (default 1.0).
+	CPUs float64
+	// PidsLimit bounds the processes and threads of each browser (default
+	// 1024): a page cannot fork-bomb the host.
+	PidsLimit int64
+	// ShmSize is the size of each browser's /dev/shm in bytes (default
+	// 256 MiB).
+	ShmSize int64
+	// StartTimeout bounds how long Start waits for the DevTools endpoint
+	// (default 30s).
+	StartTimeout time.Duration
+	// ExtraFlags are added after sessions.ChromiumFlags
+	// (TRAWLER_CHROMIUM_FLAGS), e.g. --host-resolver-rules or --proxy-server.
+	ExtraFlags []string
+	// Log receives the runtime's warnings and, at debug level, the browsers'
+	// own output. Nil discards them.
+	Log *slog.Logger
+}
+
+// Defaults of Config.
+const (
+	DefaultImage        = "trawler/browser:latest"
+	DefaultCommand      = "/usr/lib/chromium/chromium"
+	DefaultInstance     = "default"
+	DefaultMemory       = 2 << 30
+	DefaultCPUs         = 1.0
+	DefaultPidsLimit    = 1024
+	DefaultShmSize      = 256 << 20
+	DefaultStartTimeout = 30 * time.Second
+)
+
+// withDefaults returns c with its zero fields set to the defaults.
+func (c Config) withDefaults() Config {
+	if c.Image == "" {
+		c.Image = DefaultImage
+	}
+	if c.Command == "" {
+		c.Command = DefaultCommand
+	}
+	if c.Instance == "" {
+		c.Instance = DefaultInstance
+	}
+	if c.Memory == 0 {
+		c.Memory = DefaultMemory
+	}
+	if c.CPUs == 0 {
+		c.CPUs = DefaultCPUs
+	}
+	if c.PidsLimit == 0 {
+		c.PidsLimit = DefaultPidsLimit
+	}
+	if c.ShmSize == 0 {
+		c.ShmSize = DefaultShmSize
+	}
+	if c.StartTimeout == 0 {
+		c.StartTimeout = DefaultStartTimeout
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Validate reports every field that cannot work, zero fields counting as
+// their defaults.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	var errs []error
+	// The engine refuses less than 6 MiB; Chromium needs far more anyway.
+	if c.Memory < 64<<20 {
+		errs = append(errs, fmt.Errorf("memory limit %d bytes is below 64 MiB", c.Memory))
+	}
+	if c.CPUs < 0.01 || math.IsNaN(c.CPUs) || math.IsInf(c.CPUs, 0) {
+		errs = append(errs, fmt.Errorf("CPUs must be at least 0.01, got %v", c.CPUs))
+	}
+	if c.PidsLimit < 0 {
+		errs = append(errs, fmt.Errorf("pids limit must be positive, got %d", c.PidsLimit))
+	}
+	if c.ShmSize < 0 {
+		errs = append(errs, fmt.Errorf("shm size must be positive, got %d", c.ShmSize))
+	}
+	if c.StartTimeout < 0 {
+		errs = append(errs, fmt.Errorf("start timeout must be positive, got %s", c.StartTimeout))
+	}
+	for _, f := range c.ExtraFlags {
+		switch strings.SplitN(f, "=", 2)[0] {
+		case "--user-data-dir", "--remote-debugging-port", "--remote-debugging-address", "--remote-debugging-pipe":
+			errs = append(errs, fmt.Errorf("extra flag %s is set by the runtime for each browser", f))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Labels on every browser container. Reap finds a crashed service's
+// containers by them; an operator can too: docker ps --filter
+// label=dev.trawler.instance=NAME.
+const (
+	labelBrowser  = "dev.trawler.browser"
+	labelInstance = "dev.trawler.instance"
+	labelID       = "dev.trawler.id"
+)
+
+// userDataDir is on the container's /tmp tmpfs: a browser's profile lives
+// and dies with its container.
+const userDataDir = "/tmp/trawler-user-data"
+
+// validID is what a container name allows after the "trawler-browser-"
+// prefix; the pool's ids are UUIDs.
+var validID = regexp.MustCompile(`^[a-zA-Z0-9_.-]+$`)
+
+// Runtime runs each browser in its own container on the local Docker engine,
+// with host networking: the browser reaches what the host reaches (loopback
+// test sites included) and listens for DevTools on 127.0.0.1 only.
+type Runtime struct {
+	cfg Config
+	cli *client.Client
+}
+
+var _ sessions.Runtime = (*Runtime)(nil)
+
+// New validates cfg and connects to the Docker engine named by the
+// environment (DOCKER_HOST, else the local socket). It does not contact the
+// engine yet: Start and Reap report an unreachable one.
+func New(cfg Config) (*Runtime, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("docker runtime: %w", err)
+	}
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return nil, fmt.Errorf("docker client: %w", err)
+	}
+	return &Runtime{cfg: cfg.withDefaults(), cli: cli}, nil
+}
+
+// Close releases the connection to the engine. It leaves the browsers
+// running: closing them is their owner's job.
+func (r *Runtime) Close() error { return r.cli.Close() }
+
+// Start creates and starts a browser container named after id and returns
+// once its DevTools endpoint answers. On any failure it removes the
+// container again.
+func (r *Runtime) Start(ctx context.Context, id string) (sessions.Browser, error) {
+	if !validID.MatchString(id) {
+		return nil, fmt.Errorf("browser id %q cannot name a container", id)
+	}
+	began := time.Now()
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	pids := r.cfg.PidsLimit
+	yes := true
+	created, err := r.cli.ContainerCreate(ctx,
+		&container.Config{
+			Image:      r.cfg.Image,
+			Entrypoint: []string{r.cfg.Command},
+			Cmd:        r.args(port),
+			// The profile and Chromium's caches under $HOME go to the tmpfs.
+			Env: []string{"HOME=/tmp"},
+			Labels: map[string]string{
+				labelBrowser:  "1",
+				labelInstance: r.cfg.Instance,
+				labelID:       id,
+			},
+		},
+		&container.HostConfig{
+			NetworkMode: "host",
+			// docker-init as PID 1 reaps Chromium's zombie helpers and
+			// forwards the stop signal.
+			Init: &yes,
+			Resources: container.Resources{
+				Memory:     r.cfg.Memory,
+				MemorySwap: r.cfg.Memory, // no swap on top of the limit
+				NanoCPUs:   int64(r.cfg.CPUs * 1e9),
+				PidsLimit:  &pids,
+			},
+			ShmSize: r.cfg.ShmSize,
+			Tmpfs:   map[string]string{"/tmp": "rw,nosuid,nodev,mode=1777"},
+			// Chromium runs with --no-sandbox: the container is the sandbox,
+			// so it gets no capabilities and cannot gain any.
+			CapDrop:     []string{"ALL"},
+			SecurityOpt: []string{"no-new-privileges"},
+		},
+		nil, nil, "trawler-browser-"+id)
+	if err != nil && ctx.Err() != nil {
+		// The engine may have created the container after all.
+		removeByName(r.cli, "trawler-browser-"+id)
+	}
+	if cerrdefs.IsNotFound(err) {
+		return nil, fmt.Errorf("creating browser container: image %s not found (build it with scripts/images.sh browser or deploy/browser.Dockerfile): %w", r.cfg.Image, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("creating browser container: %w", err)
+	}
+
+	if err := r.cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
+		removeByName(r.cli, created.ID)
+		return nil, fmt.Errorf("starting browser container: %w", err)
+	}
+
+	b := &browser{
+		id:          id,
+		containerID: created.ID,
+		cli:         r.cli,
+		log:         r.cfg.Log,
+		done:        make(chan struct{}),
+	}
+	// The watchers belong to the browser, not to the caller: they outlive
+	// Start's ctx and stop in Close.
+	var wctx context.Context
+	wctx, b.stopWatch = context.WithCancel(context.WithoutCancel(ctx))
+	go b.watch(wctx)
+	if b.log.Enabled(ctx, slog.LevelDebug) {
+		b.logs.Add(1)
+		go b.follow(wctx)
+	}
+
+	startCtx, cancel := context.WithTimeout(ctx, r.cfg.StartTimeout)
+	defer cancel()
+	url, err := waitReady(startCtx, port, b.done, b.announced)
+	switch {
+	case err == nil:
+		b.url = url
+		b.log.Debug("browser container started", "browser", id, "container", shortID(created.ID), "took", time.Since(began).Round(time.Millisecond))
+		return b, nil
+	case errors.Is(err, errExited):
+		tail := b.logTail(5)
+		b.Close()
+		return nil, fmt.Errorf("chromium exited before its DevTools endpoint was ready (%v): %s", b.Err(), tail)
+	case ctx.Err() != nil:
+		b.Close()
+		return nil, ctx.Err()
+	default:
+		tail := b.logTail(5)
+		b.Close()
+		return nil, fmt.Errorf("chromium did not open its DevTools endpoint within %s: %s", r.cfg.StartTimeout, tail)
+	}
+}
+
+// args are Chromium's flags: the common ones with the DevTools port chosen
+// in advance, so that Start knows where to poll for readiness.
+func (r *Runtime) args(port int) []string {
+	args := make([]string, 0, len(sessions.ChromiumFlags)+len(r.cfg.ExtraFlags)+3)
+	for _, f := range sessions.ChromiumFlags {
+		if strings.HasPrefix(f, "--remote-debugging-port=") || strings.HasPrefix(f, "--remote-debugging-address=") {
+			continue
+		}
+		args = append(args, f)
+	}
+	args = append(args,
+		"--remote-debugging-address=127.0.0.1",
+		"--remote-debugging-port="+strconv.Itoa(port),
+		"--user-data-dir="+userDataDir,
+	)
+	args = append(args, r.cfg.ExtraFlags...)
+	return append(args, "about:blank")
+}
+
+// Reap force-removes every browser container of this Instance, running or
+// not, and returns how many it removed. It is meant for the service's start,
+// before it runs browsers of its own: it would remove those too.
+func (r *Runtime) Reap(ctx context.Context) (int, error) {
+	list, err := r.cli.ContainerList(ctx, container.ListOptions{
+		All: true,
+		Filters: filters.NewArgs(
+			filters.Arg("label", labelBrowser+"=1"),
+			filters.Arg("label", labelInstance+"="+r.cfg.Instance),
+		),
+	})
+	if err != nil {
+		return 0, fmt.Errorf("listing browser containers: %w", err)
+	}
+	n := 0
+	var errs []error
+	for _, c := range list {
+		err := r.cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
+		switch {
+		case err == nil:
+			n++
+		case cerrdefs.IsNotFound(err): // gone meanwhile
+		default:
+			errs = append(errs, fmt.Errorf("removing browser container %s: %w", shortID(c.ID), err))
+		}
+	}
+	return n, errors.Join(errs...)
+}
+
+// freePort asks the kernel for a port on 127.0.0.1 that nothing listens on.
+// Another program could take it before Chromium does: Chromium then fails to
+// listen and Start times out, since waitReady accepts only the endpoint that
+// the container's own Chromium announced.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("finding a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+var errExited = errors.New("browser container exited")
+
+// waitReady polls the DevTools discovery endpoint until it names a
+// WebSocket URL that ours confirms, the container exits or ctx ends.
+func waitReady(ctx context.Context, port int, exited <-chan struct{}, ours func(context.Context, string) bool) (string, error) {
+	endpoint := "http://127.0.0.1:" + strconv.Itoa(port) + "/json/version"
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if u := devtoolsURL(ctx, endpoint); u != "" && ours(ctx, u) {
+			return u, nil
+		}
+		select {
+		case <-exited:
+			return "", errExited
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+func devtoolsURL(ctx context.Context, endpoint string) string {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint, nil)
+	if err != nil {
+		return ""
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	var v struct {
+		WebSocketDebuggerURL string `json:"webSocketDebuggerUrl"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&v) != nil {
+		return ""
+	}
+	return v.WebSocketDebuggerURL
+}
+
+// browser is one browser container.
+type browser struct {
+	id, containerID, url string
+	cli                  *client.Client
+	log                  *slog.Logger
+	done                 chan struct{}
+	stopWatch            context.CancelFunc
+	logs                 sync.WaitGroup // the debug log follower
+
+	mu  sync.Mutex
+	err error
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+func (b *browser) ID() string            { return b.id }
+func (b *browser) DevToolsURL() string   { return b.url }
+func (b *browser) Done() <-chan struct{} { return b.done }
+
+func (b *browser) Err() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.err
+}
+
+// Close stops the container with a short grace period, removes it and waits
+// for Done. Later and concurrent calls wait for the first and return its
+// result.
+func (b *browser) Close() error {
+	b.closeOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		select {
+		case <-b.done:
+		default:
+			grace := 2 // seconds; the profile is thrown away, so little to flush
+			err := b.cli.ContainerStop(ctx, b.containerID, container.StopOptions{Timeout: &grace})
+			if err != nil && !cerrdefs.IsNotFound(err) {
+				b.log.Warn("stopping browser container", "browser", b.id, "container", shortID(b.containerID), "err", err)
+			}
+		}
+		b.closeErr = b.remove()
+		// An engine that no longer answers would leave the watcher waiting
+		// for ever.
+		select {
+		case <-b.done:
+		case <-time.After(10 * time.Second):
+		}
+		b.stopWatch()
+		<-b.done
+		b.logs.Wait()
+	})
+	return b.closeErr
+}
+
+func (b *browser) remove() error { return removeByName(b.cli, b.containerID) }
+
+// removeByName force-removes a container, named or by id, with a context of
+// its own: it cleans up after a caller whose context may have ended.
+func removeByName(cli *client.Client, name string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	err := cli.ContainerRemove(ctx, name, container.RemoveOptions{Force: true})
+	if err != nil && !cerrdefs.IsNotFound(err) {
+		return fmt.Errorf("removing browser container %s: %w", shortID(name), err)
+	}
+	return nil
+}
+
+// watch waits for the container to stop, records why and closes done.
+func (b *browser) watch(ctx context.Context) {
+	err := b.wait(ctx)
+	b.mu.Lock()
+	b.err = err
+	b.mu.Unlock()
+	close(b.done)
+}
+
+func (b *browser) wait(ctx context.Context) error {
+	const attempts = 3
+	var err error
+	for range attempts {
+		resC, errC := b.cli.ContainerWait(ctx, b.containerID, container.WaitConditionNotRunning)
+		select {
+		case res := <-resC:
+			return b.exitError(ctx, res)
+		case err = <-errC:
+		}
+		if ctx.Err() != nil || cerrdefs.IsNotFound(err) {
+			break
+		}
+		// The connection to the engine broke (a daemon restart, say): ask
+		// again before giving the browser up.
+		b.log.Warn("waiting for browser container", "browser", b.id, "container", shortID(b.containerID), "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+	return fmt.Errorf("lost track of browser container: %w", err)
+}
+
+func (b *browser) exitError(ctx context.Context, res container.WaitResponse) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	oom := false
+	// The container may be gone already (Close removes it); the exit code
+	// then says enough.
+	if info, err := b.cli.ContainerInspect(ctx, b.containerID); err == nil && info.State != nil {
+		oom = info.State.OOMKilled
+	}
+	msg := describeExit(res.StatusCode, oom)
+	if res.Error != nil && res.Error.Message != "" {
+		msg += ": " + res.Error.Message
+	}
+	return errors.New(msg)
+}
+
+// describeExit explains a container's exit code: above 128 it is the signal
+// that ended docker-init, 137 (SIGKILL) being the usual one for both
+// docker kill and the kernel's out-of-memory killer.
+func describeExit(code int64, oomKilled bool) string {
+	msg := fmt.Sprintf("browser container exited with code %d", code)
+	switch {
+	case oomKilled:
+		msg += " (killed: out of memory)"
+	case code > 128 && code < 128+65:
+		msg += " (" + syscall.Signal(code-128).String() + ")"
+	}
+	return msg
+}
+
+// announced reports whether the container's Chromium printed "DevTools
+// listening on url": with host networking, a port that another browser took
+// first would otherwise hand the caller someone else's browser.
+func (b *browser) announced(ctx context.Context, url string) bool {
+	out, err := b.output(ctx, "all")
+	return err == nil && strings.Contains(out, "DevTools listening on "+url)
+}
+
+// output returns the container's output so far, its last tail lines or
+// "all".
+func (b *browser) output(ctx context.Context, tail string) (string, error) {
+	rc, err := b.cli.ContainerLogs(ctx, b.containerID, container.LogsOptions{ShowStdout: true, ShowStderr: true, Tail: tail})
+	if err != nil {
+		return "", err
+	}
+	defer rc.Close()
+	var out bytes.Buffer
+	if _, err := stdcopy.StdCopy(&out, &out, rc); err != nil {
+		return "", err
+	}
+	return out.String(), nil
+}
+
+// logTail returns the container's last n non-empty output lines, joined
+// with " | ", for an error message.
+func (b *browser) logTail(n int) string {
+	// Start's ctx may be what failed: the logs get their own.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out, err := b.output(ctx, strconv.Itoa(4*n))
+	if err != nil {
+		return "(no logs: " + err.Error() + ")"
+	}
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	if len(lines) == 0 {
+		return "(no output)"
+	}
+	return strings.Join(lines, " | ")
+}
+
+// follow copies the browser's output to the log at debug level until the
+// container goes away or Close ends ctx.
+func (b *browser) follow(ctx context.Context) {
+	defer b.logs.Done()
+	rc, err := b.cli.ContainerLogs(ctx, b.containerID, container.LogsOptions{ShowStdout: true, ShowStderr: true, Follow: true})
+	if err != nil {
+		return
+	}
+	pr, pw := io.Pipe()
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		_, err := stdcopy.StdCopy(pw, pw, rc)
+		pw.CloseWithError(err)
+	}()
+	sc := bufio.NewScanner(pr)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		b.log.Debug("chromium", "browser", b.id, "line", sc.Text())
+	}
+	// The scanner stops early only on an absurdly long line; unblock the copy.
+	rc.Close()
+	pr.Close()
+	<-copied
+}
+
+func shortID(id string) string { return id[:min(12, len(id))] }

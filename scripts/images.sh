@@ -1,0 +1,223 @@
+#!/usr/bin/env bash
+# Builds Trawler's container images from this machine's files, offline, with
+# `docker import` (no base image, no registry):
+#   images.sh browser   trawler/browser:<chromium version> and :latest, a
+#                       self-contained root filesystem around /usr/lib/chromium
+#                       (skipped when that version is already built)
+#   images.sh trawler   trawler/trawler:latest, the static service binary
+#                       (rebuilt every time: the source changes)
+#   images.sh minio     trawler/minio:latest from $(go env GOPATH)/bin/minio
+#                       (skipped when present)
+#   images.sh all       the three (the default)
+# With a registry at hand, deploy/*.Dockerfile build the same images the usual way.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+what="${1:-all}"
+case "$what" in
+  browser|trawler|minio|all) ;;
+  *) echo "usage: $0 [browser|trawler|minio|all]" >&2; exit 2 ;;
+esac
+bash scripts/start-dockerd.sh
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+# place FILE ROOT copies FILE into ROOT at its canonical directory, under the
+# name it was asked for, following symlinks: a library named by its soname
+# (libfoo.so.1 -> libfoo.so.1.2.3) lands as a regular file libfoo.so.1, and
+# /lib/x86_64-linux-gnu/... lands in usr/lib/... behind the root's own
+# merged-/usr symlinks (see usrlinks).
+place() {
+  local dir
+  dir="$(realpath "$(dirname "$1")")"
+  mkdir -p "$2$dir"
+  cp -L --preserve=mode,timestamps "$1" "$2$dir/$(basename "$1")"
+}
+
+# usrlinks ROOT repeats the host's /bin, /lib, /lib64 and /sbin symlinks
+# (Debian's merged /usr), so that the dynamic loader's fixed path
+# /lib64/ld-linux-x86-64.so.2 resolves inside ROOT.
+usrlinks() {
+  local l
+  for l in /bin /lib /lib32 /lib64 /libx32 /sbin; do
+    [ -L "$l" ] && ln -sfn "$(readlink "$l")" "$1$l"
+  done
+  return 0
+}
+
+# libs FILE... prints the shared libraries the files need, transitively (ldd
+# resolves the whole closure), and the dynamic loader; it fails on a library
+# that cannot be found.
+libs() {
+  local f out
+  for f in "$@"; do
+    out="$(ldd "$f" 2>&1)" || continue # not dynamic: nothing to add
+    if grep -q 'not found' <<<"$out"; then
+      echo "images.sh: $f needs libraries this machine lacks:" >&2
+      grep 'not found' <<<"$out" >&2
+      return 1
+    fi
+    awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' <<<"$out"
+  done | sort -u
+}
+
+# basefs ROOT writes what every image needs besides its program: a minimal
+# user database (root, and trawler as uid 1000 for the browser) and /tmp.
+basefs() {
+  mkdir -p "$1/etc" "$1/tmp"
+  chmod 1777 "$1/tmp"
+  printf 'root:x:0:0:root:/root:/sbin/nologin\ntrawler:x:1000:1000:trawler:/tmp:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n' >"$1/etc/passwd"
+  printf 'root:x:0:\ntrawler:x:1000:\nnogroup:x:65534:\n' >"$1/etc/group"
+  # Names resolve from /etc/hosts and DNS only: the host's nsswitch.conf may
+  # name modules (mdns, systemd) the image does not carry.
+  printf 'passwd: files\ngroup: files\nhosts: files dns\n' >"$1/etc/nsswitch.conf"
+}
+
+# pack ROOT IMAGE [--change ...] packs ROOT as root-owned files into IMAGE.
+pack() {
+  local root="$1" image="$2"
+  shift 2
+  tar -C "$root" --format=posix --numeric-owner --owner=0 --group=0 -cf - . | docker import "$@" - "$image" >/dev/null
+}
+
+report() {
+  local size
+  size="$(docker image inspect -f '{{.Size}}' "$1")"
+  echo "built $1: $((size / 1024 / 1024)) MiB in $(($(date +%s) - $2)) s" >&2
+}
+
+browser() {
+  local chromium=/usr/lib/chromium/chromium version image root start
+  if [ ! -x "$chromium" ]; then
+    echo "images.sh: $chromium is missing (make deps installs Debian's chromium)" >&2
+    return 1
+  fi
+  version="$("$chromium" --version | awk '{print $2}')"
+  image="trawler/browser:$version"
+  if docker image inspect "$image" >/dev/null 2>&1; then
+    docker tag "$image" trawler/browser:latest
+    echo "$image is already built" >&2
+    return 0
+  fi
+  start="$(date +%s)"
+  root="$work/browser"
+  mkdir -p "$root"
+  usrlinks "$root"
+  basefs "$root"
+
+  mkdir -p "$root/usr/lib"
+  cp -a /usr/lib/chromium "$root/usr/lib/"
+  # NSS loads its crypto modules with dlopen, so ldd does not list them; TLS
+  # needs them.
+  local nss nssdir
+  nssdir="$(dirname "$(libs "$chromium" | grep '/libnss3\.so' | head -1)")"
+  nss=()
+  for f in "$nssdir"/lib{softokn3,freebl3,freeblpriv3,nssckbi,nssdbm3}.{so,chk}; do
+    [ -e "$f" ] && nss+=("$f")
+  done
+  local f list
+  list="$(libs "$chromium" /usr/lib/chromium/chrome_crashpad_handler \
+    $(find /usr/lib/chromium -name '*.so*' ! -name '*.TOC') "${nss[@]}")"
+  for f in $list "${nss[@]}"; do
+    place "$f" "$root"
+  done
+
+  # Fonts: fontconfig's configuration, every font it knows and its cache.
+  # The cache stays valid only if each font directory keeps its modification
+  # time; otherwise every browser start would rescan the fonts.
+  mkdir -p "$root/etc"
+  cp -rL /etc/fonts "$root/etc/"
+  local fonts d
+  fonts="$(fc-list --format '%{file}\n' | sort -u)"
+  while read -r f; do
+    [ -n "$f" ] && cp --preserve=timestamps --parents "$f" "$root"
+  done <<<"$fonts"
+  while read -r f; do
+    d="$(dirname "$f")"
+    while [ "$d" != / ]; do
+      touch -r "$d" "$root$d"
+      d="$(dirname "$d")"
+    done
+  done <<<"$fonts"
+  [ -d /var/cache/fontconfig ] && mkdir -p "$root/var/cache" && cp -a /var/cache/fontconfig "$root/var/cache/"
+  # GLib looks up its settings schemas at start and complains without them.
+  [ -f /usr/share/glib-2.0/schemas/gschemas.compiled ] && place /usr/share/glib-2.0/schemas/gschemas.compiled "$root"
+  # The C.UTF-8 locale, so that text is UTF-8 without a full locales package.
+  [ -d /usr/lib/locale/C.utf8 ] && mkdir -p "$root/usr/lib/locale" && cp -a /usr/lib/locale/C.utf8 "$root/usr/lib/locale/"
+
+  pack "$root" "$image" \
+    --change 'USER 1000:1000' \
+    --change 'ENV HOME=/tmp' \
+    --change 'ENV LANG=C.UTF-8' \
+    --change 'WORKDIR /tmp' \
+    --change 'LABEL dev.trawler.image=browser'
+  docker tag "$image" trawler/browser:latest
+  report "$image" "$start"
+}
+
+trawler() {
+  local root="$work/trawler" start
+  start="$(date +%s)"
+  mkdir -p "$root/data"
+  basefs "$root"
+  CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$root/trawler" ./cmd/trawler
+  mkdir -p "$root/etc/ssl/certs"
+  cp -L /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/"
+  # TRAWLER_ADDR listens on every interface, so that a published port
+  # reaches the service; config refuses that without TRAWLER_API_KEYS (or
+  # TRAWLER_ALLOW_PUBLIC_LOCAL_MODE=true).
+  pack "$root" trawler/trawler:latest \
+    --change 'ENV TRAWLER_DATA_DIR=/data' \
+    --change 'ENV TRAWLER_ADDR=0.0.0.0:3002' \
+    --change 'EXPOSE 3002' \
+    --change 'VOLUME /data' \
+    --change 'WORKDIR /data' \
+    --change 'ENTRYPOINT ["/trawler"]' \
+    --change 'CMD ["serve"]'
+  report trawler/trawler:latest "$start"
+}
+
+minio() {
+  local bin root="$work/minio" start f
+  bin="$(go env GOPATH)/bin/minio"
+  if [ ! -x "$bin" ]; then
+    echo "images.sh: $bin is missing (make test-deps builds it)" >&2
+    return 1
+  fi
+  if [ ! -x /bin/busybox ]; then
+    echo "images.sh: /bin/busybox is missing (apt-get install busybox-static): the MinIO image's health check runs its wget" >&2
+    return 1
+  fi
+  # The image is rebuilt when the server binary changes.
+  local key
+  key="$(sha256sum "$bin" | cut -c1-16)-busybox"
+  if [ "$(docker image inspect -f '{{index .Config.Labels "dev.trawler.key"}}' trawler/minio:latest 2>/dev/null)" = "$key" ]; then
+    echo "trawler/minio:latest is already built" >&2
+    return 0
+  fi
+  start="$(date +%s)"
+  mkdir -p "$root/data"
+  usrlinks "$root"
+  basefs "$root"
+  cp "$bin" "$root/minio"
+  cp /bin/busybox "$root/busybox"
+  local list
+  list="$(libs "$bin")"
+  for f in $list; do
+    place "$f" "$root"
+  done
+  pack "$root" trawler/minio:latest \
+    --change 'ENTRYPOINT ["/minio"]' \
+    --change 'CMD ["server", "/data"]' \
+    --change 'EXPOSE 9000' \
+    --change 'VOLUME /data' \
+    --change "LABEL dev.trawler.key=$key"
+  report trawler/minio:latest "$start"
+}
+
+case "$what" in
+  browser) browser ;;
+  trawler) trawler ;;
+  minio) minio ;;
+  all) browser; minio; trawler ;;
+esac
