@@ -1,6 +1,7 @@
-// Package profiles owns the storage of named browser profiles: one blob per profile and team (a tar.gz
-// the caller builds from the browser's state) plus a single-writer lock, kept either on the local
-// filesystem (FS) or in any S3-compatible object store (S3).
+// Package profiles owns named browser profiles: the browser's state captured and restored over CDP
+// (State, Capture, Restore, Tracker: cookies, localStorage and IndexedDB), its storage as one blob per
+// profile and team (State.Encode) plus a single-writer lock, kept either on the local filesystem (FS)
+// or in any S3-compatible object store (S3), and a browser's use of a profile from load to save (Use).
 //
 // Locks carry an absolute expiry time, so every process sharing a store must have a roughly synchronised
 // clock; a lock's time-to-live should be much longer than the expected clock skew.

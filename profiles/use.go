@@ -1,0 +1,201 @@
+package profiles
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Use is one browser's use of a profile, from the load of its last saved version to the save of the
+// browser's state (for a writer) and the release of the lock. A writer holds the profile's lock for
+// the whole use and renews it in the background; a reader holds nothing and never writes.
+type Use struct {
+	store       Store
+	team, name  string
+	write       bool
+	ttl         time.Duration
+	state       *State
+	lock        *Lock
+	tracker     *Tracker
+	devtools    string
+	contextID   string
+	stopRenew   chan struct{}
+	renewDone   chan struct{}
+	mu          sync.Mutex // guards lock against the renewer
+	lost        error      // why the lock was lost, if it was
+	closeOnce   sync.Once
+	closeResult error
+}
+
+// Open starts a use of the profile team/name: a writer takes the lock (ErrLocked when another live
+// writer holds it) for ttl, renewed every ttl/3 until Close; everyone loads the last saved version
+// (an empty state when the profile was never saved).
+func Open(ctx context.Context, st Store, team, name, owner string, write bool, ttl time.Duration) (*Use, error) {
+	if err := validate(team, name); err != nil {
+		return nil, err
+	}
+	u := &Use{store: st, team: team, name: name, write: write, ttl: ttl}
+	if write {
+		l, err := st.Lock(ctx, team, name, owner, ttl)
+		if err != nil {
+			return nil, err
+		}
+		u.lock = l
+	}
+	data, err := st.Load(ctx, team, name)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		u.state = &State{}
+	case err != nil:
+		u.release()
+		return nil, fmt.Errorf("loading profile %q: %w", name, err)
+	default:
+		if u.state, err = DecodeState(data); err != nil {
+			u.release()
+			return nil, fmt.Errorf("reading profile %q: %w", name, err)
+		}
+	}
+	if write {
+		u.stopRenew, u.renewDone = make(chan struct{}), make(chan struct{})
+		go u.renew()
+	}
+	return u, nil
+}
+
+// Name is the profile's name.
+func (u *Use) Name() string { return u.name }
+
+// Writes reports whether the use saves the browser's state at its end.
+func (u *Use) Writes() bool { return u.write }
+
+// renew keeps the lock alive until Close.
+func (u *Use) renew() {
+	defer close(u.renewDone)
+	t := time.NewTicker(u.ttl / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-u.stopRenew:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), u.ttl/3)
+		u.mu.Lock()
+		err := u.store.Renew(ctx, u.lock, u.ttl)
+		if errors.Is(err, ErrLocked) {
+			u.lost = fmt.Errorf("the lock on profile %q was taken over: %w", u.name, err)
+		}
+		u.mu.Unlock()
+		cancel()
+		if errors.Is(err, ErrLocked) {
+			return
+		}
+	}
+}
+
+// Apply restores the loaded state into browserContextID ("" for the default context) of the browser
+// at devtoolsURL, and for a writer starts recording the origins the browser visits, so that Close
+// knows whose storage to save.
+func (u *Use) Apply(ctx context.Context, devtoolsURL, browserContextID string) error {
+	u.devtools, u.contextID = devtoolsURL, browserContextID
+	if u.write {
+		t, err := Track(ctx, devtoolsURL, browserContextID)
+		if err != nil {
+			return fmt.Errorf("watching the browser for profile %q: %w", u.name, err)
+		}
+		u.tracker = t
+	}
+	if len(u.state.Cookies) == 0 && len(u.state.Origins) == 0 {
+		return nil
+	}
+	if err := Restore(ctx, devtoolsURL, browserContextID, u.state); err != nil {
+		return fmt.Errorf("restoring profile %q: %w", u.name, err)
+	}
+	return nil
+}
+
+// Close ends the use. A writer whose browser is still running (save) captures the browser's state
+// and saves it as the profile's new version, then releases the lock; ctx bounds the capture and the
+// save. Without save (the browser died) the last saved version stays. Close is safe to call more
+// than once; later calls return the first result.
+func (u *Use) Close(ctx context.Context, save bool) error {
+	u.closeOnce.Do(func() { u.closeResult = u.close(ctx, save) })
+	return u.closeResult
+}
+
+func (u *Use) close(ctx context.Context, save bool) error {
+	if !u.write {
+		return nil
+	}
+	close(u.stopRenew)
+	<-u.renewDone
+	var err error
+	if save && u.devtools != "" {
+		err = u.save(ctx)
+	}
+	if u.tracker != nil {
+		u.tracker.Close()
+	}
+	return errors.Join(err, u.release())
+}
+
+// save captures the browser's state, for every origin it visited or that the profile already held,
+// and writes it.
+func (u *Use) save(ctx context.Context) error {
+	if u.lost != nil {
+		return u.lost
+	}
+	origins := u.state.OriginList()
+	if u.tracker != nil {
+		origins = append(origins, u.tracker.Origins()...)
+	}
+	slices.Sort(origins)
+	st, err := Capture(ctx, u.devtools, u.contextID, slices.Compact(origins))
+	if err != nil {
+		return fmt.Errorf("capturing the browser's state for profile %q: %w", u.name, err)
+	}
+	data, err := st.Encode()
+	if err != nil {
+		return err
+	}
+	if err := u.store.Save(ctx, u.team, u.name, u.lock, data); err != nil {
+		return fmt.Errorf("saving profile %q: %w", u.name, err)
+	}
+	return nil
+}
+
+// release gives the lock back, if there is one.
+func (u *Use) release() error {
+	if u.lock == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := u.store.Unlock(ctx, u.lock)
+	if errors.Is(err, ErrLocked) {
+		return nil // taken over after expiry: nothing of ours to release
+	}
+	return err
+}
+
+// Opener opens uses of profiles on behalf of one service instance: the one
+// place where lock owners and lock lifetimes are decided, for sessions,
+// scrapes and jobs alike.
+type Opener struct {
+	Store Store
+	// Instance names the service in lock records, so that an operator can
+	// tell which process holds a profile.
+	Instance string
+	// LockTTL is how long a writer's lock lives between renewals.
+	LockTTL time.Duration
+}
+
+// Open starts a use of team's profile name; see Open.
+func (o *Opener) Open(ctx context.Context, team, name string, write bool) (*Use, error) {
+	return Open(ctx, o.Store, team, name, o.Instance+"/"+uuid.NewString(), write, o.LockTTL)
+}
