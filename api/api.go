@@ -12,6 +12,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/trawler-dev/trawler/crawl"
+	"github.com/trawler-dev/trawler/profiles"
 	"github.com/trawler-dev/trawler/publicurl"
 	"github.com/trawler-dev/trawler/scrape"
 	"github.com/trawler-dev/trawler/sessions"
@@ -28,6 +29,8 @@ type Deps struct {
 	Store    *store.Store
 	URLs     publicurl.Resolver
 	Log      *slog.Logger
+	// Profiles opens the teams' browser profiles.
+	Profiles *profiles.Opener
 }
 
 // API is the Fiber application and what it needs.
@@ -70,6 +73,8 @@ func New(d Deps) *API {
 	v2.Delete("/batch/scrape/:id", a.cancelJob(crawl.KindBatch))
 	v2.Get("/batch/scrape/:id/errors", a.jobErrors(crawl.KindBatch))
 	v2.Post("/map", a.mapSite)
+	v2.Get("/profiles", a.listProfiles)
+	v2.Delete("/profiles/:name", a.deleteProfile)
 	return a
 }
 

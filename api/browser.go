@@ -14,11 +14,6 @@ import (
 	"github.com/trawler-dev/trawler/store"
 )
 
-type profileRequest struct {
-	Name        *string `json:"name"`
-	SaveChanges *bool   `json:"saveChanges"`
-}
-
 type createBrowserRequest struct {
 	TTL           *int            `json:"ttl"`
 	ActivityTTL   *int            `json:"activityTtl"`
@@ -36,16 +31,7 @@ func (a *API) createBrowser(c *fiber.Ctx) error {
 	var problems []FieldProblem
 	ttl := intRange(&problems, "ttl", req.TTL, 30, 3600, 300)
 	idle := intRange(&problems, "activityTtl", req.ActivityTTL, 10, 3600, 300)
-	if p := req.Profile; p != nil {
-		switch {
-		case p.Name == nil:
-			problems = append(problems, fieldError("profile.name", "profile.name is required when profile is given"))
-		case len([]rune(*p.Name)) < 1 || len([]rune(*p.Name)) > 128:
-			problems = append(problems, fieldError("profile.name", "profile.name must be between 1 and 128 characters"))
-		default:
-			problems = append(problems, fieldError("profile", "profile is not supported by this server yet: persistent browser profiles are not available, so the session would lose its state"))
-		}
-	}
+	profile := profileOption(&problems, "profile", req.Profile)
 	if len(problems) > 0 {
 		return badRequest(problems...)
 	}
@@ -54,11 +40,19 @@ func (a *API) createBrowser(c *fiber.Ctx) error {
 		stream = *req.StreamWebView
 	}
 	team := teamOf(c)
-	s, err := a.Sessions.Create(context.Background(), sessions.CreateOptions{
+	opts := sessions.CreateOptions{
 		Team: team.ID, TeamLimit: team.Concurrency,
 		TTL: time.Duration(ttl) * time.Second, ActivityTTL: time.Duration(idle) * time.Second,
 		StreamWebView: stream,
-	})
+	}
+	if profile != nil {
+		use, err := a.Profiles.Open(context.Background(), team.ID, profile.Name, profile.SaveChanges)
+		if err != nil {
+			return err
+		}
+		opts.Profile = use
+	}
+	s, err := a.Sessions.Create(context.Background(), opts)
 	if err != nil {
 		return err
 	}

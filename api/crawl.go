@@ -159,7 +159,9 @@ func (a *API) jobScrapeOptions(raw json.RawMessage, prefix string, team teams.Te
 		}
 		return scrape.DefaultOptions()
 	}
-	return r.options(prefix, team, problems)
+	o := r.options(prefix, team, problems)
+	jobProfile(problems, prefix+"profile", r.Profile, &o)
+	return o
 }
 
 func decodeWebhook(raw json.RawMessage, problems *[]FieldProblem) *webhook.Spec {
@@ -270,6 +272,7 @@ func (a *API) startBatch(c *fiber.Ctx) error {
 	spec.MaxConcurrency = intRange(&problems, "maxConcurrency", req.MaxConcurrency, 1, 1000, 0)
 	spec.Webhook = decodeWebhook(req.Webhook, &problems)
 	spec.Scrape = req.options("", team, &problems)
+	jobProfile(&problems, "profile", req.Profile, &spec.Scrape)
 	if len(problems) > 0 {
 		return badRequest(problems...)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/trawler-dev/trawler/crawl"
 	"github.com/trawler-dev/trawler/netguard"
+	"github.com/trawler-dev/trawler/profiles"
 	"github.com/trawler-dev/trawler/scrape"
 	"github.com/trawler-dev/trawler/sessions"
 	"github.com/trawler-dev/trawler/store"
@@ -91,6 +92,11 @@ func (a *API) toError(err error) *Error {
 		return &Error{Status: fiber.StatusUnprocessableEntity, Code: "SCRAPE_ACTION_ERROR", Message: action.Error()}
 	case errors.As(err, &parseErr):
 		return &Error{Status: fiber.StatusUnprocessableEntity, Code: "PARSE_ERROR", Message: parseErr.Error()}
+	case errors.Is(err, profiles.ErrLocked):
+		return &Error{Status: fiber.StatusConflict, Code: "PROFILE_LOCKED",
+			Message: "the profile is locked: another session is writing it (saveChanges:true); open it with saveChanges:false to read its last saved version, or retry when that session ends"}
+	case errors.Is(err, profiles.ErrNotFound):
+		return &Error{Status: fiber.StatusNotFound, Code: "NOT_FOUND", Message: "profile not found"}
 	case errors.Is(err, crawl.ErrNotFound):
 		return &Error{Status: fiber.StatusNotFound, Code: "NOT_FOUND", Message: "job not found"}
 	case errors.Is(err, store.ErrNotFound):

@@ -202,9 +202,7 @@ func (r *scrapeOptionsRequest) options(prefix string, team teams.Team, problems 
 			o.MaxAge = 2 * 365 * 24 * time.Hour
 		}
 	}
-	if r.Profile != nil {
-		add("profile", "profile is not supported by this server yet: persistent browser profiles are not available")
-	}
+	o.Profile = profileOption(problems, prefix+"profile", r.Profile)
 	if len(r.RedactPII) > 0 && string(r.RedactPII) != "false" && string(r.RedactPII) != "null" {
 		add("redactPII", "redactPII needs a language model, which this server does not have; it is not supported yet")
 	}
@@ -222,8 +220,9 @@ func (r *scrapeOptionsRequest) options(prefix string, team teams.Team, problems 
 	if len(r.Actions) > 50 {
 		add("actions", "actions must hold at most 50 actions")
 	}
-	// Sensitive scraping is never cached, nor answered from the cache.
-	if len(o.Actions) > 0 || len(o.Headers) > 0 {
+	// Sensitive scraping (a profile's pages are a user's own) is never
+	// cached, nor answered from the cache.
+	if len(o.Actions) > 0 || len(o.Headers) > 0 || o.Profile != nil {
 		o.StoreInCache = false
 		if o.MinAge == nil && !o.Lockdown {
 			o.MaxAge = 0

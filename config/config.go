@@ -4,16 +4,20 @@
 package config
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/docker/go-units"
 )
 
 // Config is everything the service needs to start.
@@ -89,6 +93,57 @@ type Config struct {
 
 	// LogLevel is debug, info, warn or error (TRAWLER_LOG_LEVEL, default info).
 	LogLevel string
+
+	// Instance names this service among others sharing a Docker engine or a
+	// profile store (TRAWLER_INSTANCE; default the host name and a digest of
+	// the data directory). Its browser containers carry it, so that a
+	// restarted service removes only its own orphans.
+	Instance string
+	// Runtime is where browsers run: "process" (the default, local Chromium
+	// processes) or "docker" (one container per browser) (TRAWLER_RUNTIME).
+	Runtime string
+	// Docker holds the settings of the docker runtime.
+	Docker Docker
+
+	// Profiles is where browser profiles are kept (TRAWLER_PROFILES): a
+	// directory (default DATA_DIR/profiles) or s3://bucket/prefix, with the
+	// S3 settings below.
+	Profiles string
+	// S3 is the object store of s3:// profiles.
+	S3 S3
+	// ProfileLockTTL is how long a profile writer's lock lives unless
+	// renewed (TRAWLER_PROFILE_LOCK_TTL, default 1m). A session renews it
+	// every third of that; a crashed writer's lock is taken over once it
+	// expires.
+	ProfileLockTTL time.Duration
+}
+
+// Docker are the settings of the docker runtime.
+type Docker struct {
+	// Image is the browser image (TRAWLER_DOCKER_IMAGE, default
+	// trawler/browser:latest, built by make images).
+	Image string
+	// Memory, CPUs, Pids and Shm limit each browser container
+	// (TRAWLER_DOCKER_MEMORY, default 2g; TRAWLER_DOCKER_CPUS, default 1;
+	// TRAWLER_DOCKER_PIDS, default 1024; TRAWLER_DOCKER_SHM, default 256m).
+	Memory int64
+	CPUs   float64
+	Pids   int64
+	Shm    int64
+}
+
+// S3 are the settings of an S3-compatible profile store such as MinIO.
+type S3 struct {
+	// Endpoint is host:port, or a URL whose scheme says whether to use TLS
+	// (TRAWLER_S3_ENDPOINT; http:// means no TLS; a bare host:port uses TLS).
+	Endpoint string
+	// Secure is whether to speak TLS to the endpoint.
+	Secure bool
+	// AccessKey and SecretKey are the credentials (TRAWLER_S3_ACCESS_KEY,
+	// TRAWLER_S3_SECRET_KEY).
+	AccessKey, SecretKey string
+	// Region is the bucket's region (TRAWLER_S3_REGION, optional).
+	Region string
 }
 
 // Features are options an operator enables per team.
@@ -123,6 +178,10 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 		LogLevel:            "info",
 		ResultRetention:     24 * time.Hour,
 		HostConcurrency:     8,
+		Runtime:             "process",
+		ProfileLockTTL:      time.Minute,
+		Docker: Docker{Image: "trawler/browser:latest", Memory: 2 << 30, CPUs: 1,
+			Pids: 1024, Shm: 256 << 20},
 	}
 	var errs []error
 	str := func(name string, dst *string) {
@@ -185,6 +244,44 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 		}
 	}
 	str("TRAWLER_LOG_LEVEL", &c.LogLevel)
+	str("TRAWLER_INSTANCE", &c.Instance)
+	str("TRAWLER_RUNTIME", &c.Runtime)
+	str("TRAWLER_DOCKER_IMAGE", &c.Docker.Image)
+	size := func(name string, dst *int64) {
+		v := strings.TrimSpace(getenv(name))
+		if v == "" {
+			return
+		}
+		n, err := units.RAMInBytes(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s must be a size such as 512m or 2g, got %q", name, v))
+			return
+		}
+		*dst = n
+	}
+	size("TRAWLER_DOCKER_MEMORY", &c.Docker.Memory)
+	size("TRAWLER_DOCKER_SHM", &c.Docker.Shm)
+	if v := strings.TrimSpace(getenv("TRAWLER_DOCKER_CPUS")); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("TRAWLER_DOCKER_CPUS must be a number of CPUs such as 1 or 0.5, got %q", v))
+		}
+		c.Docker.CPUs = f
+	}
+	pids := int(c.Docker.Pids)
+	integer("TRAWLER_DOCKER_PIDS", &pids)
+	c.Docker.Pids = int64(pids)
+	str("TRAWLER_PROFILES", &c.Profiles)
+	str("TRAWLER_S3_ACCESS_KEY", &c.S3.AccessKey)
+	str("TRAWLER_S3_SECRET_KEY", &c.S3.SecretKey)
+	str("TRAWLER_S3_REGION", &c.S3.Region)
+	if v := strings.TrimSpace(getenv("TRAWLER_S3_ENDPOINT")); v != "" {
+		c.S3.Endpoint, c.S3.Secure = v, true
+		if u, err := url.Parse(v); err == nil && (u.Scheme == "http" || u.Scheme == "https") {
+			c.S3.Endpoint, c.S3.Secure = u.Host, u.Scheme == "https"
+		}
+	}
+	duration("TRAWLER_PROFILE_LOCK_TTL", &c.ProfileLockTTL)
 	boolean("TRAWLER_ALLOW_PRIVATE_NETWORKS", &c.AllowPrivateNetworks)
 	boolean("TRAWLER_ALLOW_PUBLIC_LOCAL_MODE", &c.AllowPublicLocalMode)
 	integer("TRAWLER_POOL_SIZE", &c.PoolSize)
@@ -350,6 +447,57 @@ func (c *Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("TRAWLER_LOG_LEVEL must be debug, info, warn or error, got %q", c.LogLevel))
 	}
+	if c.ProfileLockTTL < time.Second || c.ProfileLockTTL > time.Hour {
+		errs = append(errs, fmt.Errorf("TRAWLER_PROFILE_LOCK_TTL must be between 1s and 1h, got %s", c.ProfileLockTTL))
+	}
+	if strings.HasPrefix(c.Profiles, "s3://") {
+		if c.S3.Endpoint == "" || c.S3.AccessKey == "" || c.S3.SecretKey == "" {
+			errs = append(errs, fmt.Errorf("TRAWLER_PROFILES %q is an S3 store: set TRAWLER_S3_ENDPOINT, TRAWLER_S3_ACCESS_KEY and TRAWLER_S3_SECRET_KEY", c.Profiles))
+		}
+	} else if strings.Contains(c.Profiles, "://") {
+		errs = append(errs, fmt.Errorf("TRAWLER_PROFILES must be a directory or s3://bucket/prefix, got %q", c.Profiles))
+	}
+	switch c.Runtime {
+	case "process":
+		errs = append(errs, c.validateChromium()...)
+	case "docker":
+		if c.Docker.Image == "" {
+			errs = append(errs, errors.New("TRAWLER_DOCKER_IMAGE must not be empty"))
+		}
+		if c.Docker.Memory < 128<<20 {
+			errs = append(errs, fmt.Errorf("TRAWLER_DOCKER_MEMORY must be at least 128m, got %d bytes", c.Docker.Memory))
+		}
+		if c.Docker.CPUs <= 0 || c.Docker.CPUs > 1024 {
+			errs = append(errs, fmt.Errorf("TRAWLER_DOCKER_CPUS must be above 0, got %g", c.Docker.CPUs))
+		}
+		if c.Docker.Pids < 64 {
+			errs = append(errs, fmt.Errorf("TRAWLER_DOCKER_PIDS must be at least 64, got %d", c.Docker.Pids))
+		}
+		if c.Docker.Shm < 1<<20 {
+			errs = append(errs, fmt.Errorf("TRAWLER_DOCKER_SHM must be at least 1m, got %d bytes", c.Docker.Shm))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("TRAWLER_RUNTIME must be process or docker, got %q", c.Runtime))
+	}
+	if c.DataDir != "" {
+		if abs, err := filepath.Abs(c.DataDir); err == nil {
+			c.DataDir = abs
+		}
+	}
+	if c.Profiles == "" && c.DataDir != "" {
+		c.Profiles = filepath.Join(c.DataDir, "profiles")
+	}
+	if c.Instance == "" {
+		host, _ := os.Hostname()
+		sum := sha256.Sum256([]byte(c.DataDir))
+		c.Instance = fmt.Sprintf("%s-%x", host, sum[:4])
+	}
+	return errors.Join(errs...)
+}
+
+// validateChromium finds the browser binary of the process runtime.
+func (c *Config) validateChromium() []error {
+	var errs []error
 	if c.ChromiumPath == "" {
 		c.ChromiumPath = findChromium()
 	}
@@ -360,12 +508,7 @@ func (c *Config) Validate() error {
 	} else {
 		c.ChromiumPath = p
 	}
-	if c.DataDir != "" {
-		if abs, err := filepath.Abs(c.DataDir); err == nil {
-			c.DataDir = abs
-		}
-	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // splitFlags splits a flag list on spaces, keeping a double-quoted part

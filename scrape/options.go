@@ -26,6 +26,15 @@ type Options struct {
 	StoreInCache       bool
 	Lockdown           bool
 	ZeroDataRetention  bool
+	// Profile is the browser profile the page is loaded with, if any.
+	Profile *Profile
+}
+
+// Profile names a team's browser profile; with SaveChanges the browser's
+// state after the page is saved back into it.
+type Profile struct {
+	Name        string
+	SaveChanges bool
 }
 
 // DefaultOptions are the spec's defaults.

@@ -26,6 +26,7 @@ import (
 	"github.com/trawler-dev/trawler/content"
 	"github.com/trawler-dev/trawler/netguard"
 	"github.com/trawler-dev/trawler/parse"
+	"github.com/trawler-dev/trawler/profiles"
 	"github.com/trawler-dev/trawler/sessions"
 	"github.com/trawler-dev/trawler/store"
 )
@@ -50,6 +51,8 @@ type Service struct {
 	Log   *slog.Logger
 	// Retention is how long a scrape's result stays retrievable by id.
 	Retention time.Duration
+	// Profiles opens the browser profiles that requests name.
+	Profiles *profiles.Opener
 
 	spares spares
 }
@@ -255,6 +258,20 @@ func (s *Service) fetch(ctx context.Context, req Request) (*page, error) {
 	if err := guard.CheckHost(ctx, u.Hostname()); err != nil {
 		return nil, err
 	}
+	// The profile is opened first: a writer that finds it locked is
+	// refused before it takes a browser.
+	use, err := s.openProfile(ctx, req.Team, o.Profile)
+	if err != nil {
+		return nil, err
+	}
+	saved := false
+	if use != nil {
+		defer func() {
+			if !saved {
+				use.Close(context.Background(), false)
+			}
+		}()
+	}
 	lease, err := s.Pool.Acquire(ctx, sessions.LeaseRequest{Team: req.Team, TeamLimit: req.TeamLimit, Lifetime: o.Timeout + 10*time.Second, Reusable: true})
 	if err != nil {
 		return nil, err
@@ -289,6 +306,12 @@ func (s *Service) fetch(ctx context.Context, req Request) (*page, error) {
 		t.close()
 		return nil, err
 	}
+	if use != nil {
+		if err := use.Apply(ctx, b.DevToolsURL(), t.contextID); err != nil {
+			t.close()
+			return nil, err
+		}
+	}
 	if err := t.setup(ctx, o, guard, !o.needsRender(), ua, s.Log); err != nil {
 		return nil, err
 	}
@@ -300,6 +323,15 @@ func (s *Service) fetch(ctx context.Context, req Request) (*page, error) {
 	}()
 
 	pg, err := s.drive(ctx, t, req)
+	if use != nil && use.Writes() && lease.Cause() == nil {
+		// Save what the page left in its context before the context goes.
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if cerr := use.Close(sctx, true); cerr != nil {
+			s.Log.Error("saving the scrape's profile", "profile", use.Name(), "err", cerr)
+		}
+		cancel()
+		saved = true
+	}
 	if err == nil || errors.Is(err, ErrPageCrashed) || errors.As(err, new(*ActionError)) {
 		healthy = true // the browser itself is fine
 	}
@@ -307,6 +339,17 @@ func (s *Service) fetch(ctx context.Context, req Request) (*page, error) {
 		return nil, &LoadError{URL: req.URL, Reason: cause.Error()}
 	}
 	return pg, err
+}
+
+// openProfile starts the use of p for team; nil without a profile.
+func (s *Service) openProfile(ctx context.Context, team string, p *Profile) (*profiles.Use, error) {
+	if p == nil {
+		return nil, nil
+	}
+	if s.Profiles == nil {
+		return nil, errors.New("browser profiles are not configured on this server")
+	}
+	return s.Profiles.Open(ctx, team, p.Name, p.SaveChanges)
 }
 
 // drive navigates, waits, runs the actions and captures.

@@ -115,7 +115,8 @@ func (w *Worker) browser(ctx context.Context) error {
 }
 
 // tab returns job's tab, opening it (set up for the job's options) if needed.
-func (w *Worker) tab(ctx context.Context, job string, o *Options) (*jobTab, error) {
+func (w *Worker) tab(ctx context.Context, job string, req *Request) (*jobTab, error) {
+	o := &req.Options
 	if jt := w.tabs[job]; jt != nil {
 		select {
 		case <-jt.t.crashed:
@@ -145,6 +146,20 @@ func (w *Worker) tab(ctx context.Context, job string, o *Options) (*jobTab, erro
 		t.close()
 		conn.Close()
 		return nil, &RetryableError{Err: err}
+	}
+	// A job's profile is read-only (many pages at once cannot take turns
+	// writing it): it is restored into the job's context once.
+	if o.Profile != nil {
+		use, err := w.s.openProfile(ctx, req.Team, &Profile{Name: o.Profile.Name})
+		if err == nil {
+			err = use.Apply(ctx, w.lease.Browser().DevToolsURL(), t.contextID)
+			use.Close(ctx, false)
+		}
+		if err != nil {
+			t.close()
+			conn.Close()
+			return nil, err
+		}
 	}
 	guard := &netguard.Cache{Guard: w.s.Guard, TTL: time.Minute}
 	if err := t.setup(ctx, o, guard, !o.needsRender(), ua, w.s.Log); err != nil {
@@ -176,7 +191,7 @@ func (w *Worker) fetch(ctx context.Context, job string, req Request) (*page, err
 	if err := w.browser(ctx); err != nil {
 		return nil, err
 	}
-	jt, err := w.tab(ctx, job, &req.Options)
+	jt, err := w.tab(ctx, job, &req)
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -356,10 +355,7 @@ func TestBrowserCrashDestroysSession(t *testing.T) {
 	if _, err := client.call("Browser.getVersion", nil); err != nil {
 		t.Fatal(err)
 	}
-	pid := ts.browserPID(id)
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
+	ts.killBrowser(id)
 	ce := client.waitClose(10 * time.Second)
 	if ce.Code != websocket.CloseInternalServerErr || !strings.Contains(ce.Text, "exited") {
 		t.Fatalf("close frame after a crash: %d %q", ce.Code, ce.Text)

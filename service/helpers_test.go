@@ -10,9 +10,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 
 	"github.com/trawler-dev/trawler/config"
 	"github.com/trawler-dev/trawler/service"
+	"github.com/trawler-dev/trawler/sessions"
 )
 
 const (
@@ -43,6 +46,11 @@ func start(t *testing.T, env map[string]string) *testService {
 		"TRAWLER_WARM_BROWSERS": "1",
 		"TRAWLER_POOL_SIZE":     "6",
 		"TRAWLER_QUEUE_WAIT":    "2s",
+	}
+	// make test-docker runs the session suites again with browsers in
+	// containers.
+	if rt := os.Getenv("TRAWLER_TEST_RUNTIME"); rt != "" {
+		vars["TRAWLER_RUNTIME"] = rt
 	}
 	for k, v := range env {
 		vars[k] = v
@@ -202,13 +210,28 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Fatalf("timed out after %s waiting for %s", d, what)
 }
 
-// browserPID is the main process of the browser behind session id.
-func (ts *testService) browserPID(id string) int {
+// killBrowser kills the browser behind session id from outside, as a crash
+// or the out-of-memory killer would: its process, or its container.
+func (ts *testService) killBrowser(id string) {
 	ts.t.Helper()
 	s, err := ts.Sessions.Lookup(context.Background(), id)
 	if err != nil {
 		ts.t.Fatalf("lookup %s: %v", id, err)
 	}
+	if ts.Config.Runtime == "docker" {
+		if out, err := exec.Command("docker", "kill", "trawler-browser-"+s.BrowserID()).CombinedOutput(); err != nil {
+			ts.t.Fatalf("docker kill: %v: %s", err, out)
+		}
+		return
+	}
+	if err := syscall.Kill(ts.browserPID(s), syscall.SIGKILL); err != nil {
+		ts.t.Fatal(err)
+	}
+}
+
+// browserPID is the main process of a session's local browser.
+func (ts *testService) browserPID(s *sessions.Session) int {
+	ts.t.Helper()
 	raw, err := os.ReadFile(filepath.Join(ts.Config.DataDir, "browsers", s.BrowserID(), "trawler.pid"))
 	if err != nil {
 		ts.t.Fatalf("reading pid: %v", err)

@@ -32,6 +32,7 @@ import (
 	"github.com/trawler-dev/trawler/crawl"
 	"github.com/trawler-dev/trawler/liveview"
 	"github.com/trawler-dev/trawler/netguard"
+	"github.com/trawler-dev/trawler/profiles"
 	"github.com/trawler-dev/trawler/publicurl"
 	"github.com/trawler-dev/trawler/scrape"
 	"github.com/trawler-dev/trawler/sessions"
@@ -49,11 +50,15 @@ type Service struct {
 	Proxy    *cdpproxy.Proxy
 	Crawler  *crawl.Service
 	Webhooks *webhook.Dispatcher
+	Profiles profiles.Store
 	log      *slog.Logger
-	cancel   context.CancelFunc
-	handler  http.Handler
-	stop     chan struct{}
-	wg       sync.WaitGroup
+	// closeRuntime releases the browser runtime after the pool has stopped
+	// every browser.
+	closeRuntime func()
+	cancel       context.CancelFunc
+	handler      http.Handler
+	stop         chan struct{}
+	wg           sync.WaitGroup
 }
 
 // janitor deletes what has outlived its retention: activity older than the
@@ -100,8 +105,17 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 		st.Close()
 		return nil, err
 	}
-	rt := &sessions.ProcessRuntime{Chromium: cfg.ChromiumPath, Dir: filepath.Join(cfg.DataDir, "browsers"), ExtraFlags: cfg.ChromiumFlags,
-		StartTimeout: cfg.BrowserStartTimeout, Log: log}
+	profileStore, err := newProfileStore(ctx, cfg)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	opener := &profiles.Opener{Store: profileStore, Instance: cfg.Instance, LockTTL: cfg.ProfileLockTTL}
+	rt, closeRuntime, err := newRuntime(cfg, log)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
 	if n, err := rt.Reap(ctx); err != nil {
 		log.Warn("reaping browsers of an earlier run", "err", err)
 	} else if n > 0 {
@@ -112,13 +126,14 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 	mgr, err := sessions.NewManager(ctx, pool, st, log)
 	if err != nil {
 		pool.Close()
+		closeRuntime()
 		st.Close()
 		return nil, err
 	}
 	urls := publicurl.Resolver{Base: cfg.PublicURL, Trusted: cfg.TrustedProxies}
 	proxy := cdpproxy.New(mgr, urls, log)
 	guard := &netguard.Guard{AllowPrivate: cfg.AllowPrivateNetworks}
-	scraper := &scrape.Service{Pool: pool, Store: st, Log: log, Retention: cfg.ResultRetention, Guard: guard}
+	scraper := &scrape.Service{Pool: pool, Store: st, Log: log, Retention: cfg.ResultRetention, Guard: guard, Profiles: opener}
 	hooks := &webhook.Dispatcher{Store: st, Client: guard.Client(10*time.Second, false), Log: log,
 		Secret: func(team string) string { return cfg.WebhookSecrets[team] }}
 	crawler := &crawl.Service{Scrape: scraper, Store: st, Guard: guard, Webhooks: hooks, Log: log,
@@ -127,13 +142,15 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 	if err := crawler.Start(ctx); err != nil {
 		mgr.Close()
 		pool.Close()
+		closeRuntime()
 		st.Close()
 		return nil, err
 	}
-	a := api.New(api.Deps{Teams: reg, Sessions: mgr, Scraper: scraper, Crawler: crawler, Store: st, URLs: urls, Log: log})
+	a := api.New(api.Deps{Teams: reg, Sessions: mgr, Scraper: scraper, Crawler: crawler, Store: st, URLs: urls, Log: log,
+		Profiles: opener})
 
 	s := &Service{Config: cfg, Store: st, Pool: pool, Sessions: mgr, Proxy: proxy, Crawler: crawler, Webhooks: hooks,
-		log: log, stop: make(chan struct{})}
+		Profiles: profileStore, log: log, stop: make(chan struct{}), closeRuntime: closeRuntime}
 	bg, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.wg.Add(2)
@@ -172,6 +189,7 @@ func (s *Service) Close() {
 	s.Crawler.Close()
 	s.Sessions.Close()
 	s.Pool.Close()
+	s.closeRuntime()
 	s.Proxy.Wait()
 	s.Store.Close()
 }

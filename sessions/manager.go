@@ -88,19 +88,43 @@ type CreateOptions struct {
 	TTL           time.Duration
 	ActivityTTL   time.Duration
 	StreamWebView bool
+	// Profile, when set, is restored into the browser before the session
+	// starts and closed when it ends (a writer saves the browser's state
+	// then). Create takes ownership: it closes the profile if it fails.
+	Profile Profile
 }
+
+// Profile is browser state a session loads at its start and, for a writer,
+// saves at its end (a *profiles.Use).
+type Profile interface {
+	// Apply restores the state into the browser's default context.
+	Apply(ctx context.Context, devtoolsURL, browserContextID string) error
+	// Close ends the use; with save, a writer captures and saves the
+	// browser's state first.
+	Close(ctx context.Context, save bool) error
+}
+
+// profileGrace is how long a session's browser outlives its ttl, so that
+// a profile writer can save the browser's state before it is stopped.
+const profileGrace = time.Minute
+
+// profileSaveTimeout bounds the capture and save of a profile at the end
+// of a session.
+const profileSaveTimeout = 50 * time.Second
 
 // Session is one live interactive session.
 type Session struct {
-	rec   store.Session
-	lease *Lease
-	mgr   *Manager
+	rec     store.Session
+	lease   *Lease
+	mgr     *Manager
+	profile Profile
 
 	lastActivity atomic.Int64 // unix nanoseconds
 
 	mu       sync.Mutex
 	ended    bool
 	reason   string
+	endedAt  time.Time
 	done     chan struct{}
 	attached int
 	detached chan struct{} // closed when attached drops to 0 after the end
@@ -178,6 +202,13 @@ func (s *Session) Attach() (detach func(), ok bool) {
 func (s *Session) Record() store.Session {
 	r := s.rec
 	r.LastActivity = time.Unix(0, s.lastActivity.Load()).UTC()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		// Ending (saving a profile, freeing the browser) takes a moment;
+		// the record says destroyed from its start, as the store does.
+		r.Status, r.EndReason, r.DestroyedAt = "destroyed", s.reason, s.endedAt
+	}
 	return r
 }
 
@@ -199,9 +230,22 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (*Session, error)
 	if closed {
 		return nil, ErrClosed
 	}
-	lease, err := m.pool.Acquire(ctx, LeaseRequest{Team: o.Team, TeamLimit: o.TeamLimit, Lifetime: o.TTL})
+	// The pool's deadline is a backstop: the session's own ttl timer (in
+	// watch) ends it first, while its browser still runs, so that a
+	// profile can be saved.
+	lease, err := m.pool.Acquire(ctx, LeaseRequest{Team: o.Team, TeamLimit: o.TeamLimit, Lifetime: o.TTL + profileGrace})
 	if err != nil {
+		if o.Profile != nil {
+			o.Profile.Close(context.Background(), false)
+		}
 		return nil, err
+	}
+	if o.Profile != nil {
+		if err := o.Profile.Apply(ctx, lease.Browser().DevToolsURL(), ""); err != nil {
+			o.Profile.Close(context.Background(), false)
+			lease.Release(false)
+			return nil, err
+		}
 	}
 	now := time.Now().UTC()
 	s := &Session{
@@ -209,12 +253,15 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (*Session, error)
 			ID: uuid.NewString(), Team: o.Team, Status: "active", StreamWebView: o.StreamWebView,
 			TTL: o.TTL, ActivityTTL: o.ActivityTTL,
 			CDPToken: newToken(), ViewToken: newToken(), InteractToken: newToken(),
-			CreatedAt: now, ExpiresAt: lease.Deadline().UTC(), LastActivity: now,
+			CreatedAt: now, ExpiresAt: now.Add(o.TTL), LastActivity: now,
 		},
-		lease: lease, mgr: m, done: make(chan struct{}),
+		lease: lease, mgr: m, profile: o.Profile, done: make(chan struct{}),
 	}
 	s.lastActivity.Store(now.UnixNano())
 	if err := m.store.InsertSession(ctx, s.rec); err != nil {
+		if o.Profile != nil {
+			o.Profile.Close(context.Background(), false)
+		}
 		lease.Release(false)
 		return nil, err
 	}
@@ -237,9 +284,14 @@ func (m *Manager) watch(s *Session) {
 	defer m.wg.Done()
 	timer := time.NewTimer(s.rec.ActivityTTL)
 	defer timer.Stop()
+	ttl := time.NewTimer(time.Until(s.rec.ExpiresAt))
+	defer ttl.Stop()
 	for {
 		select {
 		case <-s.done:
+			return
+		case <-ttl.C:
+			m.finish(s, reasonTTL(s.rec.TTL))
 			return
 		case <-s.lease.Done():
 			cause := s.lease.Cause()
@@ -274,6 +326,7 @@ func (m *Manager) finish(s *Session, reason string) bool {
 	}
 	s.ended = true
 	s.reason = reason
+	s.endedAt = time.Now().UTC()
 	var detached chan struct{}
 	if s.attached > 0 {
 		detached = make(chan struct{})
@@ -284,11 +337,10 @@ func (m *Manager) finish(s *Session, reason string) bool {
 	// The record says destroyed before any client sees its socket close
 	// (closing done is what tells them), so that a client reacting to the
 	// close frame never reads "active".
-	now := time.Now()
 	last := time.Unix(0, s.lastActivity.Load())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := m.store.EndSession(ctx, s.rec.ID, now, last, reason); err != nil {
+	if err := m.store.EndSession(ctx, s.rec.ID, s.endedAt, last, reason); err != nil {
 		m.log.Error("recording the end of a session", "session", s.rec.ID, "err", err)
 	}
 	close(s.done)
@@ -298,6 +350,16 @@ func (m *Manager) finish(s *Session, reason string) bool {
 		case <-time.After(3 * time.Second):
 			m.log.Warn("clients did not detach in time", "session", s.rec.ID)
 		}
+	}
+	if s.profile != nil {
+		// A browser that is still leased is still running: save its state.
+		// One that exited keeps the profile's last saved version.
+		save := s.lease.Cause() == nil
+		pctx, cancel := context.WithTimeout(context.Background(), profileSaveTimeout)
+		if err := s.profile.Close(pctx, save); err != nil {
+			m.log.Error("saving the session's profile", "session", s.rec.ID, "err", err)
+		}
+		cancel()
 	}
 	s.lease.Release(false)
 	m.mu.Lock()

@@ -50,11 +50,14 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-func startBinary(t *testing.T, dataDir, addr string) *proc {
+// startBinary runs `trawler serve` with dataDir and addr, plus extra
+// NAME=value settings.
+func startBinary(t *testing.T, dataDir, addr string, extra ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(binary, "serve")
 	cmd.Env = append(os.Environ(), "TRAWLER_DATA_DIR="+dataDir, "TRAWLER_ADDR="+addr,
 		"TRAWLER_API_KEYS=acme:acme-key-0001", "TRAWLER_WARM_BROWSERS=1")
+	cmd.Env = append(cmd.Env, extra...)
 	p := &proc{cmd: cmd, addr: addr, stderr: &bytes.Buffer{}}
 	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
@@ -81,16 +84,25 @@ func startBinary(t *testing.T, dataDir, addr string) *proc {
 
 func (p *proc) call(t *testing.T, method, path string) map[string]any {
 	t.Helper()
-	req, _ := http.NewRequest(method, "http://"+p.addr+path, strings.NewReader("{}"))
+	_, out := p.send(t, method, path, "{}")
+	return out
+}
+
+// send calls the service with a JSON body and returns the status and the
+// decoded answer. It is safe to use from several goroutines.
+func (p *proc) send(t *testing.T, method, path, body string) (int, map[string]any) {
+	req, _ := http.NewRequest(method, "http://"+p.addr+path, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer acme-key-0001")
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		t.Error(err)
+		return 0, nil
 	}
 	defer resp.Body.Close()
 	var out map[string]any
 	json.NewDecoder(resp.Body).Decode(&out)
-	return out
+	return resp.StatusCode, out
 }
 
 // browsers lists the pids of Chromium processes using a directory under

@@ -119,6 +119,8 @@ class Trawler {
       TRAWLER_API_KEYS: `acme:${this.keys.acme},globex:${this.keys.globex}`,
       TRAWLER_WARM_BROWSERS: '1',
       TRAWLER_LOG_LEVEL: 'info',
+      // make test-docker runs the suites again with browsers in containers.
+      ...(process.env.TRAWLER_TEST_RUNTIME ? { TRAWLER_RUNTIME: process.env.TRAWLER_TEST_RUNTIME } : {}),
       ...extraEnv,
     });
     this.log += `--- starting ${bin} serve on ${this.baseUrl}\n`;

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"fmt"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/trawler-dev/trawler/profiles/miniotest"
+)
+
+// envList turns settings into NAME=value strings.
+func envList(m map[string]string) []string {
+	var out []string
+	for k, v := range m {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+const writerBody = `{"profile": {"name": "shop-login", "saveChanges": true}}`
+
+// Two services sharing one MinIO respect one lock: of two writers started
+// at once on different services exactly one wins; when the winner's service
+// is killed, its lock is taken over only after it expires.
+func TestProfileLockAcrossProcesses(t *testing.T) {
+	m := miniotest.Start(t)
+	env := append(envList(m.Env("trawler-profiles")), "TRAWLER_PROFILE_LOCK_TTL=5s")
+	dirA, dirB := t.TempDir(), t.TempDir()
+	// The killed service leaves its browsers behind: stop them before the
+	// data directories go.
+	t.Cleanup(func() {
+		for _, pid := range append(browsers(dirA), browsers(dirB)...) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		time.Sleep(200 * time.Millisecond)
+	})
+	a := startBinary(t, dirA, freeAddr(t), append(env, "TRAWLER_INSTANCE=a")...)
+	b := startBinary(t, dirB, freeAddr(t), append(env, "TRAWLER_INSTANCE=b")...)
+
+	type result struct {
+		p      *proc
+		status int
+		body   map[string]any
+	}
+	results := make([]result, 2)
+	var wg sync.WaitGroup
+	for i, p := range []*proc{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			status, body := p.send(t, "POST", "/v2/browser", writerBody)
+			results[i] = result{p, status, body}
+		}()
+	}
+	wg.Wait()
+	var winner, loser result
+	switch {
+	case results[0].status == 200 && results[1].status == 409:
+		winner, loser = results[0], results[1]
+	case results[1].status == 200 && results[0].status == 409:
+		winner, loser = results[1], results[0]
+	default:
+		t.Fatalf("two writers on two services: %d %v and %d %v, want one 200 and one 409", results[0].status, results[0].body,
+			results[1].status, results[1].body)
+	}
+	if loser.body["code"] != "PROFILE_LOCKED" {
+		t.Fatalf("the loser's answer: %v", loser.body)
+	}
+
+	// The winner's service dies with the lock held: its lock lives on until
+	// it expires (no renewals any more), then the other service takes over.
+	killed := time.Now()
+	winner.p.cmd.Process.Signal(syscall.SIGKILL)
+	winner.p.cmd.Wait()
+	if status, body := loser.p.send(t, "POST", "/v2/browser", writerBody); status != 409 {
+		t.Fatalf("a writer right after the holder died: %d %v, want 409 until the lock expires", status, body)
+	}
+	var id string
+	waitUntil(t, 20*time.Second, "the expired lock to be taken over", func() bool {
+		status, body := loser.p.send(t, "POST", "/v2/browser", writerBody)
+		if status == 200 {
+			id, _ = body["id"].(string)
+			return true
+		}
+		return false
+	})
+	if waited := time.Since(killed); waited < 2*time.Second {
+		t.Fatalf("the lock was taken over %s after its holder died; it had seconds left", waited)
+	}
+	if status, body := loser.p.send(t, "DELETE", "/v2/browser/"+id, ""); status != 200 {
+		t.Fatalf("ending the new writer: %d %v", status, body)
+	}
+	_, list := loser.p.send(t, "GET", "/v2/profiles", "")
+	if !strings.Contains(fmt.Sprint(list), "shop-login") || !strings.Contains(fmt.Sprint(list), "locked:false") {
+		t.Fatalf("profiles after the takeover's save: %v", list)
+	}
+}
+
+// containers lists the ids of the containers labelled with instance.
+func containers(t *testing.T, instance string) []string {
+	t.Helper()
+	out, err := exec.Command("docker", "ps", "-aq", "--no-trunc", "--filter", "label=dev.trawler.instance="+instance).Output()
+	if err != nil {
+		t.Fatalf("docker ps: %v", err)
+	}
+	return strings.Fields(string(out))
+}
+
+// After kill -9 of a service on the docker runtime its browser containers
+// keep running; the restarted service removes them.
+func TestRestartAfterKillRemovesOrphanedContainers(t *testing.T) {
+	if out, err := exec.Command("bash", "../../scripts/start-dockerd.sh").CombinedOutput(); err != nil {
+		t.Fatalf("the Docker engine: %v: %s", err, out)
+	}
+	if out, err := exec.Command("bash", "../../scripts/images.sh", "browser").CombinedOutput(); err != nil {
+		t.Fatalf("the browser image: %v: %s", err, out)
+	}
+	instance := "test-" + uuid.NewString()[:8]
+	t.Cleanup(func() {
+		for _, c := range containers(t, instance) {
+			exec.Command("docker", "rm", "-f", c).Run()
+		}
+	})
+	dataDir, addr := t.TempDir(), freeAddr(t)
+	env := []string{"TRAWLER_RUNTIME=docker", "TRAWLER_INSTANCE=" + instance}
+	p := startBinary(t, dataDir, addr, env...)
+	s := p.call(t, "POST", "/v2/browser")
+	id, _ := s["id"].(string)
+	if id == "" {
+		t.Fatalf("POST /v2/browser: %v", s)
+	}
+	waitUntil(t, 30*time.Second, "the warm browser's and the session's containers", func() bool {
+		return len(containers(t, instance)) >= 2
+	})
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	p.cmd.Wait()
+	orphans := containers(t, instance)
+	if len(orphans) < 2 {
+		t.Fatalf("containers after kill -9: %v; the test cannot show their removal", orphans)
+	}
+
+	p2 := startBinary(t, dataDir, addr, env...)
+	left := map[string]bool{}
+	for _, c := range containers(t, instance) {
+		left[c] = true
+	}
+	for _, c := range orphans {
+		if left[c] {
+			t.Errorf("orphaned container %s still exists after the restart", c[:12])
+		}
+	}
+	g := p2.call(t, "GET", "/v2/browser/"+id)
+	if g["status"] != "destroyed" || g["endReason"] != "service restarted" {
+		t.Fatalf("the killed run's session after restart: %v", g)
+	}
+	// The new run works on the docker runtime.
+	s2 := p2.call(t, "POST", "/v2/browser")
+	if s2["success"] != true {
+		t.Fatalf("a session after the restart: %v", s2)
+	}
+}

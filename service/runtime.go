@@ -1,0 +1,65 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/trawler-dev/trawler/config"
+	"github.com/trawler-dev/trawler/docker"
+	"github.com/trawler-dev/trawler/profiles"
+	"github.com/trawler-dev/trawler/sessions"
+)
+
+// newRuntime returns the browser runtime cfg selects and a function that
+// releases what the runtime holds (the Docker client).
+func newRuntime(cfg *config.Config, log *slog.Logger) (sessions.Runtime, func(), error) {
+	if cfg.Runtime == "docker" {
+		rt, err := docker.New(docker.Config{
+			Image: cfg.Docker.Image, Instance: cfg.Instance,
+			Memory: cfg.Docker.Memory, CPUs: cfg.Docker.CPUs, PidsLimit: cfg.Docker.Pids, ShmSize: cfg.Docker.Shm,
+			StartTimeout: cfg.BrowserStartTimeout, ExtraFlags: cfg.ChromiumFlags, Log: log,
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("TRAWLER_RUNTIME=docker: %w", err)
+		}
+		return rt, func() { rt.Close() }, nil
+	}
+	rt := &sessions.ProcessRuntime{Chromium: cfg.ChromiumPath, Dir: filepath.Join(cfg.DataDir, "browsers"),
+		ExtraFlags: cfg.ChromiumFlags, StartTimeout: cfg.BrowserStartTimeout, Log: log}
+	return rt, func() {}, nil
+}
+
+// newProfileStore opens the profile store cfg names: a directory, or an S3
+// bucket (created when missing, so that a fresh MinIO works at once).
+func newProfileStore(ctx context.Context, cfg *config.Config) (profiles.Store, error) {
+	if !strings.HasPrefix(cfg.Profiles, "s3://") {
+		return profiles.NewFS(cfg.Profiles), nil
+	}
+	bucket, prefix, err := profiles.ParseS3URL(cfg.Profiles)
+	if err != nil {
+		return nil, fmt.Errorf("TRAWLER_PROFILES: %w", err)
+	}
+	client, err := minio.New(cfg.S3.Endpoint, &minio.Options{
+		Creds:  credentials.NewStaticV4(cfg.S3.AccessKey, cfg.S3.SecretKey, ""),
+		Secure: cfg.S3.Secure, Region: cfg.S3.Region,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("TRAWLER_S3_ENDPOINT: %w", err)
+	}
+	ok, err := client.BucketExists(ctx, bucket)
+	if err != nil {
+		return nil, fmt.Errorf("TRAWLER_PROFILES %s: reaching the bucket at %s: %w", cfg.Profiles, cfg.S3.Endpoint, err)
+	}
+	if !ok {
+		if err := client.MakeBucket(ctx, bucket, minio.MakeBucketOptions{Region: cfg.S3.Region}); err != nil {
+			return nil, fmt.Errorf("TRAWLER_PROFILES %s: creating the bucket: %w", cfg.Profiles, err)
+		}
+	}
+	return profiles.NewS3(client, bucket, prefix), nil
+}
