@@ -5,7 +5,7 @@ BIN := bin/trawler
 export PUPPETEER_SKIP_DOWNLOAD := 1
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
 
-.PHONY: run build deps test-deps test test-go test-node bench images clean
+.PHONY: run build deps test-deps test test-go test-node test-docker bench images clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/trawler
@@ -22,7 +22,7 @@ test-deps:
 run: deps build
 	./$(BIN) serve
 
-test: test-deps build test-go test-node
+test: test-deps build test-go test-node test-docker
 
 test-go:
 	$(GO) vet ./...
@@ -30,6 +30,15 @@ test-go:
 
 test-node: build
 	cd test/node && TRAWLER_BIN=$(CURDIR)/$(BIN) node --test --test-concurrency=1
+
+# test-docker runs the session suites (Go and Node: lifecycle, proxy,
+# limits, crashes, expiry, shutdown, profiles) again with every browser in
+# its own container (TRAWLER_RUNTIME=docker).
+DOCKER_GO_TESTS := TestSessionLifecycleWithChromedp|TestAuthenticationAndTeamIsolation|TestLocalModeAcceptsAnyCaller|TestDiscoveryEndpointsAndManyClients|TestRateLimitAndQueue|TestPoolFullQueues|TestBrowserCrashDestroysSession|TestActivityTTLAndTTLExpiry|TestProfilesInMinIO
+test-docker: build
+	TRAWLER_TEST_RUNTIME=docker $(GO) test -race -count=1 -timeout 10m -run '^($(DOCKER_GO_TESTS))$$' ./service
+	cd test/node && TRAWLER_TEST_RUNTIME=docker TRAWLER_BIN=$(CURDIR)/$(BIN) node --test --test-concurrency=1 \
+		playwright.test.mjs puppeteer.test.mjs expiry.test.mjs shutdown.test.mjs team-limits.test.mjs profiles.test.mjs
 
 bench: deps build
 	@scripts/install-deps.sh bench

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Installs what Trawler needs on a Debian machine, skipping what is present.
 #   install-deps.sh run    Chromium
-#   install-deps.sh test   Chromium, Node.js, npm, python3.11-doc (a real site the crawl tests serve)
-#                          and the MinIO server (built once with go install, kept in GOPATH/bin)
-#   install-deps.sh bench  Chromium and python3.11-doc (the transform corpus)
+#   install-deps.sh test   Chromium, Node.js, npm, python3.11-doc (a real site the crawl tests serve),
+#                          the Docker engine and docker-compose (started, with Trawler's images
+#                          built offline), busybox-static (health checks inside those images) and
+#                          the MinIO server (built once with go install, kept in GOPATH/bin)
+#   install-deps.sh bench  Chromium, python3.11-doc (the transform corpus) and the Docker engine
 set -euo pipefail
 want=(chromium)
-[ "${1:-run}" = test ] && want+=(nodejs npm python3.11-doc)
-[ "${1:-run}" = bench ] && want+=(python3.11-doc)
+[ "${1:-run}" = test ] && want+=(nodejs npm python3.11-doc docker.io docker-compose busybox-static)
+[ "${1:-run}" = bench ] && want+=(python3.11-doc docker.io busybox-static)
 missing=()
 for p in "${want[@]}"; do
   case "$p" in
@@ -15,6 +17,9 @@ for p in "${want[@]}"; do
     nodejs) command -v node >/dev/null 2>&1 || missing+=(nodejs) ;;
     npm) command -v npm >/dev/null 2>&1 || missing+=(npm) ;;
     python3.11-doc) [ -d /usr/share/doc/python3.11/html ] || missing+=(python3.11-doc) ;;
+    docker.io) command -v dockerd >/dev/null 2>&1 || missing+=(docker.io) ;;
+    docker-compose) command -v docker-compose >/dev/null 2>&1 || missing+=(docker-compose) ;;
+    busybox-static) [ -x /bin/busybox ] || missing+=(busybox-static) ;;
   esac
 done
 if [ "${1:-run}" = test ]; then
@@ -24,9 +29,16 @@ if [ "${1:-run}" = test ]; then
     go install github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7c
   fi
 fi
-[ ${#missing[@]} -eq 0 ] && exit 0
-sudo=""
-[ "$(id -u)" -ne 0 ] && sudo=sudo
-echo "installing ${missing[*]} with apt-get" >&2
-$sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo=sudo
+  echo "installing ${missing[*]} with apt-get" >&2
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+if [ "${1:-run}" != run ]; then
+  # The Docker runtime's tests and benchmarks need a running engine and the
+  # images, built offline (scripts/images.sh skips what is up to date).
+  "$(dirname "$0")/start-dockerd.sh"
+  bash "$(dirname "$0")/images.sh" all
+fi

@@ -26,6 +26,9 @@ Usage:
   trawler crawl [--limit N] [--out DIR] URL
                     crawl a site with local Chromium browsers into one Markdown file per page
                     plus index.jsonl, with a progress bar, no server needed
+  trawler healthcheck
+                    exit 0 if the service at TRAWLER_ADDR answers /healthz (for container
+                    health checks: the Trawler image has no shell or curl)
   trawler version   print the version
 `
 
@@ -52,6 +55,11 @@ func main() {
 			fmt.Fprintln(os.Stderr, "trawler crawl:", err)
 			os.Exit(1)
 		}
+	case "healthcheck":
+		if err := healthcheck(os.Getenv("TRAWLER_ADDR")); err != nil {
+			fmt.Fprintln(os.Stderr, "trawler healthcheck:", err)
+			os.Exit(1)
+		}
 	case "version":
 		fmt.Println("trawler", version)
 	case "help", "-h", "--help":
@@ -60,6 +68,31 @@ func main() {
 		fmt.Fprintf(os.Stderr, "trawler: unknown command %q\n\n%s", os.Args[1], usage)
 		os.Exit(2)
 	}
+}
+
+// healthcheck asks the service listening on addr (default 127.0.0.1:3002)
+// whether it is up. A wildcard listen address is reached on loopback.
+func healthcheck(addr string) error {
+	if addr == "" {
+		addr = "127.0.0.1:3002"
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("TRAWLER_ADDR %q: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	client := &http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Get("http://" + net.JoinHostPort(host, port) + "/healthz")
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("/healthz answered %s", resp.Status)
+	}
+	return nil
 }
 
 func serve() error {
