@@ -14,8 +14,8 @@
 // the scrape phases' test site is an httptest.Server on 127.0.0.1 too.
 // MB are MiB (2^20 bytes).
 //
-// Phases (-only create,memory,cdp,leaks,transform,scrape,concurrent,crawl
-// runs a subset):
+// Phases (-only create,memory,cdp,leaks,transform,scrape,concurrent,crawl,
+// docker,profiles runs a subset):
 //
 //   - create: p50 of POST /v2/browser over HTTP, 15 samples (after one
 //     warm-up) with one warm browser ready (TRAWLER_WARM_BROWSERS=1) and
@@ -66,6 +66,17 @@
 //     crawling the same site from the same root (same host, every <a href>
 //     once, async with parallelism 8, links extracted, no Markdown), run
 //     before and after the first crawl; the better run counts.
+//   - docker: the create samples again, alternating four services: process
+//     runtime warm and cold, docker runtime (TRAWLER_RUNTIME=docker, image
+//     trawler/browser:latest) warm and cold; ratios docker over process.
+//     Then the memory of three idle browsers of each runtime: PSS of the
+//     process group, against PSS of the container's whole process tree
+//     including its containerd shim and docker-init.
+//   - profiles: a session's browser gets 1,000 cookies, 2 MB of
+//     localStorage and 3 MB of IndexedDB records on a 127.0.0.1 origin; the
+//     save (capture over CDP, encode, write to a filesystem store) and the
+//     restore into a fresh session's browser (load, decode, restore over
+//     CDP) are timed, five times each, p50.
 //
 // Before exiting, the services are closed and the bench fails if any
 // process they or the chromedp baseline started (found by an environment
@@ -95,7 +106,7 @@ import (
 )
 
 const (
-	createSamples  = 15   // per pool state
+	createRounds   = 15   // per pool state
 	roundtripCalls = 1000 // per side
 	screenshotsN   = 10   // per side
 	rssSessions    = 5
@@ -128,7 +139,7 @@ func main() {
 	// crawl phase is about half of it).
 	ctx, cancel := context.WithTimeout(ctx, 25*time.Minute)
 	b := &bench{log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
-	flag.StringVar(&b.only, "only", "", "run only these phases, comma-separated: create, memory, cdp, leaks, transform, scrape, concurrent, crawl")
+	flag.StringVar(&b.only, "only", "", "run only these phases, comma-separated: create, memory, cdp, leaks, transform, scrape, concurrent, crawl, docker, profiles")
 	flag.IntVar(&b.concurrentPool, "concurrent-pool", concurrentPool, "pool size of the concurrent phase")
 	flag.Parse()
 	err := b.run(ctx)
@@ -224,6 +235,8 @@ func (b *bench) run(ctx context.Context) error {
 		{"scrape", b.scrapeLatency},
 		{"concurrent", b.concurrentScrape},
 		{"crawl", b.crawlThroughput},
+		{"docker", b.dockerRuntime},
+		{"profiles", b.profileSaveRestore},
 	}
 	for _, ph := range phases {
 		if !b.selected(ph.name) {
@@ -324,15 +337,39 @@ func (b *bench) createLatency(ctx context.Context, warm *instance) error {
 		return err
 	}
 	defer cold.Close()
-	var ws, cs []time.Duration
+	samples, err := createSamples(ctx, []pool{{warm, 1}, {cold, 0}})
+	if err != nil {
+		return err
+	}
+	wp, cp := median(samples[0]), median(samples[1])
+	logf("create warm ms: %s", msList(samples[0]))
+	logf("create cold ms: %s", msList(samples[1]))
+	figure("session_create_warm_p50_ms", ms(wp), "ms")
+	figure("session_create_cold_p50_ms", ms(cp), "ms")
+	figure("session_create_cold_over_warm", float64(cp)/float64(wp), "x")
+	return nil
+}
+
+// pool is a service and the number of warm browsers it keeps.
+type pool struct {
+	in   *instance
+	warm int
+}
+
+// createSamples times POST /v2/browser on each pool in turn, createRounds
+// rounds after one warm-up round. Before each sample every pool must have
+// settled (refilled, the last session's browser gone), so that a sample
+// never competes with a browser starting or dying. Each session is deleted
+// right after its sample.
+func createSamples(ctx context.Context, pools []pool) ([][]time.Duration, error) {
+	out := make([][]time.Duration, len(pools))
 	sample := func(in *instance) (time.Duration, error) {
-		if err := warm.waitSettled(ctx, 1); err != nil {
-			return 0, err
+		for _, p := range pools {
+			if err := p.in.waitSettled(ctx, p.warm); err != nil {
+				return 0, err
+			}
 		}
-		if err := cold.waitSettled(ctx, 0); err != nil {
-			return 0, err
-		}
-		time.Sleep(300 * time.Millisecond) // let the fresh warm browser go quiet
+		time.Sleep(300 * time.Millisecond) // let a fresh warm browser go quiet
 		t := time.Now()
 		c, err := in.create(ctx)
 		el := time.Since(t)
@@ -341,26 +378,18 @@ func (b *bench) createLatency(ctx context.Context, warm *instance) error {
 		}
 		return el, in.remove(ctx, c.ID)
 	}
-	for i := 0; i <= createSamples; i++ { // sample 0 is a warm-up
-		w, err := sample(warm)
-		if err != nil {
-			return err
-		}
-		c, err := sample(cold)
-		if err != nil {
-			return err
-		}
-		if i > 0 {
-			ws, cs = append(ws, w), append(cs, c)
+	for i := 0; i <= createRounds; i++ { // round 0 is a warm-up
+		for j, p := range pools {
+			d, err := sample(p.in)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", p.in.name, err)
+			}
+			if i > 0 {
+				out[j] = append(out[j], d)
+			}
 		}
 	}
-	wp, cp := median(ws), median(cs)
-	logf("create warm ms: %s", msList(ws))
-	logf("create cold ms: %s", msList(cs))
-	figure("session_create_warm_p50_ms", ms(wp), "ms")
-	figure("session_create_cold_p50_ms", ms(cp), "ms")
-	figure("session_create_cold_over_warm", float64(cp)/float64(wp), "x")
-	return nil
+	return out, nil
 }
 
 // idleMemory measures what one idle session costs: the PSS of its browser's

@@ -1,0 +1,233 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/trawler-dev/trawler/cdp"
+	"github.com/trawler-dev/trawler/profiles"
+)
+
+const (
+	profileCookies = 1000
+	profileRounds  = 5
+)
+
+// fillStorage writes 2 MB of localStorage (1,000 entries of 2,000
+// characters) and 3 MB of IndexedDB (300 records of 10,000 characters), of
+// random text, which compresses no better than real application state.
+const fillStorage = `(async () => {
+  const rnd = (n) => {
+    const b = crypto.getRandomValues(new Uint8Array(n * 3 / 4));
+    let s = '';
+    for (let i = 0; i < b.length; i += 4096) s += String.fromCharCode(...b.subarray(i, i + 4096));
+    return btoa(s);
+  };
+  for (let i = 0; i < 1000; i++) localStorage.setItem('k' + i, rnd(2000));
+  await new Promise((resolve, reject) => {
+    const open = indexedDB.open('bench', 1);
+    open.onupgradeneeded = () => open.result.createObjectStore('s');
+    open.onerror = () => reject(open.error);
+    open.onsuccess = () => {
+      const tx = open.result.transaction('s', 'readwrite');
+      for (let i = 0; i < 300; i++) tx.objectStore('s').put({i, text: rnd(10000)}, i);
+      tx.oncomplete = resolve;
+      tx.onerror = () => reject(tx.error);
+    };
+  });
+  return localStorage.length;
+})()`
+
+// countStorage is what a restored page holds: localStorage entries and
+// IndexedDB records.
+const countStorage = `(async () => {
+  const records = await new Promise((resolve, reject) => {
+    const open = indexedDB.open('bench');
+    open.onerror = () => reject(open.error);
+    open.onsuccess = () => {
+      if (!open.result.objectStoreNames.contains('s')) { resolve(0); return; }
+      const req = open.result.transaction('s').objectStore('s').count();
+      req.onsuccess = () => resolve(req.result);
+    };
+  });
+  return localStorage.length + ',' + records;
+})()`
+
+// profileSaveRestore times the save of a large profile at the end of a
+// writer session and its restore into a reader session's browser.
+func (b *bench) profileSaveRestore(ctx context.Context, in *instance) error {
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "<!doctype html><title>profile bench</title>")
+	}))
+	defer site.Close()
+	dir := filepath.Join(b.tmp, "profiles")
+	opener := &profiles.Opener{Store: profiles.NewFS(dir), Instance: "bench", LockTTL: time.Minute}
+	var saves, restores []time.Duration
+	for range profileRounds {
+		c, err := in.create(ctx)
+		if err != nil {
+			return err
+		}
+		s, err := in.session(ctx, c.ID)
+		if err != nil {
+			return err
+		}
+		use, err := opener.Open(ctx, "local", "bench", true)
+		if err != nil {
+			return err
+		}
+		if err := use.Apply(ctx, s.DevToolsURL(), ""); err != nil {
+			return err
+		}
+		if err := populate(ctx, s.DevToolsURL(), site.URL); err != nil {
+			return err
+		}
+		t := time.Now()
+		err = use.Close(ctx, true)
+		saves = append(saves, time.Since(t))
+		if err != nil {
+			return err
+		}
+		if err := in.remove(ctx, c.ID); err != nil {
+			return err
+		}
+
+		c2, err := in.create(ctx)
+		if err != nil {
+			return err
+		}
+		s2, err := in.session(ctx, c2.ID)
+		if err != nil {
+			return err
+		}
+		t = time.Now()
+		reader, err := opener.Open(ctx, "local", "bench", false)
+		if err == nil {
+			err = reader.Apply(ctx, s2.DevToolsURL(), "")
+		}
+		restores = append(restores, time.Since(t))
+		if err != nil {
+			return err
+		}
+		got, err := inspect(ctx, s2.DevToolsURL(), site.URL)
+		if err != nil {
+			return err
+		}
+		if got != fmt.Sprintf("%d cookies, 1000,300", profileCookies) {
+			return fmt.Errorf("the restored profile holds %s, want %d cookies, 1000 localStorage entries, 300 records", got, profileCookies)
+		}
+		reader.Close(ctx, false)
+		if err := in.remove(ctx, c2.ID); err != nil {
+			return err
+		}
+	}
+	var size int64
+	filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			size = max(size, fi.Size())
+		}
+		return nil
+	})
+	logf("profile save ms: %s; restore ms: %s; largest stored file %.1f MB", msList(saves), msList(restores), float64(size)/(1<<20))
+	figure("profile_save_ms", ms(median(saves)), "ms")
+	figure("profile_restore_ms", ms(median(restores)), "ms")
+	return nil
+}
+
+// page opens a tab on url in the browser at devtools and returns the
+// connection and the tab's CDP session.
+func page(ctx context.Context, devtools, url string) (*cdp.Conn, string, error) {
+	conn, err := cdp.Dial(ctx, devtools)
+	if err != nil {
+		return nil, "", err
+	}
+	var tg struct {
+		TargetID string `json:"targetId"`
+	}
+	if err := conn.Call(ctx, "", "Target.createTarget", map[string]any{"url": url}, &tg); err != nil {
+		conn.Close()
+		return nil, "", err
+	}
+	var at struct {
+		SessionID string `json:"sessionId"`
+	}
+	if err := conn.Call(ctx, "", "Target.attachToTarget", map[string]any{"targetId": tg.TargetID, "flatten": true}, &at); err != nil {
+		conn.Close()
+		return nil, "", err
+	}
+	// Wait for the document (a blank page from the local site).
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		var r cdp.EvalResult
+		err := conn.Call(ctx, at.SessionID, "Runtime.evaluate", map[string]any{"expression": "location.href + ' ' + document.readyState", "returnByValue": true}, &r)
+		if err == nil && strings.Contains(string(r.Result.Value), url) && strings.Contains(string(r.Result.Value), "complete") {
+			return conn, at.SessionID, nil
+		}
+		if time.Now().After(deadline) {
+			conn.Close()
+			return nil, "", fmt.Errorf("the page %s did not load", url)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func evaluate(ctx context.Context, conn *cdp.Conn, session, expr string) (string, error) {
+	var r cdp.EvalResult
+	if err := conn.Call(ctx, session, "Runtime.evaluate", map[string]any{"expression": expr, "awaitPromise": true, "returnByValue": true}, &r); err != nil {
+		return "", err
+	}
+	if ex := r.Exception(); ex != "" {
+		return "", fmt.Errorf("%s", ex)
+	}
+	return strings.Trim(string(r.Result.Value), `"`), nil
+}
+
+// populate gives the browser's default context the bench's cookies and
+// the storage of url's origin.
+func populate(ctx context.Context, devtools, url string) error {
+	conn, session, err := page(ctx, devtools, url)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	// Chromium keeps at most 180 cookies per site: the 1,000 are spread
+	// over ten sites (set over CDP, so nothing is fetched from them).
+	cookies := make([]map[string]any, profileCookies)
+	for i := range cookies {
+		cookies[i] = map[string]any{"name": fmt.Sprintf("c%04d", i), "value": strings.Repeat("v", 40),
+			"url": fmt.Sprintf("https://shop%d.test/", i%10), "expires": float64(time.Now().Add(24 * time.Hour).Unix())}
+	}
+	if err := conn.Call(ctx, "", "Storage.setCookies", map[string]any{"cookies": cookies}, nil); err != nil {
+		return err
+	}
+	got, err := evaluate(ctx, conn, session, fillStorage)
+	if err != nil {
+		return err
+	}
+	if got != "1000" {
+		return fmt.Errorf("filling localStorage gave %s entries", got)
+	}
+	return nil
+}
+
+// inspect reports the cookies and storage a page of url sees.
+func inspect(ctx context.Context, devtools, url string) (string, error) {
+	conn, session, err := page(ctx, devtools, url)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	var cs struct {
+		Cookies []struct{} `json:"cookies"`
+	}
+	if err := conn.Call(ctx, "", "Storage.getCookies", nil, &cs); err != nil {
+		return "", err
+	}
+	counts, err := evaluate(ctx, conn, session, countStorage)
+	return fmt.Sprintf("%d cookies, %s", len(cs.Cookies), counts), err
+}
