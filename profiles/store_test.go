@@ -406,6 +406,27 @@ func TestFSInterruptedSave(t *testing.T) {
 	}
 }
 
+// TestS3InterruptedSave checks that an upload cut off half way (the process saving died, or its
+// connection did) leaves the last good version readable: an object appears only when complete.
+func TestS3InterruptedSave(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := newTestS3(t, uniquePrefix(t))
+	l := mustLock(t, ctx, s, team, "shop", "w1", ttl)
+	if err := s.Save(ctx, team, "shop", l, []byte("good")); err != nil {
+		t.Fatal(err)
+	}
+	big := make([]byte, 256<<20)
+	cut, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if err := s.Save(cut, team, "shop", l, big); err == nil {
+		t.Fatal("a 256 MB save finished within 100 ms; the test cannot cut it off")
+	}
+	if got := mustLoad(t, ctx, s, team, "shop"); got != "good" {
+		t.Fatalf("Load after an interrupted save = %d bytes, want the last good version", len(got))
+	}
+}
+
 // TestFSTwoProcesses checks that two FS stores over one directory (each call takes its own flock, as
 // a second process would) respect one lock.
 func TestFSTwoProcesses(t *testing.T) {
