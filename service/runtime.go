@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
@@ -52,9 +53,19 @@ func newProfileStore(ctx context.Context, cfg *config.Config) (profiles.Store, e
 	if err != nil {
 		return nil, fmt.Errorf("TRAWLER_S3_ENDPOINT: %w", err)
 	}
-	ok, err := client.BucketExists(ctx, bucket)
-	if err != nil {
-		return nil, fmt.Errorf("TRAWLER_PROFILES %s: reaching the bucket at %s: %w", cfg.Profiles, cfg.S3.Endpoint, err)
+	// An object store started alongside the service (docker-compose) may
+	// take a while to answer: wait up to 30 s while it is unreachable or
+	// says it is not ready (5xx); a refusal (bad credentials) stops at once.
+	var ok bool
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if ok, err = client.BucketExists(ctx, bucket); err == nil {
+			break
+		}
+		status := minio.ToErrorResponse(err).StatusCode
+		if (status != 0 && status < 500) || time.Now().After(deadline) || ctx.Err() != nil {
+			return nil, fmt.Errorf("TRAWLER_PROFILES %s: reaching the bucket at %s: %w", cfg.Profiles, cfg.S3.Endpoint, err)
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 	if !ok {
 		if err := client.MakeBucket(ctx, bucket, minio.MakeBucketOptions{Region: cfg.S3.Region}); err != nil {

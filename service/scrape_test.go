@@ -404,7 +404,7 @@ func TestScrapeValidation(t *testing.T) {
 		{"action member", map[string]any{"url": "http://a.example", "actions": []any{map[string]any{"type": "press", "key": "a", "selector": "#x"}}}, "BAD_REQUEST", `actions[0] of type press does not take "selector"`},
 		{"wait both", map[string]any{"url": "http://a.example", "actions": []any{map[string]any{"type": "wait", "milliseconds": 5, "selector": "#x"}}}, "BAD_REQUEST", "exactly one of milliseconds or selector"},
 		{"click no selector", map[string]any{"url": "http://a.example", "actions": []any{map[string]any{"type": "click"}}}, "BAD_REQUEST", "of type click needs a selector"},
-		{"profile", map[string]any{"url": "http://a.example", "profile": map[string]any{"name": "p"}}, "BAD_REQUEST", "profile is not supported"},
+		{"profile", map[string]any{"url": "http://a.example", "profile": map[string]any{"saveChanges": false}}, "BAD_REQUEST", "profile.name is required"},
 		{"parsers", map[string]any{"url": "http://a.example", "parsers": []any{"docx"}}, "BAD_REQUEST", `parsers[0] must be "pdf"`},
 		{"clean content", map[string]any{"url": "http://a.example", "onlyCleanContent": true}, "BAD_REQUEST", "onlyCleanContent needs a language model"},
 		{"unknown key", map[string]any{"url": "http://a.example", "render": true}, "BAD_REQUEST", `unknown key "render"`},

@@ -116,19 +116,31 @@ func start() (*Server, error) {
 		return nil, fmt.Errorf("starting minio: %w", err)
 	}
 	s.cmd = cmd
+	// Live is not enough: a live server may still refuse S3 calls ("Server
+	// not initialized yet"). Ready is, and a bucket listing proves it.
 	deadline := time.Now().Add(60 * time.Second)
+	client, err := s.Client()
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
 	for {
-		resp, err := http.Get("http://" + s.Endpoint + "/minio/health/live")
+		resp, err := http.Get("http://" + s.Endpoint + "/minio/health/ready")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return s, nil
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				_, err = client.ListBuckets(ctx)
+				cancel()
+				if err == nil {
+					return s, nil
+				}
 			}
 		}
 		if time.Now().After(deadline) {
 			log, _ := os.ReadFile(filepath.Join(dir, "minio.log"))
 			s.Close()
-			return nil, fmt.Errorf("minio not live after 60s: %s", log)
+			return nil, fmt.Errorf("minio not ready after 60s: %s", log)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
