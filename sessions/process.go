@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -187,6 +188,12 @@ func (r *ProcessRuntime) Reap(ctx context.Context) (int, error) {
 				n++
 			}
 		}
+		// Helpers that left the group (crashpad's handler daemonizes) or
+		// are still dying are found by the directory on their command line.
+		for _, pid := range dirUsers(dir) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			waitGone(pid, 5*time.Second)
+		}
 		os.RemoveAll(dir)
 	}
 	return n, nil
@@ -200,6 +207,23 @@ func ownsDir(pid int, dir string) bool {
 		return false
 	}
 	return strings.Contains(string(raw), "--user-data-dir="+dir+"\x00")
+}
+
+// dirUsers lists the live processes whose command line names dir.
+func dirUsers(dir string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(raw, []byte(dir)) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 func waitGone(pid int, d time.Duration) {
