@@ -15,7 +15,7 @@
 // MB are MiB (2^20 bytes).
 //
 // Phases (-only create,memory,cdp,leaks,transform,scrape,concurrent,crawl,
-// docker,profiles runs a subset):
+// docker,profiles,liveview runs a subset):
 //
 //   - create: p50 of POST /v2/browser over HTTP, 15 samples (after one
 //     warm-up) with one warm browser ready (TRAWLER_WARM_BROWSERS=1) and
@@ -77,6 +77,14 @@
 //     save (capture over CDP, encode, write to a filesystem store) and the
 //     restore into a fresh session's browser (load, decode, restore over
 //     CDP) are timed, five times each, p50.
+//   - liveview: one session of the warm service shows a full-window block;
+//     its colour is changed over CDP 40 times (after a warm-up) and the
+//     live-view page, open in a headless Chromium, is timed until it has
+//     drawn a frame of the new colour (p50); the frames that page draws per
+//     second while the session's page animates; then the CPU of this process
+//     plus the session browser's process group while the page animates,
+//     with no viewer and with 1 and 5 viewers (WebSocket clients in a child
+//     process), per viewer.
 //
 // Before exiting, the services are closed and the bench fails if any
 // process they or the chromedp baseline started (found by an environment
@@ -139,7 +147,7 @@ func main() {
 	// crawl phase is about half of it).
 	ctx, cancel := context.WithTimeout(ctx, 25*time.Minute)
 	b := &bench{log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
-	flag.StringVar(&b.only, "only", "", "run only these phases, comma-separated: create, memory, cdp, leaks, transform, scrape, concurrent, crawl, docker, profiles")
+	flag.StringVar(&b.only, "only", "", "run only these phases, comma-separated: create, memory, cdp, leaks, transform, scrape, concurrent, crawl, docker, profiles, liveview")
 	flag.IntVar(&b.concurrentPool, "concurrent-pool", concurrentPool, "pool size of the concurrent phase")
 	flag.Parse()
 	err := b.run(ctx)
@@ -237,6 +245,7 @@ func (b *bench) run(ctx context.Context) error {
 		{"crawl", b.crawlThroughput},
 		{"docker", b.dockerRuntime},
 		{"profiles", b.profileSaveRestore},
+		{"liveview", b.liveView},
 	}
 	for _, ph := range phases {
 		if !b.selected(ph.name) {

@@ -260,13 +260,9 @@ type coldTimes struct {
 	launch, navigate, html, close time.Duration
 }
 
-// coldChromedp is a plain chromedp program doing a scrape the naive way: it
-// launches Chromium (chromedp's default options, which talk to the browser
-// over --remote-debugging-pipe, plus the flags Trawler's own browsers run
-// with that matter here), navigates, waits for the load event, takes
-// document.documentElement.outerHTML and closes the browser.
-func coldChromedp(ctx context.Context, chromium, dir, u string) (string, coldTimes, error) {
-	var ct coldTimes
+// chromiumOptions start a local headless Chromium with dir as its
+// user-data directory and the flags this machine needs (no network chatter).
+func chromiumOptions(chromium, dir string, extra ...chromedp.ExecAllocatorOption) []chromedp.ExecAllocatorOption {
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromium),
 		chromedp.Flag("headless", "new"),
@@ -279,7 +275,17 @@ func coldChromedp(ctx context.Context, chromium, dir, u string) (string, coldTim
 		chromedp.Flag("disable-quic", true),
 		chromedp.UserDataDir(dir),
 	)
-	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	return append(opts, extra...)
+}
+
+// coldChromedp is a plain chromedp program doing a scrape the naive way: it
+// launches Chromium (chromedp's default options, which talk to the browser
+// over --remote-debugging-pipe, plus the flags Trawler's own browsers run
+// with that matter here), navigates, waits for the load event, takes
+// document.documentElement.outerHTML and closes the browser.
+func coldChromedp(ctx context.Context, chromium, dir, u string) (string, coldTimes, error) {
+	var ct coldTimes
+	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, chromiumOptions(chromium, dir)...)
 	defer cancelAlloc()
 	cctx, cancel := chromedp.NewContext(actx)
 	defer cancel()

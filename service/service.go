@@ -163,7 +163,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 	reg2.MustRegister(s.collectors()...)
 	mux := http.NewServeMux()
 	mux.Handle("/cdp/", proxy)
-	mux.Handle("/live/", liveview.Handler{Sessions: mgr, Log: log})
+	mux.Handle("/live/", liveview.New(mgr, urls, log))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg2, promhttp.HandlerOpts{}))
 	fiberApp := limitBody(adaptor.FiberApp(a.App()))
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
