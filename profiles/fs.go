@@ -208,17 +208,7 @@ func (s *FS) Renew(ctx context.Context, l *Lock, ttl time.Duration) error {
 	if err := checkTTL(ttl); err != nil {
 		return err
 	}
-	if l == nil {
-		return ErrLocked
-	}
-	return s.withMutex(l.Team, l.Name, func(dir string) error {
-		rec, err := readLock(dir)
-		if err != nil {
-			return err
-		}
-		if rec == nil || rec.Token != l.token {
-			return ErrLocked
-		}
+	return s.withOwnLock(l, func(dir string, rec *lockRecord) error {
 		rec.Expires = time.Now().Add(ttl)
 		b, err := json.Marshal(rec)
 		if err != nil {
@@ -232,8 +222,9 @@ func (s *FS) Renew(ctx context.Context, l *Lock, ttl time.Duration) error {
 	})
 }
 
-// Unlock removes the lock file if it is still ours.
-func (s *FS) Unlock(ctx context.Context, l *Lock) error {
+// withOwnLock runs fn under the profile's mutex with l's lock record, or
+// returns ErrLocked if the lock file is no longer l's.
+func (s *FS) withOwnLock(l *Lock, fn func(dir string, rec *lockRecord) error) error {
 	if l == nil {
 		return ErrLocked
 	}
@@ -245,6 +236,13 @@ func (s *FS) Unlock(ctx context.Context, l *Lock) error {
 		if rec == nil || rec.Token != l.token {
 			return ErrLocked
 		}
+		return fn(dir, rec)
+	})
+}
+
+// Unlock removes the lock file if it is still ours.
+func (s *FS) Unlock(ctx context.Context, l *Lock) error {
+	return s.withOwnLock(l, func(dir string, _ *lockRecord) error {
 		if err := os.Remove(filepath.Join(dir, "lock")); err != nil {
 			return fmt.Errorf("removing lock: %w", err)
 		}

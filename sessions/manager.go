@@ -228,6 +228,9 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (*Session, error)
 	closed := m.closed
 	m.mu.Unlock()
 	if closed {
+		if o.Profile != nil {
+			o.Profile.Close(context.Background(), false)
+		}
 		return nil, ErrClosed
 	}
 	// The pool's deadline is a backstop: the session's own ttl timer (in
