@@ -1,5 +1,6 @@
-// Package parse turns document bytes (PDF today; other formats later) into
-// structured HTML and Markdown. It owns the format-specific decoding and the
+// Package parse turns document bytes (PDF, DOCX, ODT, RTF, DOC, XLSX, XLS)
+// into structured HTML and Markdown, each format read into one intermediate
+// structure (Body) first. It owns the format-specific decoding and the
 // layout analysis that recovers reading order, headings, lists and tables.
 //
 // It never fetches anything: callers hand it bytes they already hold, and it
@@ -7,7 +8,11 @@
 // and stream caps) so that a hostile document cannot take the service down.
 package parse
 
-import "errors"
+import (
+	"context"
+	"errors"
+	"fmt"
+)
 
 // Document is a parsed document.
 type Document struct {
@@ -40,7 +45,27 @@ var (
 	// ErrTooLarge means the document exceeds a size limit before parsing
 	// starts (limits reached while parsing produce warnings instead).
 	ErrTooLarge = errors.New("document too large")
+	// ErrUnsupported means the package has no reader for the format.
+	ErrUnsupported = errors.New("unsupported document format")
 )
+
+// Parse reads data as the named format (as Sniff names it). HTML is not a
+// format here: web pages go through the content package.
+func Parse(ctx context.Context, format string, data []byte) (*Document, error) {
+	read, ok := readers[format]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnsupported, format)
+	}
+	return read(ctx, data)
+}
+
+// readers maps a format to its reader.
+var readers = map[string]func(context.Context, []byte) (*Document, error){
+	"pdf": PDF,
+}
+
+// Supported reports whether Parse reads format.
+func Supported(format string) bool { return readers[format] != nil }
 
 // Limits on the work one document may cause. Reaching the page, glyph or text
 // limit truncates the output with a warning; the input limit is an error.

@@ -91,8 +91,7 @@ func PDF(ctx context.Context, data []byte) (doc *Document, err error) {
 	}
 
 	blocks := layoutDocument(ctx, pages)
-	doc.HTML = renderHTML(pages, blocks)
-	doc.Markdown = renderMarkdown(blocks)
+	doc.HTML, doc.Markdown = pdfBody(blocks).Render()
 	return doc, nil
 }
 

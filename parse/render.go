@@ -1,90 +1,76 @@
 package parse
 
 import (
-	"fmt"
-	"html"
-	"strconv"
 	"strings"
 )
 
-// renderHTML writes one <section data-page="N"> per parsed page.
-func renderHTML(pages []*page, blocks []*block) string {
-	byPage := map[int][]*block{}
-	for _, b := range blocks {
-		byPage[b.page] = append(byPage[b.page], b)
-	}
-	var sb strings.Builder
-	for _, p := range pages {
-		fmt.Fprintf(&sb, "<section data-page=\"%d\">\n", p.n)
-		writeHTMLBlocks(&sb, byPage[p.n])
-		sb.WriteString("</section>\n")
-	}
-	return sb.String()
-}
-
-func writeHTMLBlocks(sb *strings.Builder, blocks []*block) {
-	esc := html.EscapeString
+// pdfBody turns the layout's blocks into a Body: runs of list items become
+// nested lists by their levels, an ordered item that only an enumerator
+// like "a)" or "iv." numbers keeps its marker as text in a bulleted list.
+func pdfBody(blocks []*block) *Body {
+	body := &Body{}
 	for i := 0; i < len(blocks); i++ {
 		b := blocks[i]
 		switch b.kind {
 		case heading:
-			fmt.Fprintf(sb, "<h%d>%s</h%d>\n", b.level, esc(b.text), b.level)
+			body.Blocks = append(body.Blocks, Block{Kind: Heading, Level: b.level, Inlines: []Inline{{Text: b.text}}, Page: b.page})
 		case paragraph:
-			fmt.Fprintf(sb, "<p>%s</p>\n", esc(b.text))
+			body.Blocks = append(body.Blocks, Block{Kind: Paragraph, Inlines: []Inline{{Text: b.text}}, Page: b.page})
 		case tableBlock:
-			sb.WriteString("<table>\n")
-			for r, cells := range b.rows {
-				tag := "td"
-				if r == 0 {
-					tag = "th"
+			t := Block{Kind: Table, Page: b.page}
+			for _, cells := range b.rows {
+				row := make([]Cell, len(cells))
+				for c, s := range cells {
+					if s != "" {
+						row[c].Blocks = []Block{Text(s)}
+					}
 				}
-				sb.WriteString("<tr>")
-				for _, c := range cells {
-					fmt.Fprintf(sb, "<%s>%s</%s>", tag, esc(c), tag)
-				}
-				sb.WriteString("</tr>\n")
+				t.Rows = append(t.Rows, row)
 			}
-			sb.WriteString("</table>\n")
+			body.Blocks = append(body.Blocks, t)
 		case listItem:
 			j := i
-			for j < len(blocks) && blocks[j].kind == listItem {
+			for j < len(blocks) && blocks[j].kind == listItem && blocks[j].page == b.page {
 				j++
 			}
-			writeHTMLList(sb, blocks[i:j], 0)
+			for _, l := range pdfLists(blocks[i:j], 0) {
+				l.Page = b.page
+				body.Blocks = append(body.Blocks, l)
+			}
 			i = j - 1
 		}
 	}
+	return body
 }
 
-// writeHTMLList writes consecutive items as a list, nesting the items that
-// are deeper than level inside the item before them.
-func writeHTMLList(sb *strings.Builder, items []*block, level int) {
+// pdfLists groups consecutive items into lists, nesting the items that are
+// deeper than level inside the item before them.
+func pdfLists(items []*block, level int) []Block {
+	var lists []Block
 	for i := 0; i < len(items); {
-		tag := "ul"
-		if items[i].ordered {
-			tag = "ol"
-		}
-		start := ""
-		if n := markerNumber(items[i].marker); items[i].ordered && n > 1 {
-			start = fmt.Sprintf(" start=\"%d\"", n)
-		}
-		fmt.Fprintf(sb, "<%s%s>\n", tag, start)
-		for i < len(items) && items[i].ordered == (tag == "ol") {
-			fmt.Fprintf(sb, "<li>%s", html.EscapeString(itemText(items[i])))
+		ordered := pdfOrdered(items[i])
+		l := Block{Kind: List, Ordered: ordered}
+		for i < len(items) && pdfOrdered(items[i]) == ordered {
+			it := Item{Blocks: []Block{Text(itemText(items[i]))}}
+			if ordered {
+				it.Number = markerNumber(items[i].marker)
+			}
 			j := i + 1
 			for j < len(items) && items[j].level > level {
 				j++
 			}
 			if j > i+1 {
-				sb.WriteString("\n")
-				writeHTMLList(sb, items[i+1:j], level+1)
+				it.Blocks = append(it.Blocks, pdfLists(items[i+1:j], level+1)...)
 			}
-			sb.WriteString("</li>\n")
+			l.Items = append(l.Items, it)
 			i = j
 		}
-		fmt.Fprintf(sb, "</%s>\n", tag)
+		lists = append(lists, l)
 	}
+	return lists
 }
+
+func pdfOrdered(b *block) bool { return b.ordered && markerNumber(b.marker) > 0 }
 
 // itemText is a list item's text, led by its marker when the marker is an
 // enumerator that list numbering cannot show (a), iv., 2.3 and the like.
@@ -93,62 +79,6 @@ func itemText(b *block) string {
 		return b.marker + " " + b.text
 	}
 	return b.text
-}
-
-// renderMarkdown writes the blocks as CommonMark with GFM pipe tables.
-func renderMarkdown(blocks []*block) string {
-	var sb strings.Builder
-	for i, b := range blocks {
-		if i > 0 {
-			p := blocks[i-1]
-			if b.kind == listItem && p.kind == listItem && (b.ordered == p.ordered || b.level != p.level) {
-				sb.WriteString("\n")
-			} else {
-				sb.WriteString("\n\n")
-			}
-		}
-		switch b.kind {
-		case heading:
-			sb.WriteString(strings.Repeat("#", b.level) + " " + mdEscape(b.text, false))
-		case paragraph:
-			sb.WriteString(mdEscape(b.text, true))
-		case listItem:
-			sb.WriteString(strings.Repeat("    ", b.level))
-			if n := markerNumber(b.marker); b.ordered && n > 0 {
-				sb.WriteString(strconv.Itoa(n) + ". ")
-			} else {
-				sb.WriteString("- ")
-			}
-			sb.WriteString(mdEscape(itemText(b), false))
-		case tableBlock:
-			writeMarkdownTable(&sb, b.rows)
-		}
-	}
-	if sb.Len() > 0 {
-		sb.WriteString("\n")
-	}
-	return sb.String()
-}
-
-func writeMarkdownTable(sb *strings.Builder, rows [][]string) {
-	cell := func(s string) string {
-		return strings.ReplaceAll(mdEscape(s, false), "|", `\|`)
-	}
-	for r, cells := range rows {
-		if r > 0 {
-			sb.WriteString("\n")
-		}
-		sb.WriteString("|")
-		for _, c := range cells {
-			sb.WriteString(" " + cell(c) + " |")
-		}
-		if r == 0 {
-			sb.WriteString("\n|")
-			for range cells {
-				sb.WriteString(" --- |")
-			}
-		}
-	}
 }
 
 var mdSpecial = strings.NewReplacer(`\`, `\\`, "*", `\*`, "_", `\_`, "`", "\\`", "[", `\[`, "]", `\]`, "<", `\<`)

@@ -1,0 +1,73 @@
+package parse
+
+import (
+	"archive/zip"
+	"bytes"
+	"fmt"
+	"io"
+)
+
+// The OOXML and OpenDocument formats are zip archives of XML. A zip bomb
+// (a small member that inflates to gigabytes) must cost a bounded amount of
+// memory, so members are read through archive, which caps each member and
+// the whole document.
+const (
+	// maxMemberBytes caps one inflated member.
+	maxMemberBytes = 128 << 20
+	// maxArchiveBytes caps everything inflated from one archive.
+	maxArchiveBytes = 512 << 20
+)
+
+// archive reads members of a zip archive within the caps above.
+type archive struct {
+	files  map[string]*zip.File
+	budget int64
+}
+
+// openArchive opens data as a zip archive; a file that is not one is
+// ErrMalformed.
+func openArchive(data []byte) (*archive, error) {
+	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return nil, fmt.Errorf("%w: not a zip archive: %v", ErrMalformed, err)
+	}
+	a := &archive{files: make(map[string]*zip.File, len(zr.File)), budget: maxArchiveBytes}
+	for _, f := range zr.File {
+		a.files[f.Name] = f
+	}
+	return a, nil
+}
+
+// has reports whether the archive holds a member called name.
+func (a *archive) has(name string) bool { return a.files[name] != nil }
+
+// read returns the inflated member called name, or nil and no error when
+// there is none. A member that inflates past the caps is ErrTooLarge and a
+// damaged one ErrMalformed.
+func (a *archive) read(name string) ([]byte, error) {
+	f := a.files[name]
+	if f == nil {
+		return nil, nil
+	}
+	rc, err := f.Open()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrMalformed, name, err)
+	}
+	defer rc.Close()
+	limit := min(int64(maxMemberBytes), a.budget)
+	// The declared size is only a hint (bombs lie about it), so it sizes the
+	// buffer but the limit is enforced on what actually inflates.
+	var buf bytes.Buffer
+	if n := f.UncompressedSize64; n > 0 && n <= uint64(limit) {
+		buf.Grow(int(n))
+	}
+	n, err := io.Copy(&buf, io.LimitReader(rc, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrMalformed, name, err)
+	}
+	if n > limit {
+		return nil, fmt.Errorf("%w: %s inflates to more than %d MB", ErrTooLarge, name, limit>>20)
+	}
+	a.budget -= n
+	return buf.Bytes(), nil
+}
