@@ -84,23 +84,31 @@ func (a *API) App() *fiber.App { return a.app }
 const teamKey = "trawler.team"
 
 func (a *API) authenticate(c *fiber.Ctx) error {
-	auth := c.Get(fiber.HeaderAuthorization)
+	team, err := a.teamFor(c.Get(fiber.HeaderAuthorization))
+	if err != nil {
+		return err
+	}
+	c.Locals(teamKey, team)
+	return c.Next()
+}
+
+// teamFor authenticates an Authorization header.
+func (a *API) teamFor(auth string) (teams.Team, error) {
 	key := ""
 	if scheme, rest, ok := strings.Cut(auth, " "); ok && strings.EqualFold(scheme, "Bearer") {
 		key = strings.TrimSpace(rest)
 	}
 	if auth != "" && key == "" && !a.Teams.Local() {
-		return &Error{Status: fiber.StatusUnauthorized, Code: "UNAUTHORIZED", Message: "Authorization header must be \"Bearer <API key>\""}
+		return teams.Team{}, &Error{Status: fiber.StatusUnauthorized, Code: "UNAUTHORIZED", Message: "Authorization header must be \"Bearer <API key>\""}
 	}
 	team, ok := a.Teams.Authenticate(key)
 	if !ok {
 		if key == "" {
-			return &Error{Status: fiber.StatusUnauthorized, Code: "UNAUTHORIZED", Message: "missing API key: send Authorization: Bearer <API key>"}
+			return teams.Team{}, &Error{Status: fiber.StatusUnauthorized, Code: "UNAUTHORIZED", Message: "missing API key: send Authorization: Bearer <API key>"}
 		}
-		return &Error{Status: fiber.StatusUnauthorized, Code: "UNAUTHORIZED", Message: "invalid API key"}
+		return teams.Team{}, &Error{Status: fiber.StatusUnauthorized, Code: "UNAUTHORIZED", Message: "invalid API key"}
 	}
-	c.Locals(teamKey, team)
-	return c.Next()
+	return team, nil
 }
 
 func teamOf(c *fiber.Ctx) teams.Team { return c.Locals(teamKey).(teams.Team) }

@@ -4,23 +4,51 @@ import (
 	"bytes"
 	"mime"
 	"net/url"
-	"path"
+	"regexp"
+	"slices"
 	"strings"
+
+	"github.com/trawler-dev/trawler/parse"
 )
 
-// documentKind names the document parser for a response ("pdf"), or "" for
-// a page the browser renders.
+// documentKind names the document parser for a response ("pdf", "docx",
+// ...), or "" for a page the browser renders: by its media type, or by the
+// URL's extension when the server does not say what the bytes are.
 func documentKind(contentType, rawURL string) string {
+	if k := parse.FormatOfMediaType(contentType); k != "" && k != "html" {
+		return k
+	}
 	mt, _, _ := mime.ParseMediaType(contentType)
-	switch mt {
-	case "application/pdf", "application/x-pdf":
-		return "pdf"
-	case "", "application/octet-stream", "binary/octet-stream":
-		if u, err := url.Parse(rawURL); err == nil && strings.EqualFold(path.Ext(u.Path), ".pdf") {
-			return "pdf"
+	if mt == "" || slices.Contains(unlabelledTypes, mt) {
+		if u, err := url.Parse(rawURL); err == nil {
+			if k := parse.FormatOfName(u.Path); k != "" && k != "html" {
+				return k
+			}
 		}
 	}
 	return ""
+}
+
+// unlabelledTypes are media types that say only "some bytes": the URL's
+// extension names the document then.
+var unlabelledTypes = []string{"application/octet-stream", "binary/octet-stream", "application/zip",
+	"application/x-zip-compressed", "application/download", "application/force-download", "application/x-download"}
+
+// documentTypesJS and documentExtensionsJS are regular expressions (as
+// JavaScript source) for the media types and URL paths documentKind takes
+// as documents, for the job engine's fetch script.
+var (
+	documentTypesJS      = jsAlternation(parse.MediaTypes(), `^\s*(`, `)\s*(;|$)`)
+	documentExtensionsJS = jsAlternation(parse.DocumentExtensions(), `(`, `)$`)
+	unlabelledTypesJS    = jsAlternation(unlabelledTypes, `^\s*(`, `)\s*(;|$)`)
+)
+
+func jsAlternation(items []string, open, close string) string {
+	quoted := make([]string, len(items))
+	for i, s := range items {
+		quoted[i] = regexp.QuoteMeta(s)
+	}
+	return "/" + open + strings.ReplaceAll(strings.Join(quoted, "|"), "/", `\/`) + close + "/i"
 }
 
 func isHTML(contentType string) bool {

@@ -15,6 +15,8 @@ type Document struct {
 	// Discovered are every link of the page, absolute and without
 	// fragments, when the request asked for them (never serialised).
 	Discovered []string `json:"-"`
+	// pdfPages is how many pages of a parsed PDF the document bills.
+	pdfPages int
 }
 
 // ActionResults are what actions produced.

@@ -502,7 +502,7 @@ func (p *tab) fetchInPage(ctx context.Context, u string) (*page, *prefetched, er
 		Kind   string `json:"kind"`
 		Body   string `json:"body"`
 	}
-	err := p.evaluate(ctx, fmt.Sprintf(fetchScript, uj, hj), &out)
+	err := p.evaluate(ctx, fmt.Sprintf(fetchScript, uj, hj, documentTypesJS, documentExtensionsJS, unlabelledTypesJS), &out)
 	p.mu.Lock()
 	blocked := p.blocked
 	p.mu.Unlock()
@@ -546,7 +546,9 @@ func (p *tab) fetched(u string, status int, contentType string, body []byte) *pa
 	return &page{engine: "browser-fetch", status: status, finalURL: u, contentType: contentType, body: body}
 }
 
-// fetchScript fetches %[1]s with headers %[2]s from the current document.
+// fetchScript fetches %[1]s with headers %[2]s from the current document;
+// %[3]s, %[4]s and %[5]s match the media types and paths of documents and
+// the media types that leave the path to say (as documentKind does).
 const fetchScript = `(async () => {
   const u = %[1]s;
   if (new URL(u).origin !== location.origin) return {skip: "origin"};
@@ -568,14 +570,14 @@ const fetchScript = `(async () => {
     }
     try { return new TextDecoder(cs || "utf-8").decode(buf); } catch (e) { return new TextDecoder("utf-8").decode(buf); }
   };
-  if (/^\s*(text\/html|application\/xhtml\+xml)/i.test(type)) return {...head, kind: "html", body: await decode()};
-  if (/^\s*(text\/|application\/(json|xml|javascript))/i.test(type)) return {...head, kind: "text", body: await decode()};
-  if (/^\s*application\/(x-)?pdf/i.test(type) || (/\.pdf$/i.test(new URL(r.url).pathname) && !/^\s*(image|video|audio)\//i.test(type))) {
+  if (%[3]s.test(type) || (%[4]s.test(new URL(r.url).pathname) && (!type.trim() || %[5]s.test(type)))) {
     const buf = new Uint8Array(await r.arrayBuffer());
     let s = "";
     for (let i = 0; i < buf.length; i += 0x8000) s += String.fromCharCode.apply(null, buf.subarray(i, i + 0x8000));
     return {...head, kind: "binary", body: btoa(s)};
   }
+  if (/^\s*(text\/html|application\/xhtml\+xml)/i.test(type)) return {...head, kind: "html", body: await decode()};
+  if (/^\s*(text\/|application\/(json|xml|javascript))/i.test(type)) return {...head, kind: "text", body: await decode()};
   r.body && r.body.cancel();
   return {skip: "type"};
 })()`

@@ -162,8 +162,8 @@ func (s *Service) run(ctx context.Context, req Request, fetch fetcher) (*Documen
 		doc.Warning = joinWarning(doc.Warning, fmt.Sprintf("the page answered HTTP %d", pg.status))
 	}
 	credits := 1
-	if n, ok := md["numPages"].(int); ok && n > 1 && o.PDF {
-		credits = n
+	if doc.pdfPages > 1 {
+		credits = doc.pdfPages
 	}
 	if o.Lockdown {
 		credits = 5
@@ -461,34 +461,8 @@ func (s *Service) transform(ctx context.Context, req Request, pg *page) (*Docume
 	if o.Has("screenshot") {
 		doc.Screenshot = pg.screenshot
 	}
-	if kind := documentKind(pg.contentType, pg.finalURL); kind == "pdf" {
-		if !o.PDF {
-			// parsers: [] asks for the PDF itself.
-			doc.Markdown = base64.StdEncoding.EncodeToString(pg.body)
-			doc.Metadata["numPages"] = 1
-			return doc, nil
-		}
-		pd, err := parse.PDF(ctx, pg.body)
-		if err != nil {
-			return nil, &ParseError{Err: err}
-		}
-		if o.Has("markdown") {
-			doc.Markdown = pd.Markdown
-		}
-		if o.Has("html") {
-			doc.HTML = pd.HTML
-		}
-		doc.Metadata["numPages"] = pd.Pages
-		if pd.Title != "" {
-			doc.Metadata["title"] = pd.Title
-		}
-		if pd.Author != "" {
-			doc.Metadata["author"] = pd.Author
-		}
-		if len(pd.Warnings) > 0 {
-			doc.Warning = strings.Join(pd.Warnings, "; ")
-		}
-		return doc, nil
+	if kind := pageDocumentKind(pg); kind != "" {
+		return s.transformDocument(ctx, req, pg, kind, doc)
 	}
 	res, err := content.Transform(pg.body, pg.finalURL, content.Options{
 		OnlyMainContent: o.OnlyMainContent, IncludeTags: o.IncludeTags, ExcludeTags: o.ExcludeTags,
@@ -517,6 +491,97 @@ func (s *Service) transform(ctx context.Context, req Request, pg *page) (*Docume
 	}
 	for k, v := range res.Metadata {
 		doc.Metadata[k] = v
+	}
+	return doc, nil
+}
+
+// pageDocumentKind names the parser of a page's document, or "" for a web
+// page. The bytes have the last word: a server that labels an HTML error
+// page as a PDF gets its page read as HTML, and a PDF labelled as a DOCX is
+// read as a PDF.
+func pageDocumentKind(pg *page) string {
+	kind := documentKind(pg.contentType, pg.finalURL)
+	if kind == "" {
+		return ""
+	}
+	switch sniffed := parse.Sniff(pg.body); {
+	case sniffed == "html":
+		return ""
+	case parse.Supported(sniffed):
+		return sniffed
+	}
+	return kind
+}
+
+// transformDocument turns a document (PDF, DOCX, ...) into the requested
+// formats: Markdown and HTML from the parser, links and images from the
+// parser's HTML.
+func (s *Service) transformDocument(ctx context.Context, req Request, pg *page, kind string, doc *Document) (*Document, error) {
+	o := &req.Options
+	if kind == "pdf" && !o.PDF {
+		// parsers: [] asks for the PDF itself.
+		doc.Markdown = base64.StdEncoding.EncodeToString(pg.body)
+		doc.Metadata["numPages"] = 1
+		return doc, nil
+	}
+	pd, err := parse.Parse(ctx, kind, pg.body)
+	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, ErrTimeout
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &ParseError{Err: err}
+	}
+	if o.Has("markdown") {
+		doc.Markdown = pd.Markdown
+	}
+	if o.Has("html") {
+		doc.HTML = pd.HTML
+	}
+	if o.Has("rawHtml") {
+		doc.RawHTML = pd.HTML
+	}
+	if o.Has("links") || o.Has("images") || req.Discover {
+		res, err := content.Transform([]byte(pd.HTML), pg.finalURL, content.Options{
+			RemoveBase64Images: o.RemoveBase64Images,
+			Want:               content.Want{Links: o.Has("links") || req.Discover, Images: o.Has("images")},
+		})
+		if err != nil {
+			return nil, err
+		}
+		if o.Has("links") {
+			doc.Links = res.Links
+			if doc.Links == nil {
+				doc.Links = []string{}
+			}
+		}
+		if req.Discover {
+			doc.Discovered = res.Links
+		}
+		if o.Has("images") {
+			doc.Images = res.Images
+			if doc.Images == nil {
+				doc.Images = []string{}
+			}
+		}
+	}
+	if kind == "pdf" {
+		// Parsed PDFs are billed by the page.
+		doc.pdfPages = pd.Pages
+	}
+	if pd.Pages > 0 || kind == "pdf" {
+		doc.Metadata["numPages"] = pd.Pages
+	}
+	if pd.Title != "" {
+		doc.Metadata["title"] = pd.Title
+	}
+	if pd.Author != "" {
+		doc.Metadata["author"] = pd.Author
+	}
+	if len(pd.Warnings) > 0 {
+		doc.Warning = strings.Join(pd.Warnings, "; ")
 	}
 	return doc, nil
 }

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -34,6 +35,26 @@ type testService struct {
 	*service.Service
 	URL string // http://127.0.0.1:port
 	t   *testing.T
+	// logs holds everything the service logged.
+	logs *lockedBuffer
+}
+
+// lockedBuffer is a bytes.Buffer that a logger and a test share.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // start runs a service on a loopback port with two teams (acme, globex)
@@ -59,11 +80,14 @@ func start(t *testing.T, env map[string]string) *testService {
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	level := slog.LevelWarn
+	level := slog.LevelInfo
+	var out io.Writer = io.Discard
 	if os.Getenv("TRAWLER_TEST_DEBUG") != "" {
-		level = slog.LevelDebug
+		level, out = slog.LevelDebug, os.Stderr
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	logs := &lockedBuffer{}
+	// Warnings and errors go to stderr as before; the test can read all.
+	log := slog.New(slog.NewTextHandler(io.MultiWriter(logs, levelWriter{out, os.Stderr}), &slog.HandlerOptions{Level: level}))
 	svc, err := service.New(context.Background(), cfg, log)
 	if err != nil {
 		t.Fatalf("service: %v", err)
@@ -73,7 +97,17 @@ func start(t *testing.T, env map[string]string) *testService {
 		svc.Close()
 		srv.Close()
 	})
-	return &testService{Service: svc, URL: srv.URL, t: t}
+	return &testService{Service: svc, URL: srv.URL, t: t, logs: logs}
+}
+
+// levelWriter sends lines of level WARN or ERROR to loud, the rest to quiet.
+type levelWriter struct{ quiet, loud io.Writer }
+
+func (w levelWriter) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte(" level=WARN ")) || bytes.Contains(p, []byte(" level=ERROR ")) {
+		return w.loud.Write(p)
+	}
+	return w.quiet.Write(p)
 }
 
 type response struct {

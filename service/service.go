@@ -167,8 +167,13 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg2, promhttp.HandlerOpts{}))
 	fiberApp := limitBody(adaptor.FiberApp(a.App()))
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if api.IsWatch(r) {
+		switch {
+		case api.IsWatch(r):
 			a.Watch(w, r)
+			return
+		case api.IsParse(r):
+			// Uploads stream past the JSON body limit, bounded on their own.
+			a.Parse(w, r)
 			return
 		}
 		fiberApp.ServeHTTP(w, r)

@@ -1,0 +1,264 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/trawler-dev/trawler/parse"
+	"github.com/trawler-dev/trawler/scrape"
+)
+
+// POST /v2/parse is served by net/http rather than Fiber: Fiber's adaptor
+// reads a whole body into memory before the handler runs, and an upload
+// must be refused as soon as it passes the limit, while it streams.
+
+// MaxUpload is the largest file POST /v2/parse accepts.
+const MaxUpload = 50 << 20
+
+const (
+	// maxOptionsPart caps the options part of an upload.
+	maxOptionsPart = 1 << 20
+	// maxDiscard is how much of a refused upload is read (and dropped) so
+	// that the client, still sending, reads the answer rather than a reset
+	// connection; beyond it the connection is closed.
+	maxDiscard = 2 * MaxUpload
+)
+
+// IsParse reports whether r is a POST /v2/parse.
+func IsParse(r *http.Request) bool {
+	return r.URL.Path == "/v2/parse"
+}
+
+// parseRequest is the options part of an upload: the scrape options that
+// make sense for bytes, plus those the service refuses by name.
+type parseRequest struct {
+	scrapeOptionsRequest
+	ZeroDataRetention *bool   `json:"zeroDataRetention"`
+	Origin            *string `json:"origin"`
+	Integration       *string `json:"integration"`
+}
+
+// Parse serves POST /v2/parse: a multipart upload with a file part and an
+// optional options part (JSON text), answered with the document a scrape of
+// the file would give.
+func (a *API) Parse(w http.ResponseWriter, r *http.Request) {
+	doc, err := a.parseUpload(w, r)
+	if err != nil {
+		e := a.toError(err)
+		body := map[string]any{"success": false, "error": e.Message, "code": e.Code}
+		if e.Details != nil {
+			body["details"] = e.Details
+		}
+		if e.Status == http.StatusRequestEntityTooLarge || e.Status == http.StatusUnsupportedMediaType {
+			// Let the client finish sending, within reason, so that it
+			// reads this answer.
+			io.CopyN(io.Discard, r.Body, maxDiscard)
+		}
+		writeJSON(w, e.Status, body)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "data": doc})
+}
+
+func writeJSON(w http.ResponseWriter, status int, body any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(body)
+}
+
+func (a *API) parseUpload(w http.ResponseWriter, r *http.Request) (*scrape.Document, error) {
+	if r.Method != http.MethodPost {
+		return nil, &Error{Status: http.StatusMethodNotAllowed, Code: "METHOD_NOT_ALLOWED", Message: "method not allowed on this endpoint"}
+	}
+	team, err := a.teamFor(r.Header.Get("Authorization"))
+	if err != nil {
+		return nil, err
+	}
+	if r.ContentLength > MaxUpload+maxOptionsPart {
+		return nil, fileTooLarge()
+	}
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "multipart/form-data" {
+		return nil, badRequest(fieldError("Content-Type", "Content-Type must be multipart/form-data with a file part (and an optional options part), got %q", mt))
+	}
+	mr, err := r.MultipartReader()
+	if err != nil {
+		return nil, badRequest(fieldError("Content-Type", "the multipart body cannot be read: %v", err))
+	}
+	var (
+		up       *scrape.Upload
+		req      parseRequest
+		sawOpts  bool
+		problems []FieldProblem
+	)
+	for {
+		part, err := mr.NextPart()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, badRequest(fieldError("body", "the multipart body is malformed: %v", err))
+		}
+		switch name := part.FormName(); name {
+		case "options":
+			if sawOpts {
+				return nil, badRequest(fieldError("options", "options must be sent once"))
+			}
+			sawOpts = true
+			raw, err := io.ReadAll(io.LimitReader(part, maxOptionsPart+1))
+			if err != nil {
+				return nil, badRequest(fieldError("options", "the options part cannot be read: %v", err))
+			}
+			if len(raw) > maxOptionsPart {
+				return nil, badRequest(fieldError("options", "options must be at most 1 MB of JSON"))
+			}
+			if err := decodeJSON(raw, &req, "options."); err != nil {
+				return nil, err
+			}
+		case "file":
+			if up != nil {
+				return nil, badRequest(fieldError("file", "file must be sent once"))
+			}
+			if up, err = readUpload(part); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, badRequest(fieldError(name, "unknown part %q: parse takes a file part and an options part", name))
+		}
+	}
+	if up == nil {
+		return nil, badRequest(fieldError("file", "file is required: send the document as a multipart part named file, with a file name"))
+	}
+	opts := req.options("options.", team, &problems)
+	// A refused option is named once, with the reason parse refuses it.
+	refused := notForParse(&req)
+	problems = slices.DeleteFunc(problems, func(p FieldProblem) bool {
+		return slices.ContainsFunc(refused, func(q FieldProblem) bool { return slices.Equal(p.Path, q.Path) })
+	})
+	problems = append(problems, refused...)
+	if len(problems) > 0 {
+		return nil, badRequest(problems...)
+	}
+	if req.ZeroDataRetention != nil && *req.ZeroDataRetention {
+		if !team.Features.ZeroDataRetention {
+			return nil, &Error{Status: fiber.StatusForbidden, Code: "FEATURE_NOT_ENABLED",
+				Message: "zeroDataRetention is not enabled for this team; the operator enables it with TRAWLER_TEAM_FEATURES"}
+		}
+		opts.ZeroDataRetention = true
+	}
+	doc, err := a.Scraper.Parse(r.Context(), team.ID, *up, opts)
+	if err != nil {
+		return nil, err
+	}
+	if !opts.ZeroDataRetention {
+		a.recordActivity(team.ID, doc.Metadata["scrapeId"].(string), "parse", up.Name)
+	}
+	return doc, nil
+}
+
+func fileTooLarge() *Error {
+	return &Error{Status: http.StatusRequestEntityTooLarge, Code: "FILE_TOO_LARGE",
+		Message: fmt.Sprintf("file is larger than %d MB, the most parse accepts", MaxUpload>>20)}
+}
+
+// readUpload reads the file part, refusing it as soon as it passes
+// MaxUpload, and checks that its content is what its extension says.
+func readUpload(part *multipart.Part) (*scrape.Upload, error) {
+	name := strings.TrimSpace(part.FileName())
+	if name == "" {
+		return nil, badRequest(fieldError("file", "file must carry a file name (filename in its Content-Disposition): its extension names its type"))
+	}
+	format := parse.FormatOfName(name)
+	if format == "" {
+		return nil, unsupported("%q has an extension parse does not read; it reads %s", name, strings.Join(parse.Extensions(), ", "))
+	}
+	var buf bytes.Buffer
+	n, err := io.Copy(&buf, io.LimitReader(part, MaxUpload+1))
+	if err != nil {
+		return nil, badRequest(fieldError("file", "the file part cannot be read: %v", err))
+	}
+	if n > MaxUpload {
+		return nil, fileTooLarge()
+	}
+	if n == 0 {
+		return nil, badRequest(fieldError("file", "file is empty"))
+	}
+	data := buf.Bytes()
+	sniffed := parse.Sniff(data)
+	switch {
+	case format == "html" && (sniffed == "" || sniffed == "html") && !bytes.Contains(data[:min(len(data), 8192)], []byte{0}):
+	case sniffed == format:
+	case sniffed == "":
+		return nil, unsupported("%q is named a %s file but its content is not one", name, strings.ToUpper(format))
+	default:
+		return nil, unsupported("%q is named a %s file but its content is %s", name, strings.ToUpper(format), strings.ToUpper(sniffed))
+	}
+	return &scrape.Upload{Name: name, Format: format, Data: data}, nil
+}
+
+func unsupported(format string, args ...any) *Error {
+	return &Error{Status: http.StatusUnsupportedMediaType, Code: "UNSUPPORTED_FILE_TYPE", Message: fmt.Sprintf(format, args...)}
+}
+
+// notForParse names the options that make no sense for bytes: nothing is
+// loaded, so there is no page to wait for, act on, capture or locate, and no
+// cache to consult.
+func notForParse(r *parseRequest) []FieldProblem {
+	var problems []FieldProblem
+	refuse := func(name, why string) {
+		problems = append(problems, fieldError("options."+name, "options.%s does not apply to parse: %s", name, why))
+	}
+	if r.WaitFor != nil {
+		refuse("waitFor", "an uploaded file is not a page that loads")
+	}
+	if r.Mobile != nil {
+		refuse("mobile", "an uploaded file is not rendered on a device")
+	}
+	if r.Actions != nil {
+		refuse("actions", "an uploaded file has no page to act on")
+	}
+	if r.Location != nil {
+		refuse("location", "an uploaded file is not fetched from anywhere")
+	}
+	for _, c := range []struct {
+		name string
+		set  bool
+	}{{"maxAge", r.MaxAge != nil}, {"minAge", r.MinAge != nil}, {"storeInCache", r.StoreInCache != nil}, {"lockdown", r.Lockdown != nil}} {
+		if c.set {
+			refuse(c.name, "uploads are never cached")
+		}
+	}
+	if r.Profile != nil {
+		refuse("profile", "an uploaded file is not opened in a browser")
+	}
+	if r.Proxy != nil && *r.Proxy != "basic" && *r.Proxy != "auto" {
+		refuse("proxy", "an uploaded file is not fetched through a proxy")
+	}
+	for i, raw := range r.Formats {
+		var name string
+		if json.Unmarshal(raw, &name) != nil {
+			var obj struct {
+				Type string `json:"type"`
+			}
+			json.Unmarshal(raw, &obj)
+			name = obj.Type
+		}
+		switch strings.SplitN(name, "@", 2)[0] {
+		case "screenshot":
+			refuse(fmt.Sprintf("formats[%d]", i), "screenshot needs a page rendered in a browser")
+		case "changeTracking":
+			refuse(fmt.Sprintf("formats[%d]", i), "changeTracking compares scrapes of one URL over time")
+		case "branding":
+			refuse(fmt.Sprintf("formats[%d]", i), "branding is read from a rendered web page")
+		}
+	}
+	return problems
+}

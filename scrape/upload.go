@@ -1,0 +1,28 @@
+package scrape
+
+import (
+	"context"
+
+	"github.com/trawler-dev/trawler/parse"
+)
+
+// Upload is a document sent to be parsed rather than fetched.
+type Upload struct {
+	// Name is the file name, which the document's sourceURL reports.
+	Name string
+	// Format is the format the caller checked the bytes to be (as
+	// parse.Sniff names it, or "html").
+	Format string
+	Data   []byte
+}
+
+// Parse turns an uploaded document into the same Document a scrape of it
+// would give, through the same transform, and keeps it retrievable by id
+// unless the options ask for zero data retention. Uploads are never cached.
+func (s *Service) Parse(ctx context.Context, team string, up Upload, o Options) (*Document, error) {
+	o.MaxAge, o.MinAge, o.StoreInCache, o.Lockdown = 0, nil, false, false
+	req := Request{Team: team, URL: up.Name, Options: o}
+	return s.run(ctx, req, func(context.Context, Request) (*page, error) {
+		return &page{status: 200, finalURL: up.Name, contentType: parse.MediaTypeOf(up.Format), body: up.Data, engine: "parse"}, nil
+	})
+}
