@@ -12,6 +12,7 @@ import (
 
 	"github.com/trawler-dev/trawler/crawl"
 	"github.com/trawler-dev/trawler/netguard"
+	"github.com/trawler-dev/trawler/parse"
 	"github.com/trawler-dev/trawler/profiles"
 	"github.com/trawler-dev/trawler/scrape"
 	"github.com/trawler-dev/trawler/sessions"
@@ -73,6 +74,7 @@ func (a *API) toError(err error) *Error {
 	var load *scrape.LoadError
 	var action *scrape.ActionError
 	var parseErr *scrape.ParseError
+	var typeErr *parse.TypeError
 	switch {
 	case errors.As(err, &blocked):
 		return &Error{Status: fiber.StatusForbidden, Code: "URL_BLOCKED", Message: blocked.Error()}
@@ -90,6 +92,8 @@ func (a *API) toError(err error) *Error {
 		return &Error{Status: fiber.StatusBadGateway, Code: "UPSTREAM_ERROR", Message: load.Error()}
 	case errors.As(err, &action):
 		return &Error{Status: fiber.StatusUnprocessableEntity, Code: "SCRAPE_ACTION_ERROR", Message: action.Error()}
+	case errors.As(err, &typeErr):
+		return &Error{Status: fiber.StatusUnsupportedMediaType, Code: "UNSUPPORTED_FILE_TYPE", Message: typeErr.Error()}
 	case errors.As(err, &parseErr):
 		return &Error{Status: fiber.StatusUnprocessableEntity, Code: "PARSE_ERROR", Message: parseErr.Error()}
 	case errors.Is(err, profiles.ErrLocked):

@@ -176,9 +176,10 @@ func readUpload(part *multipart.Part) (*scrape.Upload, error) {
 	if name == "" {
 		return nil, badRequest(fieldError("file", "file must carry a file name (filename in its Content-Disposition): its extension names its type"))
 	}
-	format := parse.FormatOfName(name)
-	if format == "" {
-		return nil, unsupported("%q has an extension parse does not read; it reads %s", name, strings.Join(parse.Extensions(), ", "))
+	if parse.FormatOfName(name) == "" {
+		// Refused before a byte of it is read.
+		_, err := parse.Identify(name, nil)
+		return nil, err
 	}
 	var buf bytes.Buffer
 	n, err := io.Copy(&buf, io.LimitReader(part, MaxUpload+1))
@@ -192,20 +193,11 @@ func readUpload(part *multipart.Part) (*scrape.Upload, error) {
 		return nil, badRequest(fieldError("file", "file is empty"))
 	}
 	data := buf.Bytes()
-	sniffed := parse.Sniff(data)
-	switch {
-	case format == "html" && (sniffed == "" || sniffed == "html") && !bytes.Contains(data[:min(len(data), 8192)], []byte{0}):
-	case sniffed == format:
-	case sniffed == "":
-		return nil, unsupported("%q is named a %s file but its content is not one", name, strings.ToUpper(format))
-	default:
-		return nil, unsupported("%q is named a %s file but its content is %s", name, strings.ToUpper(format), strings.ToUpper(sniffed))
+	format, err := parse.Identify(name, data)
+	if err != nil {
+		return nil, err
 	}
 	return &scrape.Upload{Name: name, Format: format, Data: data}, nil
-}
-
-func unsupported(format string, args ...any) *Error {
-	return &Error{Status: http.StatusUnsupportedMediaType, Code: "UNSUPPORTED_FILE_TYPE", Message: fmt.Sprintf(format, args...)}
 }
 
 // notForParse names the options that make no sense for bytes: nothing is

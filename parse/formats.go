@@ -1,6 +1,8 @@
 package parse
 
 import (
+	"bytes"
+	"fmt"
 	"mime"
 	"path"
 	"strings"
@@ -94,4 +96,30 @@ func DocumentExtensions() []string {
 		}
 	}
 	return out
+}
+
+// TypeError is a file whose type is not one of the formats, or whose
+// content is not what its name says.
+type TypeError struct{ msg string }
+
+func (e *TypeError) Error() string { return e.msg }
+
+// Identify names the format of a file from its name's extension, checked
+// against its content: a file named .pdf must hold a PDF, one named .html
+// must not hold a binary format. Anything else is a *TypeError.
+func Identify(name string, data []byte) (string, error) {
+	format := FormatOfName(name)
+	if format == "" {
+		return "", &TypeError{fmt.Sprintf("%q has an extension parse does not read; it reads %s", name, strings.Join(Extensions(), ", "))}
+	}
+	sniffed := Sniff(data)
+	switch {
+	case format == "html" && (sniffed == "" || sniffed == "html") && !bytes.Contains(data[:min(len(data), 8192)], []byte{0}):
+	case sniffed == format:
+	case sniffed == "":
+		return "", &TypeError{fmt.Sprintf("%q is named a %s file but its content is not one", name, strings.ToUpper(format))}
+	default:
+		return "", &TypeError{fmt.Sprintf("%q is named a %s file but its content is %s", name, strings.ToUpper(format), strings.ToUpper(sniffed))}
+	}
+	return format, nil
 }

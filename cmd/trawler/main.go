@@ -26,6 +26,9 @@ Usage:
   trawler crawl [--limit N] [--out DIR] URL
                     crawl a site with local Chromium browsers into one Markdown file per page
                     plus index.jsonl, with a progress bar, no server needed
+  trawler parse [--format markdown|html|json] FILE
+                    convert a local document (.pdf, .docx, .doc, .odt, .rtf, .xlsx, .xls, .html)
+                    and print it, no server or browser needed
   trawler healthcheck
                     exit 0 if the service at TRAWLER_ADDR answers /healthz (for container
                     health checks: the Trawler image has no shell or curl)
@@ -53,6 +56,11 @@ func main() {
 	case "crawl":
 		if err := crawlCmd(os.Args[2:], os.Stdout, os.Stderr); err != nil {
 			fmt.Fprintln(os.Stderr, "trawler crawl:", err)
+			os.Exit(1)
+		}
+	case "parse":
+		if err := parseCmd(os.Args[2:], os.Stdout, os.Stderr); err != nil {
+			fmt.Fprintln(os.Stderr, "trawler parse:", err)
 			os.Exit(1)
 		}
 	case "healthcheck":
