@@ -3,6 +3,7 @@ package parse
 import (
 	"fmt"
 	"html"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -311,40 +312,80 @@ func writeMarkdownBlocks(sb *strings.Builder, blocks []Block, indent string, dep
 
 // markdownInlines writes inlines on one line (breaks become indented hard
 // breaks); lineStart guards text that would otherwise start a block.
+//
+// Emphasis is opened and closed only where it changes between runs, so a
+// bold run that goes on in bold italic reads **a *b*** rather than markers
+// butting into each other; markers hug the text, with spaces outside.
 func markdownInlines(ins []Inline, lineStart bool, indent string) string {
 	var sb strings.Builder
-	for i, in := range ins {
+	var open []string // open emphasis markers, innermost last
+	pending := ""     // spaces after the last text, written once it is known whether markers close first
+	closeTo := func(keep func(string) bool) {
+		for i, m := range open {
+			if !keep(m) {
+				for k := len(open) - 1; k >= i; k-- {
+					sb.WriteString(open[k])
+				}
+				open = open[:i]
+				break
+			}
+		}
+	}
+	closeAll := func() {
+		closeTo(func(string) bool { return false })
+		sb.WriteString(pending)
+		pending = ""
+	}
+	for _, in := range ins {
 		switch {
 		case in.Break:
+			closeAll()
 			sb.WriteString("\\\n" + indent)
 			continue
 		case in.Note > 0:
+			closeAll()
 			fmt.Fprintf(&sb, "[^%d]", in.Note)
 			continue
 		case in.Image != "":
+			closeAll()
 			fmt.Fprintf(&sb, "![%s](%s)", mdEscape(in.Text, false), markdownURL(in.Image))
 			continue
 		}
 		text := strings.ReplaceAll(in.Text, "\n", " ")
-		s := mdEscape(text, lineStart && i == 0 && sb.Len() == 0)
-		if strings.TrimSpace(text) != "" && (in.Bold || in.Italic) {
-			// Emphasis markers must hug the text, so the spaces go outside.
-			lead := s[:len(s)-len(strings.TrimLeft(s, " "))]
-			trail := s[len(strings.TrimRight(s, " ")):]
-			core := strings.TrimSpace(s)
+		s := mdEscape(text, lineStart && sb.Len() == 0 && pending == "")
+		core := strings.TrimSpace(s)
+		if core == "" {
+			pending += s
+			continue
+		}
+		lead := s[:len(s)-len(strings.TrimLeft(s, " "))]
+		trail := s[len(strings.TrimRight(s, " ")):]
+		if in.Href != "" {
+			closeAll()
 			if in.Italic {
 				core = "*" + core + "*"
 			}
 			if in.Bold {
 				core = "**" + core + "**"
 			}
-			s = lead + core + trail
+			sb.WriteString(lead + "[" + core + "](" + markdownURL(in.Href) + ")")
+			pending = trail
+			continue
 		}
-		if in.Href != "" && strings.TrimSpace(text) != "" {
-			s = "[" + s + "](" + markdownURL(in.Href) + ")"
+		want := map[string]bool{"**": in.Bold, "*": in.Italic}
+		closeTo(func(m string) bool { return want[m] })
+		sb.WriteString(pending + lead)
+		pending = ""
+		for _, m := range []string{"**", "*"} {
+			if want[m] && !slices.Contains(open, m) {
+				sb.WriteString(m)
+				open = append(open, m)
+			}
 		}
-		sb.WriteString(s)
+		sb.WriteString(core)
+		pending = trail
 	}
+	closeAll()
 	return sb.String()
 }
 
@@ -400,10 +441,26 @@ func tableGrid(rows [][]Cell) [][]string {
 	return grid
 }
 
-// cellMarkdown is a cell's content on one line, its blocks joined by <br>.
+// cellMarkdown is a cell's content on one line, its blocks (and a list's
+// items, with their markers) joined by <br>.
 func cellMarkdown(c Cell) string {
 	var parts []string
 	for _, b := range c.Blocks {
+		if b.Kind == List {
+			for k, it := range b.Items {
+				marker := "• "
+				if b.Ordered {
+					marker = strconv.Itoa(k+1) + ". "
+					if it.Number > 0 {
+						marker = strconv.Itoa(it.Number) + ". "
+					}
+				}
+				if t := plainText(it.Blocks); t != "" {
+					parts = append(parts, marker+mdEscape(t, false))
+				}
+			}
+			continue
+		}
 		var sb strings.Builder
 		writeMarkdownBlocks(&sb, []Block{b}, "", maxRenderDepth)
 		s := strings.ReplaceAll(sb.String(), "\n", " ")

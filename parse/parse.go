@@ -61,7 +61,11 @@ func Parse(ctx context.Context, format string, data []byte) (*Document, error) {
 
 // readers maps a format to its reader.
 var readers = map[string]func(context.Context, []byte) (*Document, error){
-	"pdf": PDF,
+	"pdf":  PDF,
+	"docx": DOCX,
+	"odt":  ODT,
+	"rtf":  RTF,
+	"doc":  DOC,
 }
 
 // Supported reports whether Parse reads format.
