@@ -84,7 +84,7 @@ func TestRTFSnippets(t *testing.T) {
 		{"unknown code page", `{\rtf1\ansi\ansicpg4242 \'e9}`, "é"},
 		{"font charset, double-byte", `{\rtf1\ansi{\fonttbl{\f0 Arial;}{\f1\fcharset128 MS Mincho;}}\f1 \'93\'8c\'8b\'9e\f0  ok}`, "東京 ok"},
 		{"font charset, old-style table", `{\rtf1\ansi{\fonttbl\f0\fswiss Arial;\f1\fcharset204 Arial Cyr;}\f1 \'c4\'e0 \plain\'c4}`, "Да Ä"},
-		{"nested groups", `{\rtf1 a {\b bold {\i both} b2} plain}`, "a **bold** ***both*** **b2** plain"},
+		{"nested groups", `{\rtf1 a {\b bold {\i both} b2} plain}`, "a **bold *both* b2** plain"},
 		{"toggles", `{\rtf1 \b x\b0 y\i z\plain w}`, "**x**y*z*w"},
 		{"hidden text", `{\rtf1 a{\v hidden}b\v c\v0 d}`, "abd"},
 		{"line and tab", `{\rtf1 a\tab b\line c}`, "a b\\\nc"},

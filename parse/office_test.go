@@ -346,7 +346,7 @@ func TestODTConstructs(t *testing.T) {
 	}
 	want := `Spaces collapse,  text:s keeps two; a tab. End.
 
-**Bold paragraph with** a normal span **and** ***bold italic*****.**
+**Bold paragraph with** a normal span **and *bold italic*.**
 
 1. first
 
