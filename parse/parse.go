@@ -66,6 +66,8 @@ var readers = map[string]func(context.Context, []byte) (*Document, error){
 	"odt":  ODT,
 	"rtf":  RTF,
 	"doc":  DOC,
+	"xlsx": XLSX,
+	"xls":  XLS,
 }
 
 // Supported reports whether Parse reads format.

@@ -23,6 +23,9 @@ const site = http.createServer((req, res) => {
     '/files/q3-report.pdf': ['report.pdf', 'application/pdf'],
     '/download?id=7': ['report.pdf', 'application/pdf'],
     '/files/sales.pdf': ['table.pdf', 'application/octet-stream'],
+    '/files/notes.docx': ['office-rich.docx', 'application/vnd.openxmlformats-officedocument.wordprocessingml.document'],
+    '/files/figures.xlsx': ['sheets.xlsx', 'application/octet-stream'],
+    '/files/ferry.rtf': ['legacy.rtf', 'text/rtf'],
   }[req.url] ?? [];
   if (!name) {
     res.writeHead(404).end();
@@ -53,6 +56,22 @@ test('SDK parse: a table PDF as a pipe table, HTML and a Blob upload', async () 
     { formats: ['markdown', 'html'] }), 'parse');
   assert.match(doc.markdown, /^\| Region \| Q1 units \| Q2 units \| Change \|$/m);
   assert.match(doc.html, /<th>Region<\/th>/);
+});
+
+test('SDK parse: office documents, each with its structure', async () => {
+  const cases = [
+    ['notes.docx', 'office-rich.docx', [/^## Equipment$/m, /^- Probes\n {4}- Steel probes$/m, /^3\. Calibrate the gauge$/m, /\[the project site\]\(https:\/\/example\.org\/method\?id=7\)/, /^\| North \| 120 cm \| 5 January \|$/m]],
+    ['notes.odt', 'office-rich.odt', [/^## Equipment$/m, /^\[\^1\]: Measured at low tide\.$/m]],
+    ['ferry.doc', 'legacy.doc', [/^# Lake Ferry Guide$/m, /Zürich — 東京 ✓/, /^\| East \| 09:30 \| 19:30 \|$/m]],
+    ['ferry.rtf', 'legacy.rtf', [/^## Boarding$/m, /^2\. Show your ticket$/m]],
+    ['figures.xlsx', 'sheets.xlsx', [/^## Sales$/m, /^\| North \| 1,234,567 \| 3\.14 \| 2024-03-15 \| 15 Mar 2024 \| 25% \| \$1,234\.50 \| a \\\| b \|$/m]],
+    ['figures.xls', 'sheets.xls', [/^## Résumé$/m, /^\| Greek \| Ελληνικά \|$/m]],
+  ];
+  for (const [filename, file, patterns] of cases) {
+    const doc = await within(60_000, sdk().parse({ filename, data: fixture(file) }, { formats: ['markdown', 'links'] }), `parse ${filename}`);
+    for (const p of patterns) assert.match(doc.markdown, p, `${filename}:\n${doc.markdown}`);
+    assert.equal(doc.metadata.sourceURL, filename);
+  }
 });
 
 test('SDK parse: refusals carry their status and code', async () => {
@@ -92,6 +111,13 @@ test('SDK scrape of document URLs: by content type, by extension, and parsers []
   assert.equal(doc.metadata.numPages, 1);
   doc = await within(60_000, sdk().scrape(`${base}/files/sales.pdf`, { formats: ['markdown'] }), 'scrape octet-stream pdf');
   assert.match(doc.markdown, /\| Region \| Q1 units \|/);
+  doc = await within(60_000, sdk().scrape(`${base}/files/notes.docx`, { formats: ['markdown', 'links'] }), 'scrape docx');
+  assert.match(doc.markdown, /^## Equipment$/m);
+  assert.ok(doc.links.includes('https://example.org/method?id=7'), JSON.stringify(doc.links));
+  doc = await within(60_000, sdk().scrape(`${base}/files/figures.xlsx`, { formats: ['markdown'] }), 'scrape octet-stream xlsx');
+  assert.match(doc.markdown, /^## Sales$/m);
+  doc = await within(60_000, sdk().scrape(`${base}/files/ferry.rtf`, { formats: ['markdown'] }), 'scrape rtf');
+  assert.match(doc.markdown, /^# Lake Ferry Guide$/m);
   doc = await within(60_000, sdk().scrape(`${base}/files/q3-report.pdf`, { formats: ['markdown'], parsers: [] }), 'scrape pdf base64');
   assert.ok(Buffer.from(doc.markdown, 'base64').subarray(0, 5).equals(Buffer.from('%PDF-')));
 });
