@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"math"
+	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,10 +27,12 @@ type block struct {
 	kind    blockKind
 	page    int
 	text    string
-	level   int // heading level, or list nesting depth
+	links   []span // link runs of text
+	level   int    // heading level, or list nesting depth
 	ordered bool
 	marker  string
 	rows    [][]string
+	cells   [][][]span // link runs per cell, shaped like rows, or nil
 
 	size       float64
 	bold       bool
@@ -271,8 +275,31 @@ func findGutter(rows []*row) *gutter {
 	sort.Float64s(sizes)
 	size := sizes[len(sizes)/2]
 	step := math.Max(1, width/400)
+	// Between two edges of content every x sorts the rows the same way, so
+	// only the first x past an edge needs trying.
+	var edges []float64
+	for _, r := range rows {
+		if r.table != nil {
+			edges = append(edges, r.table.box.x0, r.table.box.x1)
+		}
+		for _, s := range r.segs {
+			edges = append(edges, s.x0, s.x1)
+		}
+	}
+	slices.Sort(edges)
 	var cands []gutter
+	e := 0
+	first := true
 	for x := minX + 0.15*width; x <= maxX-0.15*width; x += step {
+		passed := false
+		for e < len(edges) && edges[e] <= x {
+			e, passed = e+1, true
+		}
+		// x == an edge sorts differently from both sides of it.
+		if !first && !passed && (e == 0 || edges[e-1] < x-step) {
+			continue
+		}
+		first = false
 		start := 0
 		for i := 0; i <= len(rows); i++ {
 			if i < len(rows) && !rows[i].crosses(x) {
@@ -403,6 +430,7 @@ func readsAsColumns(rows []*row, g gutter) bool {
 type line struct {
 	x0, x1, y, size float64
 	text            string
+	links           []span
 	bold            bool
 	runes           int
 }
@@ -411,7 +439,10 @@ func rowLine(r *row) line {
 	l := line{x0: math.Inf(1), x1: math.Inf(-1), y: r.y}
 	var parts []string
 	bold, sizes := 0, map[float64]int{}
+	at := 0 // where the next segment's text starts in l.text
 	for _, s := range r.segs {
+		l.links = append(l.links, shiftSpans(s.links, at)...)
+		at += len(s.text) + 1
 		parts = append(parts, s.text)
 		l.x0, l.x1 = math.Min(l.x0, s.x0), math.Max(l.x1, s.x1)
 		l.runes += s.runes
@@ -458,14 +489,15 @@ func flowBlocks(rows []*row, st *docStats, pageN int) []*block {
 	var cur *block
 	var prev line
 	var parts []string
+	var partLinks [][]span
 	flush := func() {
 		if cur == nil {
 			return
 		}
-		cur.text = joinLines(parts)
+		cur.text, cur.links = joinRich(parts, partLinks)
 		cur.lastFull = prev.x1 >= right-0.1*width && !sentenceEndRe.MatchString(prev.text)
 		out = append(out, cur)
-		cur, parts = nil, nil
+		cur, parts, partLinks = nil, nil, nil
 	}
 	li := 0
 	for i, r := range rows {
@@ -477,7 +509,7 @@ func flowBlocks(rows []*row, st *docStats, pageN int) []*block {
 					continue
 				}
 			}
-			out = append(out, &block{kind: tableBlock, page: pageN, rows: t.rows, x0: t.box.x0})
+			out = append(out, &block{kind: tableBlock, page: pageN, rows: t.rows, cells: t.links, x0: t.box.x0})
 			continue
 		}
 		l := lines[li]
@@ -489,6 +521,9 @@ func flowBlocks(rows []*row, st *docStats, pageN int) []*block {
 			cur = &block{kind: paragraph, page: pageN, size: l.size, bold: l.bold, x0: l.x0}
 			if m, rest := splitMarker(l.text); m != "" {
 				cur.kind, cur.marker, cur.ordered = listItem, m, orderedMarker(m)
+				if k := strings.Index(l.text[len(m):], rest); k >= 0 {
+					l.links = clipSpans(l.links, len(m)+k, len(m)+k+len(rest))
+				}
 				l.text = rest
 			}
 		} else {
@@ -496,16 +531,24 @@ func flowBlocks(rows []*row, st *docStats, pageN int) []*block {
 		}
 		cur.lines++
 		parts = append(parts, l.text)
+		partLinks = append(partLinks, l.links)
 		prev = l
 	}
 	flush()
 	return out
 }
 
+// leaderRe matches the end of a table-of-contents entry: dot leaders and a
+// page number.
+var leaderRe = regexp.MustCompile(`(\.\s?){4,}\s*([0-9]{1,5}|[ivxlcdm]{1,8}|[IVXLCDM]{1,8})$`)
+
 // continues reports whether line l belongs to the block that prev ended.
 func continues(b *block, prev, l line, st *docStats, flowLeft, right, width float64) bool {
 	if m, _ := splitMarker(l.text); m != "" {
 		return false
+	}
+	if leaderRe.MatchString(prev.text) {
+		return false // one entry of a table of contents
 	}
 	if math.Abs(l.size-prev.size) > 0.12*math.Max(l.size, prev.size) {
 		return false
@@ -522,6 +565,12 @@ func continues(b *block, prev, l line, st *docStats, flowLeft, right, width floa
 		return l.x0 > b.x0+0.3*l.size
 	}
 	body := math.Abs(l.size-st.body) < 0.5
+	if body && b.lines >= 2 && l.x0 < prev.x0-1.5*l.size && l.x0 < b.x0-1.5*l.size {
+		// Out to the left of the lines before it, further than a first-line
+		// indent would explain: a title under indented text, as manual
+		// pages set their sections.
+		return false
+	}
 	if body && l.x0-prev.x0 > 0.8*l.size && math.Abs(prev.x0-flowLeft) < 2 && width > 0 {
 		return false // first-line indent of a new paragraph
 	}
@@ -544,7 +593,15 @@ func startsLower(s string) bool {
 // joinLines joins wrapped lines, undoing hyphenation at line ends: a soft
 // hyphen always, a hard one between letters when a lowercase word follows.
 func joinLines(parts []string) string {
+	s, _ := joinRich(parts, nil)
+	return s
+}
+
+// joinRich is joinLines for lines that carry links: links[i] are the link
+// runs of parts[i] (links may be shorter than parts).
+func joinRich(parts []string, links [][]span) (string, []span) {
 	var b []byte
+	var out []span
 	for i, p := range parts {
 		if i > 0 {
 			switch {
@@ -555,10 +612,40 @@ func joinLines(parts []string) string {
 			default:
 				b = append(b, ' ')
 			}
+			if n := len(out); n > 0 && out[n-1].end > len(b) {
+				out[n-1].end = len(b)
+			}
+		}
+		if i < len(links) {
+			out = append(out, shiftSpans(links[i], len(b))...)
 		}
 		b = append(b, p...)
 	}
-	return string(b)
+	return string(b), out
+}
+
+// shiftSpans returns a copy of sp moved by d bytes.
+func shiftSpans(sp []span, d int) []span {
+	if len(sp) == 0 {
+		return nil
+	}
+	out := make([]span, len(sp))
+	for i, x := range sp {
+		out[i] = span{x.start + d, x.end + d, x.href}
+	}
+	return out
+}
+
+// clipSpans returns the parts of sp that lie in [lo, hi), counted from lo.
+func clipSpans(sp []span, lo, hi int) []span {
+	var out []span
+	for _, x := range sp {
+		s, e := max(x.start, lo), min(x.end, hi)
+		if s < e {
+			out = append(out, span{s - lo, e - lo, x.href})
+		}
+	}
+	return out
 }
 
 func letterBefore(b []byte) bool {
@@ -611,23 +698,31 @@ func borderlessTables(rows []*row) map[int]*table {
 		}
 		// Rows with one segment continue the cells of the row above.
 		var rowsText [][]string
+		var rowsLinks [][][]span
+		linked := false
 		for _, segs := range body {
 			cells := make([]string, len(cols))
+			links := make([][]span, len(cols))
 			for _, s := range segs {
 				c := columnOf(cols, s)
-				cells[c] = strings.TrimSpace(cells[c] + " " + s.text)
+				cells[c], links[c] = cellJoin(cells[c], links[c], strings.TrimSpace(s.text), s.links)
+				linked = linked || len(s.links) > 0
 			}
 			if len(segs) == 1 && len(rowsText) > 0 {
-				last := rowsText[len(rowsText)-1]
+				last, lastLinks := rowsText[len(rowsText)-1], rowsLinks[len(rowsLinks)-1]
 				for c := range cells {
-					last[c] = strings.TrimSpace(last[c] + " " + cells[c])
+					last[c], lastLinks[c] = cellLine(last[c], lastLinks[c], cells[c], links[c])
 				}
 				continue
 			}
 			rowsText = append(rowsText, cells)
+			rowsLinks = append(rowsLinks, links)
+		}
+		if !linked {
+			rowsLinks = nil
 		}
 		x0, x1 := r.extent()
-		out[i] = &table{box: rect{x0, rows[j-1].y, x1, r.y}, rows: rowsText}
+		out[i] = &table{box: rect{x0, rows[j-1].y, x1, r.y}, rows: rowsText, links: rowsLinks}
 		for k := i + 1; k < j; k++ {
 			out[k] = skipRow
 		}
@@ -691,6 +786,7 @@ func cutAtColumn(s *segment, x float64) (*segment, *segment) {
 		l, r := *s, *s
 		l.text, l.x1, l.words = strings.TrimSpace(s.text[:w.off]), s.words[k-1].x1, s.words[:k:k]
 		r.text, r.x0 = s.text[w.off:], w.x0
+		l.links, r.links = clipSpans(s.links, 0, len(l.text)), clipSpans(s.links, w.off, len(s.text))
 		r.words = make([]word, len(s.words)-k)
 		for i, ww := range s.words[k:] {
 			ww.off -= w.off
@@ -721,16 +817,23 @@ func columnOf(cols [][2]float64, s *segment) int {
 func classify(blocks []*block, st *docStats) {
 	var keys []float64
 	seen := map[float64]bool{}
+	// The left edge of the text, on odd and on even pages (whose margins
+	// may mirror each other).
+	left := [2]float64{math.Inf(1), math.Inf(1)}
 	for _, b := range blocks {
+		left[b.page%2] = math.Min(left[b.page%2], b.x0)
+	}
+	for i, b := range blocks {
 		if b.kind == listItem && b.lines <= 2 && (b.size >= 1.15*st.body || b.bold && b.size >= 0.95*st.body) {
 			// A numbered heading ("2.1 Results") rather than a list item.
 			b.kind, b.text = paragraph, b.marker+" "+b.text
+			b.links = shiftSpans(b.links, len(b.marker)+1)
 		}
 		if b.kind != paragraph {
 			continue
 		}
 		n := utf8.RuneCountInString(b.text)
-		if n == 0 || !strings.ContainsFunc(b.text, unicode.IsLetter) {
+		if n == 0 || !strings.ContainsFunc(b.text, unicode.IsLetter) || leaderRe.MatchString(b.text) {
 			continue
 		}
 		switch {
@@ -740,7 +843,8 @@ func classify(blocks []*block, st *docStats) {
 				seen[b.size] = true
 				keys = append(keys, b.size)
 			}
-		case b.bold && b.lines <= 2 && n <= 120 && b.size >= 0.95*st.body && !strings.HasSuffix(b.text, ".") && !strings.HasSuffix(b.text, ","):
+		case b.bold && b.lines <= 2 && n <= 120 && b.size >= 0.95*st.body && !strings.HasSuffix(b.text, ".") && !strings.HasSuffix(b.text, ",") &&
+			!definitionTerm(b, blocks[i+1:], left[b.page%2]):
 			b.kind = heading
 		}
 	}
@@ -759,6 +863,17 @@ func classify(blocks []*block, st *docStats) {
 	}
 }
 
+// definitionTerm reports whether b, a bold line, is the term of a
+// definition list rather than a heading: itself indented from the left edge
+// of the text, with the paragraph after it indented further, as manual
+// pages set options and variables (their section titles stand at the edge).
+func definitionTerm(b *block, rest []*block, left float64) bool {
+	if len(rest) == 0 || rest[0].page != b.page || rest[0].kind != paragraph {
+		return false
+	}
+	return b.x0 > left+2*b.size && rest[0].x0 > b.x0+1.5*b.size
+}
+
 // joinContinuations merges a paragraph that a column or page break cut in
 // two, and numbers list nesting from marker indentation.
 func joinContinuations(blocks []*block) []*block {
@@ -767,7 +882,7 @@ func joinContinuations(blocks []*block) []*block {
 		if n := len(out); n > 0 && b.flowFirst && b.kind == paragraph {
 			p := out[n-1]
 			if p.kind == paragraph && p.lastFull && startsLower(b.text) && math.Abs(p.size-b.size) < 0.5 {
-				p.text = joinLines([]string{p.text, b.text})
+				p.text, p.links = joinRich([]string{p.text, b.text}, [][]span{p.links, b.links})
 				p.lines += b.lines
 				p.lastFull = b.lastFull
 				continue

@@ -167,3 +167,151 @@ func TestPDFHostile(t *testing.T) {
 		})
 	}
 }
+
+// TestContentLexer feeds the content-stream lexer what real and hostile
+// streams hold: inline images whose data looks like operators, strings
+// with brackets and escapes, nested and unterminated arrays, dictionaries,
+// comments and junk.
+func TestContentLexer(t *testing.T) {
+	t.Parallel()
+	type step struct {
+		op   string
+		args string // the operands, summarised
+	}
+	lex := func(src string) []step {
+		lx := &contentLexer{cmapLexer: cmapLexer{data: []byte(src)}, budget: maxArrayItems}
+		var out []step
+		var args []string
+		var show func(o operand) string
+		show = func(o operand) string {
+			switch o.kind {
+			case opdNumber:
+				return fmt.Sprint(o.num)
+			case opdName:
+				return "/" + o.s
+			case opdString:
+				return fmt.Sprintf("%q", o.s)
+			case opdArray:
+				var parts []string
+				for _, e := range o.arr {
+					parts = append(parts, show(e))
+				}
+				return "[" + strings.Join(parts, " ") + "]"
+			}
+			return "?"
+		}
+		for i := 0; i < 1000; i++ {
+			o, op, ok := lx.next(0)
+			if !ok {
+				break
+			}
+			if op == "" {
+				args = append(args, show(o))
+				continue
+			}
+			out = append(out, step{op, strings.Join(args, " ")})
+			args = nil
+		}
+		return out
+	}
+	tests := []struct {
+		src  string
+		want []step
+	}{
+		{"BT /F1 12 Tf 72 700 Td (Hello \\(world\\)\\n) Tj ET",
+			[]step{{"BT", ""}, {"Tf", "/F1 12"}, {"Td", "72 700"}, {"Tj", `"Hello (world)\n"`}, {"ET", ""}}},
+		{"[(A) -120 (B) <4344> 3.5] TJ", []step{{"TJ", `["A" -120 "B" "CD" 3.5]`}}},
+		// Inline image data that holds "Tj" and "EI" inside words.
+		{"q BI /W 2 /H 1 /BPC 8 /CS /G ID \x00Tj EIx\xff EI Q (after) Tj",
+			[]step{{"q", ""}, {"BI", ""}, {"Q", ""}, {"Tj", `"after"`}}},
+		{"/A#20B 1 0 0 1 .5 -.5 cm % comment Tj\n--3 Tw", []step{{"cm", "/A B 1 0 0 1 0.5 -0.5"}, {"Tw", "-3"}}},
+		{"/P << /MCID 0 /Nested << /A [1 2] >> >> BDC (x) Tj EMC",
+			[]step{{"?", "/P ?"}, {"Tj", `"x"`}, {"?", ""}}},
+		{"[[[[ 1 ] TJ", []step{}},
+		{") ] > } { (unterminated", []step{}},
+		{"true false null 1.2.3 Tc", []step{{"Tc", "? ? ? 1.2"}}},
+	}
+	for _, tc := range tests {
+		got := lex(tc.src)
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) && !(len(got) == 0 && len(tc.want) == 0) {
+			t.Errorf("lex(%q) = %v, want %v", tc.src, got, tc.want)
+		}
+	}
+	// Deep nesting and huge arrays stay bounded.
+	deep := strings.Repeat("[", 100_000) + "1" + strings.Repeat("]", 100_000) + " TJ"
+	if got := lex(deep); len(got) != 1 || got[0].op != "TJ" {
+		t.Errorf("deep array: %v", got)
+	}
+	lx := &contentLexer{cmapLexer: cmapLexer{data: []byte("[" + strings.Repeat("[1 2 3] ", 200_000) + "] TJ")}, budget: maxArrayItems}
+	o, _, _ := lx.next(0)
+	kept := len(o.arr)
+	for _, e := range o.arr {
+		kept += len(e.arr)
+	}
+	if kept > maxArrayItems {
+		t.Errorf("kept %d array elements, budget %d", kept, maxArrayItems)
+	}
+}
+
+// TestLibraryInternals checks what ocr.go and the font cache read from the
+// PDF library by reflection: if an update of the library moves it, the
+// fallbacks keep things working, slower, and this test says so.
+func TestLibraryInternals(t *testing.T) {
+	t.Parallel()
+	data := buildPDF(
+		"<< /Type /Catalog /Pages 2 0 R >>",
+		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 200 200] /Contents 4 0 R /Resources << /Font << /H 5 0 R >> >> >>",
+		stream("/Filter /DCTDecode", "\xff\xd8 not really a jpeg"),
+		helvetica,
+	)
+	r, file, err := openPDF(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := r.Trailer().Key("Root").Key("Pages").Key("Kids").Index(0)
+	if id, ok := refID(page.Key("Resources").Key("Font"), "H"); !ok || id != 5<<16 {
+		t.Errorf("refID = %d, %v; want object 5 generation 0", id, ok)
+	}
+	if _, ok := refID(page.Key("Resources"), "Font"); ok {
+		t.Error("refID found a reference where the dictionary is direct")
+	}
+	if got := string(rawStream(page.Key("Contents"), file)); got != "\xff\xd8 not really a jpeg" {
+		t.Errorf("rawStream = %q", got)
+	}
+}
+
+// FuzzContentStream runs the walker over arbitrary content streams: no
+// panic, no hang, and the lexer always moves on.
+func FuzzContentStream(f *testing.F) {
+	for _, s := range []string{
+		"BT /F1 12 Tf 72 700 Td (Hello) Tj [(A) -120 (B)] TJ ET",
+		"q 1 0 0 1 0 0 cm BI /W 1 /H 1 ID x EI Q 0 0 m 10 0 l S 0 0 10 10 re f",
+		"/P << /MCID 0 >> BDC (x) ' 1 2 (y) \" EMC",
+		"[[[[ <414> (\\(\\)\\\\\\101) ] ] T* T* TL --1 .5. Tz",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		lx := &contentLexer{cmapLexer: cmapLexer{data: data}, budget: maxArrayItems}
+		for steps := 0; ; steps++ {
+			before := lx.pos
+			if _, _, ok := lx.next(0); !ok {
+				break
+			}
+			if lx.pos <= before || steps > len(data) {
+				t.Fatalf("lexer stuck at %d", before)
+			}
+		}
+		page := buildPDF(
+			"<< /Type /Catalog /Pages 2 0 R >>",
+			"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+			"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 200 200] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>",
+			stream("", string(data)),
+			helvetica,
+		)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, _ = readPDF(ctx, page, nil)
+	})
+}

@@ -1,12 +1,16 @@
 package parse
 
 import (
+	"cmp"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/ledongthuc/pdf"
 )
 
 // Layout analysis: glyphs → segments (runs of text on one baseline) → rows →
@@ -22,6 +26,21 @@ type page struct {
 	box    rect
 	segs   []*segment
 	tables []*table // ruled tables, their text already taken out of segs
+	links  []pageLink
+	scan   pdf.Value // an image to read by OCR: the page has no text
+	ocr    []string  // paragraphs that OCR read
+}
+
+// pageLink is a link annotation: glyphs inside box link to href.
+type pageLink struct {
+	box  rect
+	href string
+}
+
+// span marks text[start:end] of a segment, line or block as a link.
+type span struct {
+	start, end int // byte offsets
+	href       string
 }
 
 // segment is a run of text on one baseline with no gap wider than about an
@@ -34,6 +53,7 @@ type segment struct {
 	runes     int
 	drop      bool // a running header or footer
 	words     []word
+	links     []span
 }
 
 // word locates one word of a segment's text, so that a segment can be cut
@@ -46,6 +66,30 @@ type word struct {
 type table struct {
 	box  rect
 	rows [][]string
+	// links are the link runs of each cell, shaped like rows; nil when no
+	// cell has one.
+	links [][][]span
+}
+
+// cellJoin appends text b, with its links, to a cell's text a, a space
+// between them when both have text.
+func cellJoin(a string, al []span, b string, bl []span) (string, []span) {
+	switch {
+	case b == "":
+		return a, al
+	case a == "":
+		return b, bl
+	}
+	return a + " " + b, append(al[:len(al):len(al)], shiftSpans(bl, len(a)+1)...)
+}
+
+// cellLine appends the next line b of a cell to a, undoing hyphenation as
+// joinLines does.
+func cellLine(a string, al []span, b string, bl []span) (string, []span) {
+	if a == "" || b == "" {
+		return cellJoin(a, al, b, bl)
+	}
+	return joinRich([]string{a, b}, [][]span{al, bl})
 }
 
 const (
@@ -64,10 +108,33 @@ func buildPage(p *page, glyphs []glyph, rulings []ruling, dots []rect) {
 		}
 		kept = append(kept, g)
 	}
+	linkGlyphs(kept, p.links)
 	kept = append(kept, dotBullets(kept, dots)...)
 	p.tables, kept = ruledTables(kept, rulings)
 	for _, row := range glyphRows(kept) {
 		p.segs = append(p.segs, splitRow(row)...)
+	}
+}
+
+// linkGlyphs gives each glyph whose middle lies inside a link annotation
+// that annotation's target.
+func linkGlyphs(glyphs []glyph, links []pageLink) {
+	if len(links) == 0 {
+		return
+	}
+	budget := 20_000_000 // glyph × link tests
+	for i := range glyphs {
+		g := &glyphs[i]
+		cx, cy := g.x+g.w/2, g.y+0.3*g.size
+		for _, l := range links {
+			if budget--; budget < 0 {
+				return
+			}
+			if cx >= l.box.x0-1 && cx <= l.box.x1+1 && cy >= l.box.y0-1 && cy <= l.box.y1+1 {
+				g.link = l.href
+				break
+			}
+		}
 	}
 }
 
@@ -110,20 +177,26 @@ func dotBullets(glyphs []glyph, dots []rect) []glyph {
 
 // glyphRows groups glyphs by baseline, top to bottom, each row left to right.
 func glyphRows(glyphs []glyph) [][]glyph {
-	sort.SliceStable(glyphs, func(i, j int) bool { return glyphs[i].y > glyphs[j].y })
+	slices.SortStableFunc(glyphs, func(a, b glyph) int { return cmp.Compare(b.y, a.y) })
+	// Rows are windows on glyphs, capped so that appending to one copies it.
 	var rows [][]glyph
+	start := 0
 	var rowY, rowSize float64
-	for _, g := range glyphs {
-		if n := len(rows); n > 0 && math.Abs(g.y-rowY) <= 0.3*math.Min(g.size, rowSize) {
-			rows[n-1] = append(rows[n-1], g)
+	for i, g := range glyphs {
+		if i > 0 && math.Abs(g.y-rowY) <= 0.3*math.Min(g.size, rowSize) {
 			continue
 		}
-		rows = append(rows, []glyph{g})
-		rowY, rowSize = g.y, g.size
+		if i > start {
+			rows = append(rows, glyphs[start:i:i])
+		}
+		start, rowY, rowSize = i, g.y, g.size
+	}
+	if start < len(glyphs) {
+		rows = append(rows, glyphs[start:len(glyphs):len(glyphs)])
 	}
 	rows = attachScripts(rows)
 	for _, r := range rows {
-		sort.SliceStable(r, func(i, j int) bool { return r[i].x < r[j].x })
+		slices.SortStableFunc(r, func(a, b glyph) int { return cmp.Compare(a.x, b.x) })
 	}
 	return rows
 }
@@ -147,37 +220,50 @@ func scriptDigits(r []glyph, digits *strings.Replacer) []glyph {
 // footnote marks, subscripts) into the line they belong to, so that they do
 // not split its paragraph.
 func attachScripts(rows [][]glyph) [][]glyph {
-	extent := func(r []glyph) (x0, x1, size float64) {
-		x0, x1 = math.Inf(1), math.Inf(-1)
+	type ext struct{ x0, x1, size float64 }
+	extent := func(r []glyph) ext {
+		e := ext{math.Inf(1), math.Inf(-1), 0}
 		for _, g := range r {
-			x0, x1, size = math.Min(x0, g.x), math.Max(x1, g.x+g.w), math.Max(size, g.size)
+			e = ext{math.Min(e.x0, g.x), math.Max(e.x1, g.x+g.w), math.Max(e.size, g.size)}
 		}
-		return x0, x1, size
+		return e
+	}
+	exts := make([]ext, len(rows))
+	for i, r := range rows {
+		exts[i] = extent(r)
 	}
 	out := rows[:0:0]
+	var outExt []ext
 	for i := 0; i < len(rows); i++ {
-		r := rows[i]
-		x0, x1, size := extent(r)
-		into := func(t []glyph, raise float64) bool {
-			tx0, tx1, tsize := extent(t)
-			return size < 0.85*tsize && raise > 0 && x0 >= tx0-tsize && x1 <= tx1+tsize
+		r, e := rows[i], exts[i]
+		into := func(t ext, raise float64) bool {
+			return e.size < 0.85*t.size && raise > 0 && e.x0 >= t.x0-t.size && e.x1 <= t.x1+t.size
+		}
+		merge := func(a, b ext) ext {
+			return ext{math.Min(a.x0, b.x0), math.Max(a.x1, b.x1), math.Max(a.size, b.size)}
 		}
 		// rows run top to bottom: a superscript sits just above the next
 		// row's baseline, a subscript just below the previous row's.
-		if i+1 < len(rows) && into(rows[i+1], r[0].y-rows[i+1][0].y) && r[0].y-rows[i+1][0].y <= 0.5*rows[i+1][0].size {
+		if i+1 < len(rows) && into(exts[i+1], r[0].y-rows[i+1][0].y) && r[0].y-rows[i+1][0].y <= 0.5*rows[i+1][0].size {
 			rows[i+1] = append(rows[i+1], scriptDigits(r, superDigits)...)
+			exts[i+1] = merge(exts[i+1], e)
 			continue
 		}
-		if n := len(out); n > 0 && into(out[n-1], out[n-1][0].y-r[0].y) && out[n-1][0].y-r[0].y <= 0.35*out[n-1][0].size {
+		if n := len(out); n > 0 && into(outExt[n-1], out[n-1][0].y-r[0].y) && out[n-1][0].y-r[0].y <= 0.35*out[n-1][0].size {
 			out[n-1] = append(out[n-1], scriptDigits(r, subDigits)...)
+			outExt[n-1] = merge(outExt[n-1], e)
 			continue
 		}
 		out = append(out, r)
+		outExt = append(outExt, e)
 	}
 	return out
 }
 
 func isSpaceText(s string) bool {
+	if len(s) == 1 {
+		return s[0] == ' ' || s[0] >= '\t' && s[0] <= '\r'
+	}
 	return strings.TrimFunc(s, unicode.IsSpace) == "" || s == "\u00a0"
 }
 
@@ -185,10 +271,16 @@ func isSpaceText(s string) bool {
 type segBuilder struct {
 	b           strings.Builder
 	words       []word
+	links       []span
 	x0, x1      float64
-	sizes       map[float64]int
-	ys          map[float64]float64
+	sizes       []sizeCount // runes per font size (rounded to half points)
 	runes, bold int
+}
+
+// sizeCount counts the runes set in one size, and where the first sat.
+type sizeCount struct {
+	size, y float64
+	n       int
 }
 
 func (sb *segBuilder) add(g glyph, end float64) {
@@ -196,6 +288,15 @@ func (sb *segBuilder) add(g glyph, end float64) {
 		sb.words = append(sb.words, word{off: sb.b.Len(), x0: g.x})
 	}
 	sb.words[len(sb.words)-1].x1 = end
+	if g.link != "" {
+		start := sb.b.Len()
+		// A link goes on across the space between two of its words.
+		if n := len(sb.links); n > 0 && sb.links[n-1].href == g.link && sb.links[n-1].end >= start-1 {
+			sb.links[n-1].end = start + len(g.text)
+		} else {
+			sb.links = append(sb.links, span{start, start + len(g.text), g.link})
+		}
+	}
 	sb.b.WriteString(g.text)
 	n := utf8.RuneCountInString(g.text)
 	sb.runes += n
@@ -203,23 +304,27 @@ func (sb *segBuilder) add(g glyph, end float64) {
 		sb.bold += n
 	}
 	k := math.Round(g.size*2) / 2
-	sb.sizes[k] += n
-	if _, ok := sb.ys[k]; !ok {
-		sb.ys[k] = g.y
+	for i := range sb.sizes {
+		if sb.sizes[i].size == k {
+			sb.sizes[i].n += n
+			return
+		}
 	}
+	sb.sizes = append(sb.sizes, sizeCount{k, g.y, n})
 }
 
 func (sb *segBuilder) segment() *segment {
-	size, best := 0.0, -1
-	for k, n := range sb.sizes {
-		if n > best || n == best && k > size {
-			size, best = k, n
+	size, y, best := 0.0, 0.0, -1
+	for _, c := range sb.sizes {
+		if c.n > best || c.n == best && c.size > size {
+			size, y, best = c.size, c.y, c.n
 		}
 	}
 	return &segment{
-		x0: sb.x0, x1: sb.x1, y: sb.ys[size], size: size,
+		x0: sb.x0, x1: sb.x1, y: y, size: size,
 		text:  sb.b.String(),
 		words: sb.words,
+		links: sb.links,
 		bold:  sb.bold*10 >= sb.runes*6,
 		runes: sb.runes,
 	}
@@ -238,6 +343,7 @@ func splitRow(row []glyph) []*segment {
 			pendingSpace = cur != nil
 			continue
 		}
+		wordStart := true
 		if cur != nil {
 			sz := math.Max(g.size, lastSize)
 			if g.text == lastText && math.Abs(g.x-lastX) < 0.2*sz {
@@ -249,10 +355,17 @@ func splitRow(row []glyph) []*segment {
 				cur = nil
 			} else if pendingSpace || gap > wordGap*sz {
 				cur.b.WriteByte(' ')
+			} else {
+				wordStart = false
 			}
 		}
+		if wordStart {
+			// An accent that starts a word has no letter to go on: it is
+			// a spacing character (TeX fonts draw the quote ` so).
+			g.text = spacingMark(g.text)
+		}
 		if cur == nil {
-			cur = &segBuilder{x0: g.x, sizes: map[float64]int{}, ys: map[float64]float64{}}
+			cur = &segBuilder{x0: g.x}
 			lastEnd = g.x
 		}
 		adv := g.w
@@ -282,6 +395,7 @@ func splitRow(row []glyph) []*segment {
 				n.words[k].off += len(s.text) + 1
 			}
 			n.words = append(s.words, n.words...)
+			n.links = append(s.links, shiftSpans(n.links, len(s.text)+1)...)
 			out = append(out, n)
 			i++
 			continue
@@ -409,22 +523,29 @@ func ruledTables(glyphs []glyph, rulings []ruling) ([]*table, []glyph) {
 			inside = append(inside, gi)
 		}
 		t := &table{box: rect{xs[0], ys[len(ys)-1], xs[len(xs)-1], ys[0]}}
-		filled := 0
+		filled, linked := 0, false
 		for _, row := range cells {
 			var texts []string
+			var links [][]span
 			for _, cell := range row {
-				s := cellText(cell)
+				s, l := cellText(cell)
 				if s != "" {
 					filled++
 				}
 				texts = append(texts, s)
+				links = append(links, l)
+				linked = linked || len(l) > 0
 			}
 			t.rows = append(t.rows, texts)
+			t.links = append(t.links, links)
 		}
 		if filled < 2 {
 			continue
 		}
-		t.rows = pruneEmpty(t.rows)
+		if !linked {
+			t.links = nil
+		}
+		t.rows, t.links = pruneEmpty(t.rows, t.links)
 		if len(t.rows) == 0 || len(t.rows[0]) < 2 {
 			continue
 		}
@@ -502,23 +623,32 @@ func clusterValues(vs []float64, tol float64) []float64 {
 }
 
 // cellText reads the glyphs of one table cell, line by line.
-func cellText(glyphs []glyph) string {
-	var parts []string
+func cellText(glyphs []glyph) (string, []span) {
+	var text string
+	var links []span
 	for _, row := range glyphRows(glyphs) {
+		var line string
+		var lineLinks []span
 		for _, s := range splitRow(row) {
-			parts = append(parts, s.text)
+			line, lineLinks = cellJoin(line, lineLinks, s.text, s.links)
 		}
+		text, links = cellLine(text, links, line, lineLinks)
 	}
-	return strings.Join(parts, " ")
+	return text, links
 }
 
-// pruneEmpty drops rows and columns that hold no text.
-func pruneEmpty(rows [][]string) [][]string {
+// pruneEmpty drops rows and columns that hold no text, from the texts and
+// from the links shaped like them (if any).
+func pruneEmpty(rows [][]string, links [][][]span) ([][]string, [][][]span) {
 	var keepRows [][]string
+	var keepLinks [][][]span
 	width := 0
-	for _, r := range rows {
+	for i, r := range rows {
 		if strings.Join(r, "") != "" {
 			keepRows = append(keepRows, r)
+			if links != nil {
+				keepLinks = append(keepLinks, links[i])
+			}
 			width = max(width, len(r))
 		}
 	}
@@ -532,16 +662,27 @@ func pruneEmpty(rows [][]string) [][]string {
 		}
 	}
 	out := make([][]string, len(keepRows))
+	var outLinks [][][]span
+	if links != nil {
+		outLinks = make([][][]span, len(keepRows))
+	}
 	for i, r := range keepRows {
 		for _, c := range cols {
 			s := ""
+			var l []span
 			if c < len(r) {
 				s = r[c]
+				if links != nil && c < len(keepLinks[i]) {
+					l = keepLinks[i][c]
+				}
 			}
 			out[i] = append(out[i], s)
+			if links != nil {
+				outLinks[i] = append(outLinks[i], l)
+			}
 		}
 	}
-	return out
+	return out, outLinks
 }
 
 // Running headers and footers.

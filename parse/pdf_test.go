@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,7 +17,8 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // TestPDFGolden parses each fixture (built from testdata/src by build.sh)
 // and compares its Markdown with testdata/NAME.md, and for a few its HTML
-// with testdata/NAME.html.
+// with testdata/NAME.html. OCR is off, so that the goldens do not depend on
+// whether Tesseract is installed (ocr_test.go reads the scans).
 func TestPDFGolden(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -37,6 +39,8 @@ func TestPDFGolden(t *testing.T) {
 		{name: "features", html: true, title: "Snow Survey Handbook", pages: 1},
 		{name: "scanned", title: "Scanned Appendix", pages: 2,
 			warnings: []string{"page 2 has no text layer (it holds only images; OCR is not supported)"}},
+		// Link annotations: inline, in list items, wrapped over two lines.
+		{name: "links", html: true, title: "Ferry Timetable Sources", pages: 1},
 		// Encrypted with an owner password only: opens like the report.
 		{name: "encrypted", title: "Harbour Water Quality Report", author: "Marta Quinn", pages: 1},
 	}
@@ -47,7 +51,7 @@ func TestPDFGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			doc, err := PDF(context.Background(), data)
+			doc, err := readPDF(context.Background(), data, nil)
 			if err != nil {
 				t.Fatalf("PDF: %v", err)
 			}
@@ -183,7 +187,7 @@ func TestPDFErrors(t *testing.T) {
 // fine except a panic or a hang.
 func TestPDFCorruptedBytes(t *testing.T) {
 	t.Parallel()
-	for _, name := range []string{"report", "chromium", "table"} {
+	for _, name := range []string{"report", "chromium", "table", "links"} {
 		data, err := os.ReadFile(filepath.Join("testdata", name+".pdf"))
 		if err != nil {
 			t.Fatal(err)
@@ -293,7 +297,7 @@ func TestParseXMP(t *testing.T) {
 
 // FuzzPDF checks that no input panics or hangs.
 func FuzzPDF(f *testing.F) {
-	for _, name := range []string{"report", "table", "chromium"} {
+	for _, name := range []string{"report", "table", "chromium", "links"} {
 		data, err := os.ReadFile(filepath.Join("testdata", name+".pdf"))
 		if err != nil {
 			f.Fatal(err)
@@ -323,5 +327,92 @@ func BenchmarkPDF(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestPDFLinks checks link annotations on a built page: a link over a word
+// hyphenated across two lines becomes one link, a javascript: link and an
+// internal one stay plain text.
+func TestPDFLinks(t *testing.T) {
+	t.Parallel()
+	link := func(rect, action string) string {
+		return "<< /Type /Annot /Subtype /Link /Rect [" + rect + "] /A " + action + " >>"
+	}
+	data := buildPDF(
+		"<< /Type /Catalog /Pages 2 0 R >>",
+		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 300 200] /Contents 4 0 R /Resources << /Font << /H 5 0 R >> >> /Annots [6 0 R 7 0 R 8 0 R 9 0 R] >>",
+		stream("", "BT /H 12 Tf 20 150 Td (Read the docu-) Tj 0 -14 Td (mentation first, then run it.) Tj ET"),
+		helvetica,
+		link("70 145 105 165", "<< /S /URI /URI (https://example.org/doc) >>"),
+		link("18 131 74 148", "<< /S /URI /URI (https://example.org/doc) >>"),
+		link("130 131 160 148", "<< /S /URI /URI (javascript:alert\\(1\\)) >>"),
+		link("0 0 300 20", "<< /S /GoTo /D [3 0 R /Fit] >>"),
+	)
+	doc, err := PDF(context.Background(), data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "Read the [documentation](https://example.org/doc) first, then run it.\n"
+	if doc.Markdown != want {
+		t.Errorf("markdown = %q, want %q", doc.Markdown, want)
+	}
+	if !strings.Contains(doc.HTML, `<a href="https://example.org/doc">documentation</a>`) || strings.Contains(doc.HTML, "javascript") {
+		t.Errorf("html = %s", doc.HTML)
+	}
+}
+
+// TestFontHelpers covers the decoding helpers for fonts that say little
+// about themselves.
+func TestFontHelpers(t *testing.T) {
+	t.Parallel()
+	for base, want := range map[string]string{
+		"Times-Roman": "Times-Roman", "Helvetica-BoldOblique": "Helvetica-BoldOblique",
+		"Arial": "Helvetica", "Arial,BoldItalic": "Helvetica-BoldOblique", "ArialMT": "Helvetica",
+		"TimesNewRomanPS-ItalicMT": "Times-Italic", "TimesNewRoman,Bold": "Times-Bold",
+		"CourierNewPSMT": "Courier", "Georgia": "", "CMR10": "",
+	} {
+		if got := coreFontName(base); got != want {
+			t.Errorf("coreFontName(%q) = %q, want %q", base, got, want)
+		}
+	}
+	for name, want := range map[string]string{
+		"period": ".", "a": "a", "Z": "Z", "quotedblleft": "“", "fi": "ﬁ", "alpha": "α",
+		"uni00E9": "é", "u1F600": "😀", "arrowright": "→", ".notdef": "", "g123": "", "uniD800": "",
+	} {
+		r, ok := glyphRune(name)
+		if got := string(r); !ok && want != "" || ok && got != want {
+			t.Errorf("glyphRune(%q) = %q, %v; want %q", name, got, ok, want)
+		}
+	}
+	for text, want := range map[string]string{"\u0300": "`", "\u0301": "´", "e": "e", "e\u0301": "e\u0301", "\u20dd": "\u20dd"} {
+		if got := spacingMark(text); got != want {
+			t.Errorf("spacingMark(%q) = %q, want %q", text, got, want)
+		}
+	}
+}
+
+// TestType1BuiltinEncoding: a Type 1 font without /Encoding or ToUnicode
+// (TeX's math fonts) is decoded by the encoding inside its font program,
+// where code 58 is a period, not a colon.
+func TestType1BuiltinEncoding(t *testing.T) {
+	t.Parallel()
+	program := "%!PS-AdobeFont-1.0: CMMI10\n/Encoding 256 array\n0 1 255 {1 index exch /.notdef put} for\n" +
+		"dup 58 /period put\ndup 65 /A put\ndup 11 /alpha put\nreadonly def\ncurrentfile eexec\n\x8f\x00binary"
+	data := buildPDF(
+		"<< /Type /Catalog /Pages 2 0 R >>",
+		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 200 200] /Contents 4 0 R /Resources << /Font << /M 5 0 R >> >> >>",
+		stream("", "BT /M 12 Tf 20 100 Td (A\\013:::::) Tj ET"),
+		"<< /Type /Font /Subtype /Type1 /BaseFont /CMMI10 /FirstChar 0 /LastChar 127 /Widths [] /FontDescriptor 6 0 R >>",
+		"<< /Type /FontDescriptor /FontName /CMMI10 /Flags 4 /FontFile 7 0 R >>",
+		stream(fmt.Sprintf("/Length1 %d", strings.Index(program, "\x8f")), program),
+	)
+	doc, err := PDF(context.Background(), data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "Aα.....\n"; doc.Markdown != want {
+		t.Errorf("markdown = %q, want %q", doc.Markdown, want)
 	}
 }

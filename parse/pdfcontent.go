@@ -1,12 +1,15 @@
 package parse
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/ledongthuc/pdf"
 )
@@ -14,10 +17,11 @@ import (
 // This file walks a page's content stream and records every glyph with its
 // position, size and font, plus the straight lines that may be table rulings.
 //
-// The library (github.com/ledongthuc/pdf) tokenises the stream and resolves
-// fonts and resources; its own Page.Content is not used because it assumes
-// one byte per character code (so composite fonts, as Chromium and Word emit,
-// get no advance widths), ignores word spacing and form XObjects, prefers
+// The library (github.com/ledongthuc/pdf) decodes the stream and resolves
+// fonts and resources; the stream is tokenised here (contentLexer, below).
+// The library's own Page.Content is not used because it assumes one byte
+// per character code (so composite fonts, as Chromium and Word emit, get no
+// advance widths), ignores word spacing and form XObjects, prefers
 // /Encoding over /ToUnicode, and cannot be cancelled.
 
 // matrix is a PDF transformation matrix [a b c d e f].
@@ -50,6 +54,7 @@ type glyph struct {
 	size float64 // font size in page space
 	text string
 	bold bool
+	link string // the URI of the link annotation the glyph lies in
 }
 
 // ruling is an axis-parallel line segment that may delimit table cells.
@@ -81,11 +86,14 @@ type walker struct {
 	rulings   []ruling
 	dots      []rect // small filled shapes: bullets drawn as graphics
 	images    int
+	scan      pdf.Value // the image XObject drawn largest, for OCR
+	scanArea  float64
 	truncated bool
 	ops       int
 	rotated   int // glyphs skipped because they are not upright
 	garbled   int
 	decoded   int64 // content bytes interpreted, forms included
+	live      int64 // content bytes held by the streams being run
 	forms     int   // form XObjects drawn
 }
 
@@ -102,7 +110,27 @@ const (
 // keyed by their dictionary's text, which names the embedded streams by
 // object number, so identical keys mean identical fonts.
 type fontCache struct {
-	m map[string]*pdfFont
+	m     map[string]*pdfFont
+	byRef map[uint64]*pdfFont // by the object a resource dictionary names
+}
+
+// lookup returns the font that the resource dictionary fonts names name,
+// resolving and loading it only the first time its object is named.
+func (c *fontCache) lookup(fonts pdf.Value, name string) *pdfFont {
+	id, ok := refID(fonts, name)
+	if ok {
+		if f, ok := c.byRef[id]; ok {
+			return f
+		}
+	}
+	f := c.get(fonts.Key(name))
+	if ok && len(c.byRef) < 10_000 {
+		if c.byRef == nil {
+			c.byRef = map[uint64]*pdfFont{}
+		}
+		c.byRef[id] = f
+	}
+	return f
 }
 
 func (c *fontCache) get(v pdf.Value) *pdfFont {
@@ -128,18 +156,25 @@ func loadFontSafe(v pdf.Value) (f *pdfFont) {
 
 // run interprets one content stream with the given resources.
 func (w *walker) run(strm, res pdf.Value, ctm matrix, depth int) {
-	n, err := streamSize(strm)
+	// A stream is held while the forms it draws run: together they may
+	// hold maxStreamBytes.
+	data, err := readContent(strm, min(maxStreamBytes-w.live, maxPageBytes-w.decoded))
 	if err != nil {
+		if depth > 0 {
+			w.truncated = true // a form: the rest of the page still counts
+			return
+		}
 		panic(err)
 	}
-	if w.decoded += n; w.decoded > maxPageBytes {
-		w.truncated = true
-		return
-	}
+	w.decoded += int64(len(data))
+	w.live += int64(len(data))
+	defer func() { w.live -= int64(len(data)) }()
 	g := gstate{ctm: ctm, th: 1}
 	var stack []gstate
 	var tm, tlm matrix
 	fonts := map[string]*pdfFont{}
+	var fontDict pdf.Value // res's /Font, resolved on first use
+	fontDictRead := false
 
 	// Path state for rulings.
 	var path [][][2]float64 // subpaths of points in page space
@@ -165,6 +200,9 @@ func (w *walker) run(strm, res pdf.Value, ctm matrix, depth int) {
 				w.garbled++
 				text = strings.Map(dropControl, text)
 			}
+			if w0 > 0 {
+				text = spacingMark(text)
+			}
 			if text != "" && len(w.glyphs) < maxGlyphsPerPage {
 				size := math.Hypot(trm[2], trm[3]) * f.sizeScale
 				switch {
@@ -173,8 +211,15 @@ func (w *walker) run(strm, res pdf.Value, ctm matrix, depth int) {
 				case size < 0.5 || size > 2000:
 					// Invisible or absurd: nothing a reader would see.
 				default:
+					x := trm[4]
+					if w0 == 0 && isLoneMark(text) {
+						// A combining accent without advance is drawn to
+						// the left of where it stands, over the letter
+						// before: sort it by its ink.
+						x -= 0.2 * size
+					}
 					w.glyphs = append(w.glyphs, glyph{
-						x: trm[4], y: trm[5], w: w0 * trm[0], size: size, text: text,
+						x: x, y: trm[5], w: w0 * trm[0], size: size, text: text,
 						bold: f.bold || g.mode == 2,
 					})
 				}
@@ -228,8 +273,25 @@ func (w *walker) run(strm, res pdf.Value, ctm matrix, depth int) {
 		resetPath()
 	}
 
-	pdf.Interpret(strm, func(stk *pdf.Stack, op string) {
-		args := popAll(stk)
+	lx := &contentLexer{cmapLexer: cmapLexer{data: data}, budget: maxArrayItems}
+	var args []operand
+	num := func(i int) float64 {
+		if i < len(args) {
+			return args[i].num
+		}
+		return 0
+	}
+	for {
+		o, op, ok := lx.next(0)
+		if !ok {
+			break
+		}
+		if op == "" {
+			if len(args) < maxOperands {
+				args = append(args, o)
+			}
+			continue
+		}
 		w.ops++
 		if w.ops > maxPageOps {
 			w.truncated = true
@@ -239,12 +301,6 @@ func (w *walker) run(strm, res pdf.Value, ctm matrix, depth int) {
 			if err := w.ctx.Err(); err != nil {
 				panic(errStop{err})
 			}
-		}
-		num := func(i int) float64 {
-			if i < len(args) {
-				return args[i].Float64()
-			}
-			return 0
 		}
 		mat := func() matrix {
 			return matrix{num(0), num(1), num(2), num(3), num(4), num(5)}
@@ -279,10 +335,13 @@ func (w *walker) run(strm, res pdf.Value, ctm matrix, depth int) {
 			g.mode = int(num(0))
 		case "Tf":
 			if len(args) == 2 {
-				name := args[0].Name()
+				name := args[0].s
 				f, ok := fonts[name]
 				if !ok {
-					f = w.fonts.get(res.Key("Font").Key(name))
+					if !fontDictRead {
+						fontDict, fontDictRead = res.Key("Font"), true
+					}
+					f = w.fonts.lookup(fontDict, name)
 					fonts[name] = f
 				}
 				g.font = f
@@ -312,36 +371,39 @@ func (w *walker) run(strm, res pdf.Value, ctm matrix, depth int) {
 				tm = tlm
 			}
 			if len(args) > 0 {
-				showText(args[len(args)-1].RawString())
+				showText(args[len(args)-1].s)
 			}
 		case "TJ":
 			if len(args) == 0 {
-				return
+				break
 			}
-			a := args[0]
-			for i := 0; i < a.Len(); i++ {
-				e := a.Index(i)
-				if e.Kind() == pdf.String {
-					showText(e.RawString())
-				} else {
-					tm = translate(-e.Float64()/1000*g.tfs*g.th, 0).mul(tm)
+			for _, e := range args[0].arr {
+				switch e.kind {
+				case opdString:
+					showText(e.s)
+				case opdNumber:
+					tm = translate(-e.num/1000*g.tfs*g.th, 0).mul(tm)
 				}
 			}
 		case "Do":
 			if len(args) == 0 {
-				return
+				break
 			}
-			x := res.Key("XObject").Key(args[0].Name())
+			x := res.Key("XObject").Key(args[0].s)
 			switch x.Key("Subtype").Name() {
 			case "Image":
 				w.images++
+				// The image fills the unit square that the CTM maps.
+				if a := math.Abs(g.ctm[0]*g.ctm[3] - g.ctm[1]*g.ctm[2]); a > w.scanArea {
+					w.scan, w.scanArea = x, a
+				}
 			case "Form":
 				if depth >= maxFormDepth {
-					return
+					break
 				}
 				if w.forms++; w.forms > maxPageForms {
 					w.truncated = true
-					return
+					break
 				}
 				m := identity
 				if mv := x.Key("Matrix"); mv.Len() == 6 {
@@ -355,7 +417,7 @@ func (w *walker) run(strm, res pdf.Value, ctm matrix, depth int) {
 				}
 				w.run(x, xres, m.mul(g.ctm), depth+1)
 			}
-		case "BI", "ID", "EI":
+		case "BI":
 			w.images++
 		case "m":
 			x, y := g.ctm.apply(num(0), num(1))
@@ -403,7 +465,36 @@ func (w *walker) run(strm, res pdf.Value, ctm matrix, depth int) {
 		if len(path) > 10_000 {
 			resetPath()
 		}
-	})
+		args, lx.budget = args[:0], maxArrayItems
+	}
+}
+
+// spacingMarks are the spacing forms of combining accents.
+var spacingMarks = map[rune]string{
+	'\u0300': "`", '\u0301': "´", '\u0302': "^", '\u0303': "~", '\u0304': "¯",
+	'\u0306': "˘", '\u0307': "˙", '\u0308': "¨", '\u030A': "˚", '\u030B': "˝",
+	'\u030C': "ˇ", '\u0327': "¸", '\u0328': "˛",
+}
+
+// spacingMark turns a glyph that is a lone combining accent but has an
+// advance of its own into the accent's spacing form: such a glyph stands
+// beside the letters, not over one (TeX fonts draw the opening quote `
+// with their grave accent), and as a combining mark it would glue itself
+// onto the next letter.
+func spacingMark(text string) string {
+	if isLoneMark(text) {
+		r, _ := utf8.DecodeRuneInString(text)
+		if s, ok := spacingMarks[r]; ok {
+			return s
+		}
+	}
+	return text
+}
+
+// isLoneMark reports whether text is one combining mark.
+func isLoneMark(text string) bool {
+	r, n := utf8.DecodeRuneInString(text)
+	return n == len(text) && n > 1 && unicode.Is(unicode.Mn, r)
 }
 
 // dropControl removes control characters, which some fonts map codes to and
@@ -415,39 +506,36 @@ func dropControl(r rune) rune {
 	return r
 }
 
-// checkStream makes sure a stream decodes within maxStreamBytes before the
-// library tokenises it, so that a compression bomb cannot exhaust memory.
-func checkStream(v pdf.Value) error {
-	_, err := streamSize(v)
-	return err
-}
-
-// streamSize returns the decoded size of a stream or array of streams.
-func streamSize(v pdf.Value) (int64, error) {
-	if v.Kind() == pdf.Array {
-		var total int64
-		for i := 0; i < v.Len() && i < 10_000; i++ {
-			n, err := streamSize(v.Index(i))
-			total += n
-			if err != nil {
-				return total, err
-			}
-			if total > maxStreamBytes {
-				return total, errStreamTooLarge
-			}
-		}
-		return total, nil
+// readContent returns the decoded bytes of a content stream, or of an
+// array of them joined by line ends, at most limit in all.
+func readContent(v pdf.Value, limit int64) ([]byte, error) {
+	if limit <= 0 {
+		return nil, errStreamTooLarge
 	}
-	return readStreamTo(io.Discard, v, maxStreamBytes)
+	if v.Kind() != pdf.Array {
+		return readStream(v, limit)
+	}
+	var out []byte
+	for i := 0; i < v.Len() && i < 10_000; i++ {
+		b, err := readStream(v.Index(i), limit-int64(len(out)))
+		if errors.Is(err, errStreamTooLarge) {
+			return nil, err
+		}
+		if err != nil {
+			continue // one broken part does not spoil the others
+		}
+		out = append(append(out, b...), '\n')
+	}
+	return out, nil
 }
 
 // readStream returns the decoded data of a stream of at most limit bytes.
 func readStream(v pdf.Value, limit int64) ([]byte, error) {
-	var b strings.Builder
+	var b bytes.Buffer
 	if _, err := readStreamTo(&b, v, limit); err != nil {
 		return nil, err
 	}
-	return []byte(b.String()), nil
+	return b.Bytes(), nil
 }
 
 var errStreamTooLarge = errors.New("stream too large")
@@ -470,4 +558,334 @@ func readStreamTo(dst io.Writer, v pdf.Value, limit int64) (n int64, err error) 
 		return n, errStreamTooLarge
 	}
 	return n, nil
+}
+
+// The content-stream lexer. The library's (pdf.Interpret) reads its stream
+// byte by byte through an interface and boxes every operand; this one reads
+// the decoded stream in memory, which also means a stream is decoded once.
+
+// operand is one operand of a content-stream operator.
+type operand struct {
+	kind operandKind
+	num  float64
+	s    string    // a name (without the slash) or a string's bytes
+	arr  []operand // an array's elements
+}
+
+type operandKind uint8
+
+const (
+	opdOther operandKind = iota // boolean, null, dictionary
+	opdNumber
+	opdName
+	opdString
+	opdArray
+)
+
+// maxOperands caps the operands kept for one operator; maxArrayItems and
+// maxArrayDepth cap arrays.
+const (
+	maxOperands   = 64
+	maxArrayItems = 1 << 16
+	maxArrayDepth = 16
+)
+
+// contentLexer splits a content stream into operands and operators.
+type contentLexer struct {
+	cmapLexer
+	budget int // array elements that may still be kept for this operator
+}
+
+// next returns the next operand, or with op set the next operator. ok is
+// false at the end of the stream.
+func (lx *contentLexer) next(depth int) (o operand, op string, ok bool) {
+	d := lx.data
+	for lx.pos < len(d) {
+		c := d[lx.pos]
+		switch {
+		case isPDFSpace(c):
+			lx.pos++
+		case c == '%':
+			for lx.pos < len(d) && d[lx.pos] != '\n' && d[lx.pos] != '\r' {
+				lx.pos++
+			}
+		case c == '/':
+			start := lx.pos + 1
+			lx.pos++
+			for lx.pos < len(d) && !isPDFSpace(d[lx.pos]) && !isPDFDelim(d[lx.pos]) {
+				lx.pos++
+			}
+			return operand{kind: opdName, s: nameText(d[start:lx.pos])}, "", true
+		case c == '(':
+			return operand{kind: opdString, s: lx.literal().s}, "", true
+		case c == '<' && lx.pos+1 < len(d) && d[lx.pos+1] == '<':
+			lx.skipDict()
+			return operand{}, "", true
+		case c == '<':
+			return operand{kind: opdString, s: lx.hex().s}, "", true
+		case c == '[':
+			lx.pos++
+			return lx.array(depth), "", true
+		case c == ']' && depth > 0:
+			lx.pos++
+			return operand{}, "]", true
+		case c == '-' || c == '+' || c == '.' || c >= '0' && c <= '9':
+			return operand{kind: opdNumber, num: lx.number()}, "", true
+		case isPDFDelim(c):
+			lx.pos++ // a stray ] ) > { or }
+		default:
+			start := lx.pos
+			for lx.pos < len(d) && !isPDFSpace(d[lx.pos]) && !isPDFDelim(d[lx.pos]) {
+				lx.pos++
+			}
+			op := operatorName(d[start:lx.pos])
+			switch op {
+			case "true", "false", "null", "":
+				return operand{}, "", true
+			case "BI":
+				lx.skipInlineImage()
+			}
+			return operand{}, op, true
+		}
+	}
+	return operand{}, "", false
+}
+
+// array reads the elements of an array whose [ has been read.
+func (lx *contentLexer) array(depth int) operand {
+	a := operand{kind: opdArray}
+	for {
+		if depth >= maxArrayDepth {
+			// Too deep: skip to the matching bracket without keeping it.
+			lx.skipTo(']')
+			return a
+		}
+		o, op, ok := lx.next(depth + 1)
+		if !ok || op == "]" {
+			return a
+		}
+		if op != "" {
+			continue // operators do not belong in arrays; drop them
+		}
+		if lx.budget > 0 {
+			lx.budget--
+			a.arr = append(a.arr, o)
+		}
+	}
+}
+
+// skipTo moves past the next c that is not inside a string.
+func (lx *contentLexer) skipTo(c byte) {
+	for lx.pos < len(lx.data) {
+		switch lx.data[lx.pos] {
+		case '(':
+			lx.literal()
+			continue
+		case c:
+			lx.pos++
+			return
+		}
+		lx.pos++
+	}
+}
+
+// skipDict moves past a dictionary, nested ones included.
+func (lx *contentLexer) skipDict() {
+	d := lx.data
+	depth := 0
+	for lx.pos < len(d) {
+		switch {
+		case d[lx.pos] == '(':
+			lx.literal()
+			continue
+		case d[lx.pos] == '<' && lx.pos+1 < len(d) && d[lx.pos+1] == '<':
+			depth++
+			lx.pos += 2
+			continue
+		case d[lx.pos] == '>' && lx.pos+1 < len(d) && d[lx.pos+1] == '>':
+			depth--
+			lx.pos += 2
+			if depth <= 0 {
+				return
+			}
+			continue
+		}
+		lx.pos++
+	}
+}
+
+// skipInlineImage moves past an inline image's dictionary and data, to
+// just before its EI: the data is binary and must not be read as tokens.
+func (lx *contentLexer) skipInlineImage() {
+	d := lx.data
+	// The dictionary runs up to the ID operator.
+	for lx.pos < len(d) {
+		c := d[lx.pos]
+		if c == 'I' && lx.pos+1 < len(d) && d[lx.pos+1] == 'D' && lx.pos > 0 && isPDFSpace(d[lx.pos-1]) &&
+			(lx.pos+2 == len(d) || isPDFSpace(d[lx.pos+2])) {
+			lx.pos += 3 // ID and the one white-space byte after it
+			break
+		}
+		if c == '(' {
+			lx.literal()
+			continue
+		}
+		lx.pos++
+	}
+	// The data ends at an EI between white space (or the stream's end).
+	for lx.pos < len(d) {
+		i := bytes.Index(d[lx.pos:], []byte("EI"))
+		if i < 0 {
+			lx.pos = len(d)
+			return
+		}
+		at := lx.pos + i
+		if at > 0 && isPDFSpace(d[at-1]) && (at+2 == len(d) || isPDFSpace(d[at+2]) || isPDFDelim(d[at+2])) {
+			lx.pos = at + 2
+			return
+		}
+		lx.pos = at + 2
+	}
+}
+
+// number reads a number leniently, as readers do: "--5" is -5, "1.2.3" is
+// 1.2, and a sign or point alone is 0.
+func (lx *contentLexer) number() float64 {
+	d := lx.data
+	neg := false
+	for lx.pos < len(d) && (d[lx.pos] == '-' || d[lx.pos] == '+') {
+		neg = neg || d[lx.pos] == '-'
+		lx.pos++
+	}
+	var v float64
+	for lx.pos < len(d) && d[lx.pos] >= '0' && d[lx.pos] <= '9' {
+		v = v*10 + float64(d[lx.pos]-'0')
+		lx.pos++
+	}
+	if lx.pos < len(d) && d[lx.pos] == '.' {
+		lx.pos++
+		scale := 0.1
+		for lx.pos < len(d) && d[lx.pos] >= '0' && d[lx.pos] <= '9' {
+			v += float64(d[lx.pos]-'0') * scale
+			scale /= 10
+			lx.pos++
+		}
+	}
+	// Whatever else is glued on ends the token.
+	for lx.pos < len(d) && !isPDFSpace(d[lx.pos]) && !isPDFDelim(d[lx.pos]) {
+		lx.pos++
+	}
+	if neg {
+		v = -v
+	}
+	return v
+}
+
+// nameText decodes the #xx escapes of a name.
+func nameText(b []byte) string {
+	if bytes.IndexByte(b, '#') < 0 {
+		return string(b)
+	}
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		if b[i] == '#' && i+2 < len(b) && hexVal(b[i+1]) >= 0 && hexVal(b[i+2]) >= 0 {
+			out = append(out, byte(hexVal(b[i+1])<<4|hexVal(b[i+2])))
+			i += 2
+			continue
+		}
+		out = append(out, b[i])
+	}
+	return string(out)
+}
+
+// operatorName returns the operators the walker handles as constants (no
+// allocation), any other keyword as "?", and true, false and null as such.
+func operatorName(b []byte) string {
+	switch string(b) {
+	case "q":
+		return "q"
+	case "Q":
+		return "Q"
+	case "cm":
+		return "cm"
+	case "BT":
+		return "BT"
+	case "ET":
+		return "ET"
+	case "Tc":
+		return "Tc"
+	case "Tw":
+		return "Tw"
+	case "Tz":
+		return "Tz"
+	case "TL":
+		return "TL"
+	case "Ts":
+		return "Ts"
+	case "Tr":
+		return "Tr"
+	case "Tf":
+		return "Tf"
+	case "Td":
+		return "Td"
+	case "TD":
+		return "TD"
+	case "Tm":
+		return "Tm"
+	case "T*":
+		return "T*"
+	case "Tj":
+		return "Tj"
+	case "'":
+		return "'"
+	case "\"":
+		return "\""
+	case "TJ":
+		return "TJ"
+	case "Do":
+		return "Do"
+	case "BI":
+		return "BI"
+	case "m":
+		return "m"
+	case "l":
+		return "l"
+	case "c":
+		return "c"
+	case "v":
+		return "v"
+	case "y":
+		return "y"
+	case "re":
+		return "re"
+	case "h":
+		return "h"
+	case "S":
+		return "S"
+	case "s":
+		return "s"
+	case "f":
+		return "f"
+	case "F":
+		return "F"
+	case "f*":
+		return "f*"
+	case "B":
+		return "B"
+	case "B*":
+		return "B*"
+	case "b":
+		return "b"
+	case "b*":
+		return "b*"
+	case "n":
+		return "n"
+	case "true":
+		return "true"
+	case "false":
+		return "false"
+	case "null":
+		return "null"
+	}
+	return "?"
 }

@@ -1,12 +1,18 @@
 package parse
 
 import (
+	"bytes"
+	"fmt"
+	"io"
 	"math"
+	"regexp"
+	"strconv"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/ledongthuc/pdf"
+	"github.com/pdfcpu/pdfcpu/pkg/font"
 )
 
 // pdfFont is what the glyph walker needs from a PDF font: how to split a
@@ -35,6 +41,11 @@ type pdfFont struct {
 	fallbackAdv float64 // advance estimate, in text space, when no widths exist
 
 	decoded map[string]string // text per code, as decoding can be slow
+
+	// names are the glyph names of a simple font whose encoding is the
+	// font program's own (Type 1 fonts with no /Encoding, as TeX embeds
+	// its math fonts) and which has no ToUnicode CMap; nil otherwise.
+	names *[256]string
 }
 
 type cidRange struct {
@@ -96,6 +107,12 @@ func loadFont(v pdf.Value) *pdfFont {
 		}
 		lf := pdf.Font{V: v}
 		f.enc = lf.Encoder()
+		if v.Key("ToUnicode").Kind() != pdf.Stream {
+			f.names = builtinNames(v.Key("Encoding"), desc.Key("FontFile"))
+		}
+		if !f.haveWidths && subtype != "Type3" {
+			f.coreWidths(base)
+		}
 	}
 	f.fallbackAdv = 0.5
 	if strings.Contains(strings.ToLower(base), "courier") {
@@ -192,6 +209,67 @@ func (f *pdfFont) width(code string) float64 {
 	return w * f.widthScale
 }
 
+// coreWidths gives a simple font without widths those of the standard
+// font it names (PDF's 14 standard fonts need no widths in the file, and
+// some producers omit them), read as WinAnsi codes.
+func (f *pdfFont) coreWidths(base string) {
+	name := coreFontName(base)
+	if name == "" {
+		return
+	}
+	f.firstChar = 0
+	f.widths = make([]float64, 256)
+	for c := range f.widths {
+		w, err := font.CharWidth(name, rune(c))
+		if err != nil {
+			return
+		}
+		f.widths[c] = float64(w)
+	}
+	f.haveWidths = true
+}
+
+// coreFontName returns the standard font that base names, or is a common
+// alias of (Arial for Helvetica, Times New Roman for Times), or "".
+func coreFontName(base string) string {
+	if font.IsCoreFont(base) {
+		return base
+	}
+	b := strings.ToLower(strings.NewReplacer(" ", "", ",", "-", "MT", "", "PS", "").Replace(base))
+	family := ""
+	switch {
+	case strings.HasPrefix(b, "arial"), strings.HasPrefix(b, "helvetica"):
+		family = "Helvetica"
+	case strings.HasPrefix(b, "timesnewroman"), strings.HasPrefix(b, "times"):
+		family = "Times"
+	case strings.HasPrefix(b, "couriernew"), strings.HasPrefix(b, "courier"):
+		family = "Courier"
+	default:
+		return ""
+	}
+	bold := strings.Contains(b, "bold")
+	italic := strings.Contains(b, "italic") || strings.Contains(b, "oblique")
+	style := ""
+	switch {
+	case bold && italic:
+		style = "BoldItalic"
+	case bold:
+		style = "Bold"
+	case italic:
+		style = "Italic"
+	}
+	if family != "Times" {
+		style = strings.Replace(style, "Italic", "Oblique", 1)
+	}
+	switch {
+	case style != "":
+		return family + "-" + style
+	case family == "Times":
+		return "Times-Roman"
+	}
+	return family
+}
+
 // ligatures spells out the typographic ligatures fonts map codes to, so that
 // the text reads (and searches) as typed.
 var ligatures = strings.NewReplacer("\ufb00", "ff", "\ufb01", "fi", "\ufb02", "fl", "\ufb03", "ffi", "\ufb04", "ffl", "\ufb05", "st", "\ufb06", "st")
@@ -215,6 +293,11 @@ func (f *pdfFont) decode(code string) string {
 	if f.toUnicode != nil {
 		if s, ok := f.toUnicode.lookup(code); ok {
 			return ligatures.Replace(s)
+		}
+	}
+	if f.names != nil && len(code) == 1 {
+		if r, ok := glyphRune(f.names[code[0]]); ok {
+			return ligatures.Replace(string(r))
 		}
 	}
 	switch {
@@ -555,18 +638,150 @@ func isPDFDelim(c byte) bool {
 	return strings.IndexByte("()<>[]{}/%", c) >= 0
 }
 
-// popAll pops every operand on the stack, bottom first.
-func popAll(stk *pdf.Stack) []pdf.Value {
-	n := stk.Len()
-	args := make([]pdf.Value, n)
-	for i := n - 1; i >= 0; i-- {
-		args[i] = stk.Pop()
-	}
-	return args
-}
-
 // isGarbled reports whether a decoded glyph text carries no real character.
 func isGarbled(s string) bool {
 	r, _ := utf8.DecodeRuneInString(s)
 	return r == utf8.RuneError || (r < 0x20 && r != '\t' && r != '\n' && r != '\r')
+}
+
+// builtinNames returns the glyph names of a simple font whose base encoding
+// is the one inside its Type 1 font program, with the /Differences of its
+// /Encoding dictionary applied; nil for any other font.
+func builtinNames(enc, fontFile pdf.Value) *[256]string {
+	var diffs pdf.Value
+	switch enc.Kind() {
+	case pdf.Null:
+	case pdf.Dict:
+		if !enc.Key("BaseEncoding").IsNull() {
+			return nil
+		}
+		diffs = enc.Key("Differences")
+	default:
+		return nil
+	}
+	if fontFile.Kind() != pdf.Stream {
+		return nil
+	}
+	n := fontFile.Key("Length1").Int64()
+	if n <= 0 || n > 1<<20 {
+		n = 1 << 16
+	}
+	// The encoding is in the clear-text part, before eexec.
+	data, err := readPrefix(fontFile, n)
+	if err != nil {
+		return nil
+	}
+	if i := bytes.Index(data, []byte("eexec")); i >= 0 {
+		data = data[:i]
+	}
+	var names [256]string
+	found := false
+	for _, m := range type1EncodingRe.FindAllSubmatch(data, 256) {
+		c, err := strconv.Atoi(string(m[1]))
+		if err == nil && c >= 0 && c < 256 {
+			names[c], found = string(m[2]), true
+		}
+	}
+	if !found {
+		return nil // StandardEncoding, which the library knows
+	}
+	c := 0
+	for i := 0; i < diffs.Len() && i < 4096; i++ {
+		switch x := diffs.Index(i); x.Kind() {
+		case pdf.Integer:
+			c = int(x.Int64())
+		case pdf.Name:
+			if c >= 0 && c < 256 {
+				names[c] = x.Name()
+			}
+			c++
+		}
+	}
+	return &names
+}
+
+var type1EncodingRe = regexp.MustCompile(`dup\s+(\d{1,3})\s*/([^\s/\[\]{}()<>%]+)\s+put`)
+
+// readPrefix returns the first n decoded bytes of a stream.
+func readPrefix(v pdf.Value, n int64) (b []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("reading stream: %v", r)
+		}
+	}()
+	rc := v.Reader()
+	defer rc.Close()
+	return io.ReadAll(io.LimitReader(rc, n))
+}
+
+// glyphRune returns the character a glyph name stands for: a name of the
+// Adobe Glyph List that fonts use for Latin text, punctuation, Greek and
+// common mathematics, or uniXXXX and uXXXX[XX].
+func glyphRune(name string) (rune, bool) {
+	if name == "" || name == ".notdef" {
+		return 0, false
+	}
+	if len(name) == 1 && (name[0] >= 'a' && name[0] <= 'z' || name[0] >= 'A' && name[0] <= 'Z') {
+		return rune(name[0]), true
+	}
+	if r, ok := glyphNames[name]; ok {
+		return r, true
+	}
+	hex := ""
+	switch {
+	case strings.HasPrefix(name, "uni") && len(name) == 7:
+		hex = name[3:]
+	case strings.HasPrefix(name, "u") && len(name) >= 5 && len(name) <= 7:
+		hex = name[1:]
+	}
+	if hex != "" {
+		if v, err := strconv.ParseUint(hex, 16, 32); err == nil && utf8.ValidRune(rune(v)) {
+			return rune(v), true
+		}
+	}
+	return 0, false
+}
+
+var glyphNames = map[string]rune{
+	"space": ' ', "exclam": '!', "quotedbl": '"', "numbersign": '#', "dollar": '$', "percent": '%',
+	"ampersand": '&', "quoteright": '’', "quotesingle": '\'', "parenleft": '(', "parenright": ')',
+	"asterisk": '*', "plus": '+', "comma": ',', "hyphen": '-', "period": '.', "slash": '/',
+	"zero": '0', "one": '1', "two": '2', "three": '3', "four": '4', "five": '5', "six": '6',
+	"seven": '7', "eight": '8', "nine": '9', "colon": ':', "semicolon": ';', "less": '<',
+	"equal": '=', "greater": '>', "question": '?', "at": '@', "bracketleft": '[', "backslash": '\\',
+	"bracketright": ']', "asciicircum": '^', "underscore": '_', "quoteleft": '‘', "grave": '`',
+	"braceleft": '{', "bar": '|', "braceright": '}', "asciitilde": '~', "exclamdown": '¡',
+	"cent": '¢', "sterling": '£', "yen": '¥', "section": '§', "dieresis": '¨', "copyright": '©',
+	"ordfeminine": 'ª', "guillemotleft": '«', "logicalnot": '¬', "registered": '®', "macron": '¯',
+	"degree": '°', "plusminus": '±', "acute": '´', "mu": 'µ', "paragraph": '¶',
+	"periodcentered": '·', "cedilla": '¸', "ordmasculine": 'º', "guillemotright": '»',
+	"questiondown": '¿', "multiply": '×', "divide": '÷', "germandbls": 'ß', "dotlessi": 'ı',
+	"dotlessj": 'ȷ', "ae": 'æ', "AE": 'Æ', "oe": 'œ', "OE": 'Œ', "oslash": 'ø', "Oslash": 'Ø',
+	"lslash": 'ł', "Lslash": 'Ł', "eth": 'ð', "thorn": 'þ', "circumflex": 'ˆ', "tilde": '˜',
+	"breve": '˘', "dotaccent": '˙', "ring": '˚', "hungarumlaut": '˝', "ogonek": '˛', "caron": 'ˇ',
+	"endash": '–', "emdash": '—', "quotedblleft": '“', "quotedblright": '”', "quotesinglbase": '‚',
+	"quotedblbase": '„', "dagger": '†', "daggerdbl": '‡', "bullet": '•', "ellipsis": '…',
+	"perthousand": '‰', "guilsinglleft": '‹', "guilsinglright": '›', "fraction": '⁄',
+	"trademark": '™', "minus": '−', "fi": 'ﬁ', "fl": 'ﬂ', "ff": 'ﬀ', "ffi": 'ﬃ', "ffl": 'ﬄ',
+	"Euro": '€', "florin": 'ƒ', "visiblespace": '␣',
+	// Greek.
+	"alpha": 'α', "beta": 'β', "gamma": 'γ', "delta": 'δ', "epsilon": 'ε', "epsilon1": 'ϵ',
+	"zeta": 'ζ', "eta": 'η', "theta": 'θ', "theta1": 'ϑ', "iota": 'ι', "kappa": 'κ',
+	"lambda": 'λ', "nu": 'ν', "xi": 'ξ', "omicron": 'ο', "pi": 'π', "pi1": 'ϖ', "rho": 'ρ',
+	"rho1": 'ϱ', "sigma": 'σ', "sigma1": 'ς', "tau": 'τ', "upsilon": 'υ', "phi": 'φ', "phi1": 'ϕ',
+	"chi": 'χ', "psi": 'ψ', "omega": 'ω', "Gamma": 'Γ', "Delta": 'Δ', "Theta": 'Θ',
+	"Lambda": 'Λ', "Xi": 'Ξ', "Pi": 'Π', "Sigma": 'Σ', "Upsilon": 'Υ', "Phi": 'Φ', "Psi": 'Ψ',
+	"Omega": 'Ω',
+	// Mathematics, with the names TeX's math fonts use.
+	"asteriskmath": '∗', "arrowright": '→', "arrowleft": '←', "arrowup": '↑', "arrowdown": '↓',
+	"arrowboth": '↔', "arrowdblright": '⇒', "arrowdblleft": '⇐', "arrowdblboth": '⇔',
+	"lessequal": '≤', "greaterequal": '≥', "notequal": '≠', "approxequal": '≈', "equivalence": '≡',
+	"similar": '∼', "infinity": '∞', "element": '∈', "propersubset": '⊂', "propersuperset": '⊃',
+	"reflexsubset": '⊆', "reflexsuperset": '⊇', "intersection": '∩', "union": '∪',
+	"logicaland": '∧', "logicalor": '∨', "universal": '∀', "existential": '∃', "emptyset": '∅',
+	"nabla": '∇', "partialdiff": '∂', "radical": '√', "summation": '∑', "product": '∏',
+	"integral": '∫', "proportional": '∝', "angle": '∠', "perpendicular": '⊥', "circleplus": '⊕',
+	"circlemultiply": '⊗', "prime": '′', "angleleft": '⟨', "angleright": '⟩', "lozenge": '◊',
+	"periodcentered.math": '·', "bulletmath": '∙', "openbullet": '◦', "backslashmath": '∖',
+	"braceleftmath": '{', "bracerightmath": '}', "barmath": '|',
 }

@@ -13,17 +13,22 @@ func pdfBody(blocks []*block) *Body {
 		b := blocks[i]
 		switch b.kind {
 		case heading:
-			body.Blocks = append(body.Blocks, Block{Kind: Heading, Level: b.level, Inlines: []Inline{{Text: b.text}}, Page: b.page})
+			body.Blocks = append(body.Blocks, Block{Kind: Heading, Level: b.level, Inlines: richInlines(b.text, b.links), Page: b.page})
 		case paragraph:
-			body.Blocks = append(body.Blocks, Block{Kind: Paragraph, Inlines: []Inline{{Text: b.text}}, Page: b.page})
+			body.Blocks = append(body.Blocks, Block{Kind: Paragraph, Inlines: richInlines(b.text, b.links), Page: b.page})
 		case tableBlock:
 			t := Block{Kind: Table, Page: b.page}
-			for _, cells := range b.rows {
+			for r, cells := range b.rows {
 				row := make([]Cell, len(cells))
 				for c, s := range cells {
-					if s != "" {
-						row[c].Blocks = []Block{Text(s)}
+					if s == "" {
+						continue
 					}
+					var links []span
+					if r < len(b.cells) && c < len(b.cells[r]) {
+						links = b.cells[r][c]
+					}
+					row[c].Blocks = []Block{{Kind: Paragraph, Inlines: richInlines(s, links)}}
 				}
 				t.Rows = append(t.Rows, row)
 			}
@@ -51,7 +56,8 @@ func pdfLists(items []*block, level int) []Block {
 		ordered := pdfOrdered(items[i])
 		l := Block{Kind: List, Ordered: ordered}
 		for i < len(items) && pdfOrdered(items[i]) == ordered {
-			it := Item{Blocks: []Block{Text(itemText(items[i]))}}
+			text, links := itemText(items[i])
+			it := Item{Blocks: []Block{{Kind: Paragraph, Inlines: richInlines(text, links)}}}
 			if ordered {
 				it.Number = markerNumber(items[i].marker)
 			}
@@ -74,11 +80,49 @@ func pdfOrdered(b *block) bool { return b.ordered && markerNumber(b.marker) > 0 
 
 // itemText is a list item's text, led by its marker when the marker is an
 // enumerator that list numbering cannot show (a), iv., 2.3 and the like.
-func itemText(b *block) string {
+func itemText(b *block) (string, []span) {
 	if b.ordered && markerNumber(b.marker) == 0 {
-		return b.marker + " " + b.text
+		return b.marker + " " + b.text, shiftSpans(b.links, len(b.marker)+1)
 	}
-	return b.text
+	return b.text, b.links
+}
+
+// richInlines cuts text into plain runs and link runs. Link runs of one
+// target with only white space between them (a link that wraps onto the
+// next line, or spans two segments) become one.
+func richInlines(text string, links []span) []Inline {
+	var out []Inline
+	at := 0
+	for i := 0; i < len(links); i++ {
+		l := links[i]
+		if l.start < at || l.end > len(text) || l.start >= l.end {
+			continue // out of order or out of range: keep the text plain
+		}
+		for i+1 < len(links) && links[i+1].href == l.href && links[i+1].start >= l.end &&
+			links[i+1].end <= len(text) && strings.TrimSpace(text[l.end:links[i+1].start]) == "" {
+			i++
+			l.end = links[i].end
+		}
+		// The link's own text, without spaces at its edges.
+		for l.start < l.end && text[l.start] == ' ' {
+			l.start++
+		}
+		for l.end > l.start && text[l.end-1] == ' ' {
+			l.end--
+		}
+		if l.start == l.end {
+			continue
+		}
+		if l.start > at {
+			out = append(out, Inline{Text: text[at:l.start]})
+		}
+		out = append(out, Inline{Text: text[l.start:l.end], Href: l.href})
+		at = l.end
+	}
+	if at < len(text) || len(out) == 0 {
+		out = append(out, Inline{Text: text[at:]})
+	}
+	return out
 }
 
 var mdSpecial = strings.NewReplacer(`\`, `\\`, "*", `\*`, "_", `\_`, "`", "\\`", "[", `\[`, "]", `\]`, "<", `\<`)

@@ -6,14 +6,21 @@
 #   go test ./parse -update
 set -eu
 cd "$(dirname "$0")"
+# A profile of our own, so that a LibreOffice already running (another
+# conversion, someone's desktop) neither takes the job nor blocks it.
+lo="soffice -env:UserInstallation=file:///tmp/lo-pdf --headless"
 out=..
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 # HTML goes through Writer (not Writer/Web) so that it is laid out on A4 pages.
-soffice --headless --infilter="HTML (StarWriter)" --convert-to pdf:writer_pdf_Export \
-	--outdir "$out" report.html table.html
-soffice --headless --convert-to pdf --outdir "$out" twocolumn.fodt threepage.fodt scanned.fodt features.fodt
+# links.html: its <a href>s become link annotations.
+$lo --infilter="HTML (StarWriter)" --convert-to pdf:writer_pdf_Export \
+	--outdir "$out" report.html table.html links.html
+# ocr.fodt holds two images of text, as a scanner makes them (a JPEG and a
+# greyscale PNG, both Chromium screenshots of text set in Liberation fonts),
+# for the OCR tests; scanned.fodt's image holds no text.
+$lo --convert-to pdf --outdir "$out" twocolumn.fodt threepage.fodt scanned.fodt features.fodt ocr.fodt
 
 # Printed by Chromium, whose PDFs use composite (Type0) fonts and draw list
 # bullets as shapes.
@@ -24,13 +31,13 @@ chromium --headless=new --no-sandbox --disable-gpu --disable-background-networki
 # The report again, encrypted: an owner password restricts editing, the user
 # password is empty, so any reader may open it.
 cp report.html "$tmp/encrypted.html"
-soffice --headless --infilter="HTML (StarWriter)" --convert-to \
+$lo --infilter="HTML (StarWriter)" --convert-to \
 	'pdf:writer_pdf_Export:{"RestrictPermissions":{"type":"boolean","value":"true"},"PermissionPassword":{"type":"string","value":"owner-secret"},"Changes":{"type":"long","value":"0"}}' \
 	--outdir "$out" "$tmp/encrypted.html"
 
 # Locked with a user password: must fail with ErrEncrypted.
 cp table.html "$tmp/locked.html"
-soffice --headless --infilter="HTML (StarWriter)" --convert-to \
+$lo --infilter="HTML (StarWriter)" --convert-to \
 	'pdf:writer_pdf_Export:{"EncryptFile":{"type":"boolean","value":"true"},"DocumentOpenPassword":{"type":"string","value":"secret"}}' \
 	--outdir "$out" "$tmp/locked.html"
 
