@@ -209,30 +209,15 @@ func sheetBlocks(s *sheetData, budget int) (blocks []Block, used int, warnings [
 		}
 	}
 
-	// Cells share their paragraphs' backing arrays row by row, which keeps a
-	// large sheet to a few allocations per row.
 	table := Block{Kind: Table, Rows: make([][]Cell, nr)}
 	for r := range nr {
 		line := texts[r*nc : (r+1)*nc]
-		n := 0
-		for _, t := range line {
-			if t != "" {
-				n++
-			}
-		}
-		paras := make([]Block, 0, n)
-		inlines := make([]Inline, 0, n)
 		out := make([]Cell, 0, nc)
 		for k, t := range line {
 			if cover[r*nc+k] {
 				continue
 			}
-			var c Cell
-			if t != "" {
-				inlines = append(inlines, Inline{Text: t})
-				paras = append(paras, Block{Kind: Paragraph, Inlines: inlines[len(inlines)-1:]})
-				c.Blocks = paras[len(paras)-1:]
-			}
+			c := Cell{Text: t}
 			if sp, ok := spans[r*nc+k]; ok {
 				if sp[0] > 1 {
 					c.RowSpan = sp[0]

@@ -652,8 +652,8 @@ func TestXLSRecords(t *testing.T) {
 		"| Name | Ünï | xyzΩω |\n| --- | --- | --- |\n" +
 		"| label | -1234.0 | 12.50% |\n" +
 		"| 3.5 | 0.0 | -7.0 |\n" +
-		"| " + long + "Ωω | TRUE | \\#DIV/0! |\n" +
-		"| \\#N/A | TRUE | 2024-03-15 |\n" +
+		"| " + long + "Ωω | TRUE | #DIV/0! |\n" +
+		"| #N/A | TRUE | 2024-03-15 |\n" +
 		"| merged |  |  |\n"
 	if doc.Markdown != want || doc.Pages != 1 {
 		t.Errorf("got (%d sheets)\n%s\nwant\n%s", doc.Pages, doc.Markdown, want)

@@ -23,9 +23,10 @@ import (
 // XLSX limits, on top of the archive caps in zip.go.
 const (
 	// xlsxXMLInMemory is the largest worksheet or shared-string part excelize
-	// keeps in memory; larger ones it unpacks to a temporary file and streams
-	// from there, which bounds memory on large workbooks.
-	xlsxXMLInMemory = 64 << 20
+	// keeps in memory; it would unpack larger ones to temporary files. It is
+	// the member cap, which is refused before excelize sees it, so nothing
+	// of an upload ever reaches the disk (zero data retention).
+	xlsxXMLInMemory = maxMemberBytes
 	// xlsxMaxMembers caps the members of the archive.
 	xlsxMaxMembers = 65_536
 	// xlsxMaxScanned caps the cell places a workbook may make us walk,
