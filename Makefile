@@ -5,7 +5,7 @@ BIN := bin/trawler
 export PUPPETEER_SKIP_DOWNLOAD := 1
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
 
-.PHONY: run build deps test-deps test test-go test-node test-docker bench images clean
+.PHONY: run build deps test-deps test test-go test-fuzz test-node test-docker bench images clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/trawler
@@ -22,11 +22,21 @@ test-deps:
 run: deps build
 	./$(BIN) serve
 
-test: test-deps build test-go test-node test-docker
+test: test-deps build test-go test-fuzz test-node test-docker
 
 test-go:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 15m ./...
+
+# test-fuzz runs each document parser's fuzz target briefly on top of its
+# committed corpus (parse/testdata/fuzz), which plain go test replays.
+FUZZ_TARGETS := FuzzPDF FuzzContentStream FuzzDOCX FuzzODT FuzzRTF FuzzDOC FuzzXLSX FuzzXLS
+FUZZ_TIME ?= 10s
+test-fuzz:
+	@for f in $(FUZZ_TARGETS); do \
+		echo "fuzzing $$f for $(FUZZ_TIME)"; \
+		$(GO) test ./parse -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZ_TIME) || exit 1; \
+	done
 
 test-node: build
 	cd test/node && TRAWLER_BIN=$(CURDIR)/$(BIN) node --test --test-concurrency=1

@@ -4,7 +4,8 @@
 // session, browser leaks over many create/delete cycles, the scrape
 // content pipeline's throughput, the latency, throughput and memory of
 // POST /v2/scrape against a local test site, and the throughput and memory
-// of POST /v2/crawl over a local copy of Python's documentation.
+// of POST /v2/crawl over a local copy of Python's documentation, and
+// document parsing (PDF against pdftotext, DOCX, XLSX, upload memory).
 //
 // It prints one line per figure to stdout, "bench: NAME VALUE UNIT"; all
 // other output (details, percentiles, diagnostics) goes to stderr. Every
@@ -15,7 +16,7 @@
 // MB are MiB (2^20 bytes).
 //
 // Phases (-only create,memory,cdp,leaks,transform,scrape,concurrent,crawl,
-// docker,profiles,liveview runs a subset):
+// docker,profiles,liveview,parse runs a subset):
 //
 //   - create: p50 of POST /v2/browser over HTTP, 15 samples (after one
 //     warm-up) with one warm browser ready (TRAWLER_WARM_BROWSERS=1) and
@@ -85,6 +86,14 @@
 //     plus the session browser's process group while the page animates,
 //     with no viewer and with 1 and 5 viewers (WebSocket clients in a child
 //     process), per viewer.
+//   - parse: the PDF manuals of parse.Manuals (Debian's bash-doc,
+//     debian-faq, xorg-docs) through parse.PDF and through pdftotext
+//     -layout, median of 5 rounds each: pages per second, their ratio and
+//     word F1 against pdftotext's text; a generated 4,000-section DOCX
+//     (MB/s, and against a bare XML token scan of it) and a 500,000-cell
+//     XLSX (cells/s, and against excelize's own GetRows); then a 50 MB PDF,
+//     DOCX and XLSX, each uploaded to a fresh trawler serve process, with
+//     the rise of its peak RSS (VmHWM) over its size.
 //
 // Before exiting, the services are closed and the bench fails if any
 // process they or the chromedp baseline started (found by an environment
@@ -147,7 +156,7 @@ func main() {
 	// crawl phase is about half of it).
 	ctx, cancel := context.WithTimeout(ctx, 25*time.Minute)
 	b := &bench{log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
-	flag.StringVar(&b.only, "only", "", "run only these phases, comma-separated: create, memory, cdp, leaks, transform, scrape, concurrent, crawl, docker, profiles, liveview")
+	flag.StringVar(&b.only, "only", "", "run only these phases, comma-separated: create, memory, cdp, leaks, transform, scrape, concurrent, crawl, docker, profiles, liveview, parse")
 	flag.IntVar(&b.concurrentPool, "concurrent-pool", concurrentPool, "pool size of the concurrent phase")
 	flag.Parse()
 	err := b.run(ctx)
@@ -246,6 +255,7 @@ func (b *bench) run(ctx context.Context) error {
 		{"docker", b.dockerRuntime},
 		{"profiles", b.profileSaveRestore},
 		{"liveview", b.liveView},
+		{"parse", b.parseThroughput},
 	}
 	for _, ph := range phases {
 		if !b.selected(ph.name) {

@@ -3,13 +3,18 @@
 #   install-deps.sh run    Chromium
 #   install-deps.sh test   Chromium, Node.js, npm, python3.11-doc (a real site the crawl tests serve),
 #                          the Docker engine and docker-compose (started, with Trawler's images
-#                          built offline), busybox-static (health checks inside those images) and
-#                          the MinIO server (built once with go install, kept in GOPATH/bin)
-#   install-deps.sh bench  Chromium, python3.11-doc (the transform corpus) and the Docker engine
+#                          built offline), busybox-static (health checks inside those images),
+#                          the MinIO server (built once with go install, kept in GOPATH/bin),
+#                          Tesseract with English (OCR of scanned PDF pages), poppler-utils and
+#                          three Debian documentation packages with PDF manuals (bash-doc,
+#                          debian-faq, xorg-docs: real PDFs the parse tests compare with pdftotext)
+#   install-deps.sh bench  Chromium, python3.11-doc (the transform corpus), the Docker engine,
+#                          poppler-utils and the PDF manuals (the parse phase)
 set -euo pipefail
 want=(chromium)
-[ "${1:-run}" = test ] && want+=(nodejs npm python3.11-doc docker.io docker-compose busybox-static)
-[ "${1:-run}" = bench ] && want+=(python3.11-doc docker.io busybox-static)
+manuals=(poppler-utils bash-doc debian-faq xorg-docs)
+[ "${1:-run}" = test ] && want+=(nodejs npm python3.11-doc docker.io docker-compose busybox-static tesseract-ocr tesseract-ocr-eng "${manuals[@]}")
+[ "${1:-run}" = bench ] && want+=(python3.11-doc docker.io busybox-static "${manuals[@]}")
 missing=()
 for p in "${want[@]}"; do
   case "$p" in
@@ -20,6 +25,12 @@ for p in "${want[@]}"; do
     docker.io) command -v dockerd >/dev/null 2>&1 || missing+=(docker.io) ;;
     docker-compose) command -v docker-compose >/dev/null 2>&1 || missing+=(docker-compose) ;;
     busybox-static) [ -x /bin/busybox ] || missing+=(busybox-static) ;;
+    tesseract-ocr) command -v tesseract >/dev/null 2>&1 || missing+=(tesseract-ocr) ;;
+    tesseract-ocr-eng) compgen -G '/usr/share/tesseract-ocr/*/tessdata/eng.traineddata' >/dev/null || missing+=(tesseract-ocr-eng) ;;
+    poppler-utils) command -v pdftotext >/dev/null 2>&1 || missing+=(poppler-utils) ;;
+    bash-doc) [ -f /usr/share/doc/bash/bashref.pdf ] || missing+=(bash-doc) ;;
+    debian-faq) [ -f /usr/share/doc/debian/FAQ/debian-faq.en.pdf.gz ] || missing+=(debian-faq) ;;
+    xorg-docs) [ -f /usr/share/doc/xorg-docs/icccm/icccm.pdf.gz ] || missing+=(xorg-docs) ;;
   esac
 done
 if [ "${1:-run}" = test ]; then
