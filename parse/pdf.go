@@ -149,6 +149,11 @@ func openPDF(data []byte) (*pdf.Reader, []byte, error) {
 	if err == nil {
 		return r, view, nil
 	}
+	if !bytes.Contains(view, []byte("obj")) {
+		// Nothing to repair: pdfcpu would spend seconds of regular
+		// expressions on a large file of junk to find that out.
+		return nil, nil, fmt.Errorf("%w: no PDF objects", ErrMalformed)
+	}
 	fixed, ferr := rewritePDF(view)
 	if ferr == nil {
 		if r, err2 := newReader(bytes.NewReader(fixed), int64(len(fixed))); err2 == nil {

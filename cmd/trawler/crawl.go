@@ -49,23 +49,9 @@ func crawlCmd(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "usage: trawler crawl [flags] URL\n\nCrawls URL with local Chromium browsers and writes one Markdown file per page plus\nindex.jsonl. TRAWLER_* settings apply (TRAWLER_ALLOW_PRIVATE_NETWORKS=true to reach local addresses).\n\nflags:")
 		fs.PrintDefaults()
 	}
-	var target string
-	rest := args
-	for len(rest) > 0 {
-		if err := fs.Parse(rest); err != nil {
-			return err
-		}
-		rest = fs.Args()
-		if len(rest) > 0 {
-			if target != "" {
-				return fmt.Errorf("one URL at a time, got %q and %q", target, rest[0])
-			}
-			target, rest = rest[0], rest[1:]
-		}
-	}
-	if target == "" {
-		fs.Usage()
-		return errors.New("a URL is required")
+	target, err := oneArgument(fs, args, "URL")
+	if err != nil {
+		return err
 	}
 	if !strings.Contains(target, "://") {
 		target = "http://" + target

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -30,23 +29,9 @@ func parseCmd(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "usage: trawler parse [flags] FILE\n\nConverts FILE (%s) and prints it.\n\nflags:\n", strings.Join(parse.Extensions(), ", "))
 		fs.PrintDefaults()
 	}
-	var file string
-	rest := args
-	for len(rest) > 0 {
-		if err := fs.Parse(rest); err != nil {
-			return err
-		}
-		rest = fs.Args()
-		if len(rest) > 0 {
-			if file != "" {
-				return fmt.Errorf("one file at a time, got %q and %q", file, rest[0])
-			}
-			file, rest = rest[0], rest[1:]
-		}
-	}
-	if file == "" {
-		fs.Usage()
-		return errors.New("a file is required")
+	file, err := oneArgument(fs, args, "file")
+	if err != nil {
+		return err
 	}
 	if *format != "markdown" && *format != "html" && *format != "json" {
 		return fmt.Errorf("--format must be markdown, html or json, got %q", *format)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -50,24 +49,9 @@ func scrapeCmd(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "usage: trawler scrape [flags] URL\n\nScrapes URL with a local Chromium and prints the result. TRAWLER_* settings apply\n(TRAWLER_ALLOW_PRIVATE_NETWORKS=true to reach local addresses).\n\nflags:")
 		fs.PrintDefaults()
 	}
-	// Flags may follow the URL.
-	var target string
-	rest := args
-	for len(rest) > 0 {
-		if err := fs.Parse(rest); err != nil {
-			return err
-		}
-		rest = fs.Args()
-		if len(rest) > 0 {
-			if target != "" {
-				return fmt.Errorf("one URL at a time, got %q and %q", target, rest[0])
-			}
-			target, rest = rest[0], rest[1:]
-		}
-	}
-	if target == "" {
-		fs.Usage()
-		return errors.New("a URL is required")
+	target, err := oneArgument(fs, args, "URL")
+	if err != nil {
+		return err
 	}
 	if !strings.Contains(target, "://") {
 		target = "http://" + target
