@@ -6,6 +6,7 @@ package api
 import (
 	"context"
 	"log/slog"
+	"runtime"
 	"strings"
 	"time"
 
@@ -38,6 +39,9 @@ type API struct {
 	Deps
 	log *slog.Logger
 	app *fiber.App
+	// parseSlots bounds the uploads read and parsed at once: each may hold
+	// 50 MB and several times that while it is parsed.
+	parseSlots chan struct{}
 }
 
 // BodyLimit is the largest JSON body accepted.
@@ -45,7 +49,7 @@ const BodyLimit = 10 << 20
 
 // New builds the application.
 func New(d Deps) *API {
-	a := &API{Deps: d, log: d.Log}
+	a := &API{Deps: d, log: d.Log, parseSlots: make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))}
 	a.app = fiber.New(fiber.Config{
 		AppName:               "trawler",
 		BodyLimit:             BodyLimit,

@@ -86,6 +86,14 @@ func (a *API) parseUpload(w http.ResponseWriter, r *http.Request) (*scrape.Docum
 	if r.ContentLength > MaxUpload+maxOptionsPart {
 		return nil, fileTooLarge()
 	}
+	// Wait for a slot before reading the body, so that uploads waiting
+	// their turn hold no memory.
+	select {
+	case a.parseSlots <- struct{}{}:
+		defer func() { <-a.parseSlots }()
+	case <-r.Context().Done():
+		return nil, r.Context().Err()
+	}
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "multipart/form-data" {
 		return nil, badRequest(fieldError("Content-Type", "Content-Type must be multipart/form-data with a file part (and an optional options part), got %q", mt))
 	}

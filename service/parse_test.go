@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 )
@@ -145,6 +147,28 @@ func TestParseDocuments(t *testing.T) {
 		raw, err := base64.StdEncoding.DecodeString(data(r)["markdown"].(string))
 		if r.Status != 200 || err != nil || !bytes.Equal(raw, pdf) || meta(r)["creditsUsed"] != float64(1) {
 			t.Fatalf("parsers []: %d %v %.100s", r.Status, meta(r), r.Raw)
+		}
+	})
+
+	t.Run("uploads at once all answer, in turn", func(t *testing.T) {
+		// More uploads than parse slots: the rest wait, none is refused.
+		pdf := fixture(t, "report.pdf")
+		errs := make(chan string, 8)
+		var wg sync.WaitGroup
+		for i := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := ts.parseFile(keyAcme, upload{name: "file", filename: fmt.Sprintf("r%d.pdf", i), data: pdf})
+				if r.Status != 200 || !strings.HasPrefix(data(r)["markdown"].(string), "# Harbour Water Quality Report") || meta(r)["sourceURL"] != fmt.Sprintf("r%d.pdf", i) {
+					errs <- fmt.Sprintf("upload %d: %d %.200s", i, r.Status, r.Raw)
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for e := range errs {
+			t.Error(e)
 		}
 	})
 
