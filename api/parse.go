@@ -58,11 +58,9 @@ func (a *API) Parse(w http.ResponseWriter, r *http.Request) {
 		if e.Details != nil {
 			body["details"] = e.Details
 		}
-		if e.Status == http.StatusRequestEntityTooLarge || e.Status == http.StatusUnsupportedMediaType {
-			// Let the client finish sending, within reason, so that it
-			// reads this answer.
-			io.CopyN(io.Discard, r.Body, maxDiscard)
-		}
+		// Let a client that is still sending finish, within reason, so
+		// that it reads this answer rather than a reset connection.
+		io.CopyN(io.Discard, r.Body, maxDiscard)
 		writeJSON(w, e.Status, body)
 		return
 	}

@@ -49,12 +49,16 @@ func (a *archive) read(name string) ([]byte, error) {
 	if f == nil {
 		return nil, nil
 	}
+	limit := min(int64(maxMemberBytes), a.budget)
+	if f.UncompressedSize64 > uint64(limit) {
+		// An honest header saves inflating what would be refused anyway.
+		return nil, fmt.Errorf("%w: %s inflates to more than %d MB", ErrTooLarge, name, limit>>20)
+	}
 	rc, err := f.Open()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrMalformed, name, err)
 	}
 	defer rc.Close()
-	limit := min(int64(maxMemberBytes), a.budget)
 	// The declared size is only a hint (bombs lie about it), so it sizes the
 	// buffer but the limit is enforced on what actually inflates.
 	var buf bytes.Buffer

@@ -345,7 +345,11 @@ func TestS3TwoProcesses(t *testing.T) {
 	a := newTestS3(t, prefix)
 	b := newTestS3(t, prefix)
 
-	la := mustLock(t, ctx, a, team, "shop", "process-a", short)
+	// Long enough for the checks below to run before it expires on a
+	// loaded machine (300 ms was not, under -race in CI).
+	const aTTL = 3 * time.Second
+	locked := time.Now()
+	la := mustLock(t, ctx, a, team, "shop", "process-a", aTTL)
 	if _, err := b.Lock(ctx, team, "shop", "process-b", ttl); !errors.Is(err, ErrLocked) {
 		t.Fatalf("process b Lock = %v, want ErrLocked", err)
 	}
@@ -364,7 +368,7 @@ func TestS3TwoProcesses(t *testing.T) {
 	}
 
 	// Process a stops renewing (as if killed); b takes over once the lock expires.
-	time.Sleep(short + 100*time.Millisecond)
+	time.Sleep(time.Until(locked.Add(aTTL + 100*time.Millisecond)))
 	lb := mustLock(t, ctx, b, team, "shop", "process-b", ttl)
 	if err := a.Renew(ctx, la, ttl); !errors.Is(err, ErrLocked) {
 		t.Fatalf("process a Renew after takeover = %v, want ErrLocked", err)
