@@ -39,6 +39,14 @@ func TestDocumentKind(t *testing.T) {
 		{"application/octet-stream", "http://a/report.PDF?x=1", "pdf"},
 		{"text/html", "http://a/report.pdf", ""},
 		{"", "http://a/page", ""},
+		{"application/vnd.openxmlformats-officedocument.wordprocessingml.document", "http://a/dl?id=3", "docx"},
+		{"application/msword; charset=binary", "http://a/x", "doc"},
+		{"text/rtf", "http://a/x", "rtf"},
+		{"application/octet-stream", "http://a/figures.XLSX", "xlsx"},
+		{"application/zip", "http://a/notes.odt", "odt"},
+		{"binary/octet-stream", "http://a/old.xls", "xls"},
+		{"text/plain", "http://a/notes.docx", ""},
+		{"application/vnd.ms-excel.sheet.macroEnabled.12", "http://a/x.xlsm", ""},
 	} {
 		if got := documentKind(tc.ct, tc.url); got != tc.want {
 			t.Errorf("documentKind(%q, %q) = %q, want %q", tc.ct, tc.url, got, tc.want)
