@@ -1,18 +1,23 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/url"
+	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gorilla/websocket"
 
 	"github.com/trawler-dev/trawler/cdp"
+	"github.com/trawler-dev/trawler/sessions"
 )
 
 // wsConn is a deliberately lean, synchronous CDP client: one command in
@@ -79,33 +84,84 @@ func (c *wsConn) call(method string, params any) (json.RawMessage, error) {
 	}
 }
 
-// pageEndpoints returns the WebSocket URLs of the same page target, direct
-// (the browser's own /devtools/page/<id>) and through the proxy (as the
-// proxy's /cdp/<id>/json/list names it), for session c of in.
-func pageEndpoints(ctx context.Context, in *instance, c created) (direct, proxied string, err error) {
-	s, err := in.session(ctx, c.ID)
-	if err != nil {
-		return "", "", err
-	}
-	page, err := cdp.ActivePage(ctx, s.DevToolsURL())
-	if err != nil {
-		return "", "", fmt.Errorf("finding the session's page: %w", err)
-	}
+// proxiedPage returns the WebSocket URL, through the proxy (as its
+// /cdp/<id>/json/list names it), of session c's front page.
+func proxiedPage(ctx context.Context, in *instance, c created) (string, error) {
 	u, err := url.Parse(c.CDPURL)
 	if err != nil {
-		return "", "", err
+		return "", err
 	}
 	token := u.Query().Get("token")
 	var list []cdp.Target
 	if err := in.do(ctx, "GET", "/cdp/"+c.ID+"/json/list?token="+url.QueryEscape(token), nil, &list); err != nil {
-		return "", "", err
+		return "", err
 	}
 	for _, t := range list {
-		if t.ID == page.ID {
-			return page.WebSocketDebuggerURL, t.WebSocketDebuggerURL, nil
+		if t.Type == "page" {
+			return t.WebSocketDebuggerURL, nil
 		}
 	}
-	return "", "", fmt.Errorf("the proxy's /json/list does not list page %s", page.ID)
+	return "", fmt.Errorf("the proxy's /json/list lists no page")
+}
+
+// plainChromium starts the baseline: a local Chromium with Trawler's flags
+// but its DevTools on a loopback port (what a Playwright user without
+// Trawler connects to), and returns its page's /devtools/page/<id> URL and a
+// function that stops it.
+func plainChromium(ctx context.Context, chromium, dir string) (string, func(), error) {
+	args := []string{"--remote-debugging-port=0", "--user-data-dir=" + dir, "about:blank"}
+	for _, f := range sessions.ChromiumFlags {
+		if f != "--remote-debugging-pipe" {
+			args = append(args, f)
+		}
+	}
+	cmd := exec.Command(chromium, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	stop := func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+	}
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if _, u, ok := strings.Cut(sc.Text(), "DevTools listening on "); ok {
+				found <- strings.TrimSpace(u)
+			}
+		}
+	}()
+	var ws string
+	select {
+	case ws = <-found:
+	case <-time.After(30 * time.Second):
+		stop()
+		return "", nil, fmt.Errorf("the baseline Chromium did not open its DevTools port")
+	}
+	bu, _ := url.Parse(ws)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+bu.Host+"/json/list", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			continue
+		}
+		var list []cdp.Target
+		json.NewDecoder(resp.Body).Decode(&list)
+		resp.Body.Close()
+		for _, t := range list {
+			if t.Type == "page" {
+				return t.WebSocketDebuggerURL, stop, nil
+			}
+		}
+	}
+	stop()
+	return "", nil, fmt.Errorf("the baseline Chromium lists no page")
 }
 
 // roundtrips times n sequential Runtime.evaluate("1+1") on each connection.
@@ -204,19 +260,19 @@ var viewportParams = map[string]any{"width": 1280, "height": 800, "deviceScaleFa
 // connections (a device metrics override belongs to the CDP session that
 // set it). It returns the page's height in CSS px.
 func preparePage(direct, proxied *wsConn) (int, error) {
-	res, err := direct.call("Runtime.evaluate", map[string]any{"expression": longPageJS, "returnByValue": true})
-	if err != nil {
-		return 0, err
-	}
 	var r struct {
 		Result struct {
 			Value int `json:"value"`
 		} `json:"result"`
 	}
-	if err := json.Unmarshal(res, &r); err != nil {
-		return 0, err
-	}
 	for _, c := range []*wsConn{direct, proxied} {
+		res, err := c.call("Runtime.evaluate", map[string]any{"expression": longPageJS, "returnByValue": true})
+		if err != nil {
+			return 0, err
+		}
+		if err := json.Unmarshal(res, &r); err != nil {
+			return 0, err
+		}
 		if _, err := c.call("Emulation.setDeviceMetricsOverride", viewportParams); err != nil {
 			return 0, err
 		}

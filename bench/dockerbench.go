@@ -57,7 +57,7 @@ func (b *bench) dockerRuntime(ctx context.Context, warm *instance) error {
 		if err != nil {
 			return 0, err
 		}
-		pid, _, err := browserPID(in.browsersDir(), s.DevToolsURL())
+		pid, _, err := browserPID(in.browsersDir(), s.BrowserID())
 		if err != nil {
 			return 0, err
 		}

@@ -123,7 +123,7 @@ func (b *bench) liveView(ctx context.Context, in *instance) error {
 	if err != nil {
 		return err
 	}
-	conn, sess, err := page(ctx, s.DevToolsURL(), site.URL+"/")
+	conn, sess, err := page(ctx, s.CDP(), site.URL+"/")
 	if err != nil {
 		return err
 	}
@@ -143,7 +143,7 @@ func (b *bench) liveView(ctx context.Context, in *instance) error {
 	figure("liveview_frame_latency_p50_ms", ms(median(lat)), "ms")
 	figure("liveview_fps", fps, "fps")
 
-	pid, _, err := browserPID(in.browsersDir(), s.DevToolsURL())
+	pid, _, err := browserPID(in.browsersDir(), s.BrowserID())
 	if err != nil {
 		return err
 	}

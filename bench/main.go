@@ -451,7 +451,7 @@ func (b *bench) idleMemory(ctx context.Context, in *instance) error {
 		if err != nil {
 			return err
 		}
-		pid, _, err := browserPID(in.browsersDir(), s.DevToolsURL())
+		pid, _, err := browserPID(in.browsersDir(), s.BrowserID())
 		if err != nil {
 			return err
 		}
@@ -490,10 +490,15 @@ func (b *bench) cdpOverhead(ctx context.Context, in *instance) error {
 		return err
 	}
 	defer in.remove(context.Background(), c.ID)
-	directURL, proxiedURL, err := pageEndpoints(ctx, in, c)
+	proxiedURL, err := proxiedPage(ctx, in, c)
 	if err != nil {
 		return err
 	}
+	directURL, stop, err := plainChromium(ctx, in.svc.Config.ChromiumPath, filepath.Join(b.tmp, "plain-chromium"))
+	if err != nil {
+		return err
+	}
+	defer stop()
 	logf("direct  %s", directURL)
 	logf("proxied %s", truncate(proxiedURL, strings.Index(proxiedURL, "?")+8))
 	direct, err := dialWS(ctx, directURL)

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -116,37 +115,17 @@ func pssKB(pid int) (int64, error) { return statusKB(pid, "smaps_rollup", "Pss")
 
 func rssKB(pid int) (int64, error) { return statusKB(pid, "status", "VmRSS") }
 
-// browserPID maps a browser's DevTools URL to the pid of its main process
-// (the leader of its process group): Chromium writes the port it listens on
-// to DevToolsActivePort in its user-data directory, and the runtime records
-// the pid in trawler.pid next to it.
-func browserPID(browsersDir, devtoolsURL string) (pid int, dir string, err error) {
-	u, err := url.Parse(devtoolsURL)
+// browserPID returns the pid of browser id's main process (the leader of
+// its process group), which the process runtime records in trawler.pid in
+// the browser's user-data directory, and that directory.
+func browserPID(browsersDir, id string) (pid int, dir string, err error) {
+	dir = filepath.Join(browsersDir, id)
+	raw, err := os.ReadFile(filepath.Join(dir, "trawler.pid"))
 	if err != nil {
 		return 0, "", err
 	}
-	port := u.Port()
-	entries, err := os.ReadDir(browsersDir)
-	if err != nil {
-		return 0, "", err
-	}
-	for _, e := range entries {
-		d := filepath.Join(browsersDir, e.Name())
-		raw, err := os.ReadFile(filepath.Join(d, "DevToolsActivePort"))
-		if err != nil {
-			continue
-		}
-		if first, _, _ := strings.Cut(string(raw), "\n"); strings.TrimSpace(first) != port {
-			continue
-		}
-		rawPID, err := os.ReadFile(filepath.Join(d, "trawler.pid"))
-		if err != nil {
-			return 0, "", err
-		}
-		pid, err := strconv.Atoi(strings.TrimSpace(string(rawPID)))
-		return pid, d, err
-	}
-	return 0, "", fmt.Errorf("no browser directory under %s listens on port %s", browsersDir, port)
+	pid, err = strconv.Atoi(strings.TrimSpace(string(raw)))
+	return pid, dir, err
 }
 
 // procType is a Chromium process's --type (with its utility sub-type), or

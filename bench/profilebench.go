@@ -82,10 +82,10 @@ func (b *bench) profileSaveRestore(ctx context.Context, in *instance) error {
 		if err != nil {
 			return err
 		}
-		if err := use.Apply(ctx, s.DevToolsURL(), ""); err != nil {
+		if err := use.Apply(ctx, s.CDP(), ""); err != nil {
 			return err
 		}
-		if err := populate(ctx, s.DevToolsURL(), site.URL); err != nil {
+		if err := populate(ctx, s.CDP(), site.URL); err != nil {
 			return err
 		}
 		t := time.Now()
@@ -109,13 +109,13 @@ func (b *bench) profileSaveRestore(ctx context.Context, in *instance) error {
 		t = time.Now()
 		reader, err := opener.Open(ctx, "local", "bench", false)
 		if err == nil {
-			err = reader.Apply(ctx, s2.DevToolsURL(), "")
+			err = reader.Apply(ctx, s2.CDP(), "")
 		}
 		restores = append(restores, time.Since(t))
 		if err != nil {
 			return err
 		}
-		got, err := inspect(ctx, s2.DevToolsURL(), site.URL)
+		got, err := inspect(ctx, s2.CDP(), site.URL)
 		if err != nil {
 			return err
 		}
@@ -140,10 +140,10 @@ func (b *bench) profileSaveRestore(ctx context.Context, in *instance) error {
 	return nil
 }
 
-// page opens a tab on url in the browser at devtools and returns the
-// connection and the tab's CDP session.
-func page(ctx context.Context, devtools, url string) (*cdp.Conn, string, error) {
-	conn, err := cdp.Dial(ctx, devtools)
+// page opens a tab on url in browser and returns the connection and the
+// tab's CDP session.
+func page(ctx context.Context, browser *cdp.Mux, url string) (*cdp.Conn, string, error) {
+	conn, err := browser.Dial(ctx)
 	if err != nil {
 		return nil, "", err
 	}
@@ -189,8 +189,8 @@ func evaluate(ctx context.Context, conn *cdp.Conn, session, expr string) (string
 
 // populate gives the browser's default context the bench's cookies and
 // the storage of url's origin.
-func populate(ctx context.Context, devtools, url string) error {
-	conn, session, err := page(ctx, devtools, url)
+func populate(ctx context.Context, browser *cdp.Mux, url string) error {
+	conn, session, err := page(ctx, browser, url)
 	if err != nil {
 		return err
 	}
@@ -216,8 +216,8 @@ func populate(ctx context.Context, devtools, url string) error {
 }
 
 // inspect reports the cookies and storage a page of url sees.
-func inspect(ctx context.Context, devtools, url string) (string, error) {
-	conn, session, err := page(ctx, devtools, url)
+func inspect(ctx context.Context, browser *cdp.Mux, url string) (string, error) {
+	conn, session, err := page(ctx, browser, url)
 	if err != nil {
 		return "", err
 	}

@@ -502,7 +502,7 @@ func replayStatic(ctx context.Context, in *instance, u string) ([]lap, error) {
 		}
 	}()
 	done("acquire")
-	conn, err := cdp.Dial(ctx, lease.Browser().DevToolsURL())
+	conn, err := lease.Browser().CDP().Dial(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -63,6 +63,7 @@ func startInstance(ctx context.Context, name, dataDir string, warm, poolSize int
 		ln.Close()
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
+	svc.Listening(ln.Addr().String())
 	in := &instance{
 		name: name, dataDir: cfg.DataDir, base: "http://" + ln.Addr().String(), svc: svc,
 		srv:    &http.Server{Handler: svc.Handler(), ReadHeaderTimeout: 10 * time.Second},

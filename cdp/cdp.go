@@ -1,9 +1,13 @@
-// Package cdp is a minimal Chrome DevTools Protocol client: one WebSocket,
-// commands matched to replies by id, and the browser's HTTP discovery
-// endpoints. It is written here rather than taken from chromedp because
-// chromedp ties a target's lifetime to a context (cancelling closes the tab),
-// while Trawler acts on tabs that belong to its users and must leave them be.
-// Parameter and result types come from github.com/chromedp/cdproto.
+// Package cdp owns Trawler's side of the Chrome DevTools Protocol: the
+// multiplexer over each browser's one DevTools pipe (Mux), which gives every
+// client, Trawler's own and the users' through the CDP proxy, a channel of
+// its own and refuses what would reach the host; and a minimal client
+// (Conn) with commands matched to replies by id. It is written here rather
+// than taken from chromedp because chromedp ties a target's lifetime to a
+// context (cancelling closes the tab), while Trawler acts on tabs that
+// belong to its users and must leave them be, and because no library
+// multiplexes one pipe among clients. Parameter and result types come from
+// github.com/chromedp/cdproto.
 package cdp
 
 import (
@@ -11,9 +15,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/url"
-	"strings"
 	"sync"
 
 	"github.com/gorilla/websocket"
@@ -27,9 +28,18 @@ type Error struct {
 
 func (e *Error) Error() string { return fmt.Sprintf("cdp error %d: %s", e.Code, e.Message) }
 
-// Conn is one CDP WebSocket connection.
+// Transport carries whole CDP messages, one JSON object each: a WebSocket
+// to a CDP endpoint, or a Channel of a browser's Mux.
+type Transport interface {
+	ReadMessage() ([]byte, error)
+	WriteMessage(msg []byte) error
+	Close() error
+}
+
+// Conn is one CDP connection: commands matched to replies, events to one
+// handler.
 type Conn struct {
-	ws *websocket.Conn
+	t Transport
 
 	wmu sync.Mutex // one writer at a time
 
@@ -62,7 +72,7 @@ type message struct {
 	Error     *Error          `json:"error,omitempty"`
 }
 
-// Dial connects to a CDP WebSocket endpoint.
+// Dial connects to a CDP WebSocket endpoint (a session's cdpUrl, say).
 func Dial(ctx context.Context, wsURL string) (*Conn, error) {
 	d := websocket.Dialer{ReadBufferSize: 64 << 10, WriteBufferSize: 64 << 10}
 	ws, _, err := d.DialContext(ctx, wsURL, nil)
@@ -70,16 +80,38 @@ func Dial(ctx context.Context, wsURL string) (*Conn, error) {
 		return nil, fmt.Errorf("connecting to %s: %w", wsURL, err)
 	}
 	ws.SetReadLimit(-1)
-	c := &Conn{ws: ws, pending: map[int64]chan reply{}, done: make(chan struct{})}
-	go c.read()
-	return c, nil
+	return NewConn(wsTransport{ws}), nil
 }
+
+// NewConn starts a connection over t; closing the connection closes t.
+func NewConn(t Transport) *Conn {
+	c := &Conn{t: t, pending: map[int64]chan reply{}, done: make(chan struct{})}
+	go c.read()
+	return c
+}
+
+type wsTransport struct{ ws *websocket.Conn }
+
+func (w wsTransport) ReadMessage() ([]byte, error) {
+	_, msg, err := w.ws.ReadMessage()
+	return msg, err
+}
+
+func (w wsTransport) WriteMessage(msg []byte) error {
+	return w.ws.WriteMessage(websocket.TextMessage, msg)
+}
+
+func (w wsTransport) Close() error { return w.ws.Close() }
 
 func (c *Conn) read() {
 	defer close(c.done)
 	for {
 		var m message
-		if err := c.ws.ReadJSON(&m); err != nil {
+		raw, err := c.t.ReadMessage()
+		if err == nil {
+			err = json.Unmarshal(raw, &m)
+		}
+		if err != nil {
 			c.mu.Lock()
 			c.err = err
 			for id, ch := range c.pending {
@@ -136,9 +168,12 @@ func (c *Conn) Call(ctx context.Context, sessionID, method string, params, resul
 		}
 		raw = b
 	}
-	c.wmu.Lock()
-	err := c.ws.WriteJSON(message{ID: id, SessionID: sessionID, Method: method, Params: raw})
-	c.wmu.Unlock()
+	msg, err := json.Marshal(message{ID: id, SessionID: sessionID, Method: method, Params: raw})
+	if err == nil {
+		c.wmu.Lock()
+		err = c.t.WriteMessage(msg)
+		c.wmu.Unlock()
+	}
 	if err != nil {
 		c.mu.Lock()
 		delete(c.pending, id)
@@ -177,7 +212,7 @@ func (c *Conn) Done() <-chan struct{} { return c.done }
 
 // Close closes the connection.
 func (c *Conn) Close() error {
-	err := c.ws.Close()
+	err := c.t.Close()
 	<-c.done
 	return err
 }
@@ -195,59 +230,8 @@ type Target struct {
 	ParentID             string `json:"parentId,omitempty"`
 }
 
-// HTTPBase turns a browser's ws://host:port/devtools/browser/... endpoint
-// into the http://host:port base of its discovery endpoints.
-func HTTPBase(devtoolsURL string) (string, error) {
-	u, err := url.Parse(devtoolsURL)
-	if err != nil || u.Host == "" {
-		return "", fmt.Errorf("not a DevTools URL: %q", devtoolsURL)
-	}
-	scheme := "http"
-	if u.Scheme == "wss" {
-		scheme = "https"
-	}
-	return scheme + "://" + u.Host, nil
-}
-
-// GetJSON fetches one of the browser's discovery documents (/json/version,
-// /json/list) into v.
-func GetJSON(ctx context.Context, devtoolsURL, path string, v any) error {
-	base, err := HTTPBase(devtoolsURL)
-	if err != nil {
-		return err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("fetching %s: %w", path, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("fetching %s: status %d", path, resp.StatusCode)
-	}
-	return json.NewDecoder(resp.Body).Decode(v)
-}
-
 // ErrNoPage is returned when a browser has no open page.
 var ErrNoPage = errors.New("the browser has no open page")
-
-// ActivePage returns the page the user last brought to the front. Chromium
-// lists targets most recently active first.
-func ActivePage(ctx context.Context, devtoolsURL string) (Target, error) {
-	var list []Target
-	if err := GetJSON(ctx, devtoolsURL, "/json/list", &list); err != nil {
-		return Target{}, err
-	}
-	for _, t := range list {
-		if t.Type == "page" && !strings.HasPrefix(t.URL, "devtools://") {
-			return t, nil
-		}
-	}
-	return Target{}, ErrNoPage
-}
 
 // RemoteObject is the part of a Runtime.RemoteObject that Trawler reads;
 // cdproto's own type carries its value in the v2 JSON package.

@@ -13,7 +13,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -40,7 +39,6 @@ type Proxy struct {
 	urls     publicurl.Resolver
 	log      *slog.Logger
 	upgrader websocket.Upgrader
-	dialer   websocket.Dialer
 
 	conns atomic.Int64
 	wg    sync.WaitGroup
@@ -55,7 +53,6 @@ func New(s Sessions, urls publicurl.Resolver, log *slog.Logger) *Proxy {
 			// CDP clients are programs, not pages: the token is the credential.
 			CheckOrigin: func(*http.Request) bool { return true },
 		},
-		dialer: websocket.Dialer{ReadBufferSize: 64 << 10, WriteBufferSize: 64 << 10, HandshakeTimeout: 10 * time.Second},
 	}
 }
 
@@ -130,12 +127,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	upgrade := websocket.IsWebSocketUpgrade(r)
 	switch {
 	case sub == "" && upgrade, strings.HasPrefix(sub, "/devtools/browser") && upgrade:
-		p.proxy(w, r, s, s.DevToolsURL())
+		p.proxy(w, r, s, "")
 	case strings.HasPrefix(sub, "/devtools/page/") && upgrade:
-		target := strings.TrimPrefix(sub, "/devtools/page/")
-		u, _ := url.Parse(s.DevToolsURL())
-		u.Path = "/devtools/page/" + url.PathEscape(target)
-		p.proxy(w, r, s, u.String())
+		p.proxy(w, r, s, strings.TrimPrefix(sub, "/devtools/page/"))
 	case sub == "" || sub == "/json/version":
 		p.version(w, r, s, token)
 	case sub == "/json/list" || sub == "/json":
@@ -145,29 +139,24 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// version answers /json/version as the browser would, with the proxy's
+// endpoint.
 func (p *Proxy) version(w http.ResponseWriter, r *http.Request, s *sessions.Session, token string) {
-	var v map[string]any
-	if err := cdp.GetJSON(r.Context(), s.DevToolsURL(), "/json/version", &v); err != nil {
-		WriteError(w, http.StatusBadGateway, "UPSTREAM_ERROR", "the session's browser did not answer: "+err.Error())
-		return
-	}
+	v := s.CDP().Version()
 	v["webSocketDebuggerUrl"] = CDPURL(p.baseURL(r), s.ID(), token)
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(v)
 }
 
+// list answers /json/list as the browser would, front tab first, with the
+// proxy's page endpoints.
 func (p *Proxy) list(w http.ResponseWriter, r *http.Request, s *sessions.Session, token string) {
-	var list []map[string]any
-	if err := cdp.GetJSON(r.Context(), s.DevToolsURL(), "/json/list", &list); err != nil {
-		WriteError(w, http.StatusBadGateway, "UPSTREAM_ERROR", "the session's browser did not answer: "+err.Error())
-		return
-	}
 	ws := publicurl.WebSocket(p.baseURL(r))
-	for _, t := range list {
-		delete(t, "devtoolsFrontendUrl")
-		if id, ok := t["id"].(string); ok {
-			t["webSocketDebuggerUrl"] = ws + "/cdp/" + s.ID() + "/devtools/page/" + url.PathEscape(id) + "?token=" + url.QueryEscape(token)
-		}
+	targets := s.CDP().Targets(r.Context())
+	list := make([]cdp.Target, 0, len(targets))
+	for _, t := range targets {
+		list = append(list, cdp.Target{ID: t.TargetID, Type: t.Type, Title: t.Title, URL: t.URL,
+			WebSocketDebuggerURL: ws + "/cdp/" + s.ID() + "/devtools/page/" + url.PathEscape(t.TargetID) + "?token=" + url.QueryEscape(token)})
 	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(list)
@@ -193,7 +182,7 @@ func closeMessage(code int, reason string) []byte {
 	return websocket.FormatCloseMessage(code, reason)
 }
 
-func (p *Proxy) proxy(w http.ResponseWriter, r *http.Request, s *sessions.Session, upstreamURL string) {
+func (p *Proxy) proxy(w http.ResponseWriter, r *http.Request, s *sessions.Session, target string) {
 	detach, ok := s.Attach()
 	if !ok {
 		WriteError(w, http.StatusGone, "SESSION_DESTROYED", "browser session was destroyed: "+s.Reason())
@@ -201,9 +190,13 @@ func (p *Proxy) proxy(w http.ResponseWriter, r *http.Request, s *sessions.Sessio
 	}
 	defer detach()
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
-	up, _, err := p.dialer.DialContext(ctx, upstreamURL, nil)
+	up, err := s.CDP().Open(ctx, target)
 	cancel()
 	if err != nil {
+		if target != "" {
+			WriteError(w, http.StatusNotFound, "NOT_FOUND", "no target "+target+" in the session's browser")
+			return
+		}
 		WriteError(w, http.StatusBadGateway, "UPSTREAM_ERROR", "could not reach the session's browser: "+err.Error())
 		return
 	}
@@ -219,7 +212,6 @@ func (p *Proxy) proxy(w http.ResponseWriter, r *http.Request, s *sessions.Sessio
 	s.Touch()
 	// Tens of megabytes (full-page screenshots) must pass in both directions.
 	client.SetReadLimit(-1)
-	up.SetReadLimit(-1)
 
 	errc := make(chan error, 2)
 	clientDone := make(chan struct{})
@@ -227,7 +219,7 @@ func (p *Proxy) proxy(w http.ResponseWriter, r *http.Request, s *sessions.Sessio
 		defer close(clientDone)
 		errc <- p.fromClient(up, client, s)
 	}()
-	go func() { errc <- copyMessages(client, up) }()
+	go func() { errc <- toClient(client, up) }()
 
 	var msg []byte
 	select {
@@ -236,7 +228,11 @@ func (p *Proxy) proxy(w http.ResponseWriter, r *http.Request, s *sessions.Sessio
 	case err := <-errc:
 		// One side went away. If the browser went, the session is ending
 		// (its watcher sees the exit): wait a moment to name the reason.
-		if !isClientGone(err) {
+		switch {
+		case isClientGone(err):
+		case errors.Is(err, cdp.ErrTargetClosed):
+			msg = websocket.FormatCloseMessage(websocket.CloseNormalClosure, "the target closed")
+		default:
 			select {
 			case <-s.Done():
 				msg = closeMessage(closeCode(s.Reason()), s.Reason())
@@ -258,7 +254,7 @@ func (p *Proxy) proxy(w http.ResponseWriter, r *http.Request, s *sessions.Sessio
 	client.Close()
 }
 
-// clientSide marks errors that came from reading the client.
+// clientSide marks errors that came from the client's socket.
 type clientSide struct{ error }
 
 func isClientGone(err error) bool {
@@ -270,14 +266,14 @@ func isClientGone(err error) bool {
 // activity. Browser.close is not forwarded: it ends the session instead, so
 // a Puppeteer browser.close() frees the session cleanly rather than looking
 // like a crash.
-func (p *Proxy) fromClient(up, client *websocket.Conn, s *sessions.Session) error {
+func (p *Proxy) fromClient(up *cdp.Channel, client *websocket.Conn, s *sessions.Session) error {
 	for {
-		mt, msg, err := client.ReadMessage()
+		_, msg, err := client.ReadMessage()
 		if err != nil {
 			return clientSide{err}
 		}
 		s.Touch()
-		if mt == websocket.TextMessage && bytes.Contains(msg, []byte(`"Browser.close"`)) {
+		if bytes.Contains(msg, []byte(`"Browser.close"`)) {
 			var m struct {
 				ID     int64  `json:"id"`
 				Method string `json:"method"`
@@ -288,49 +284,21 @@ func (p *Proxy) fromClient(up, client *websocket.Conn, s *sessions.Session) erro
 				continue
 			}
 		}
-		if err := up.WriteMessage(mt, msg); err != nil {
+		if err := up.WriteMessage(msg); err != nil {
 			return err
 		}
 	}
 }
 
-// copyMessages streams messages from src (the browser) to dst (a client)
-// frame by frame, so a large message is never held whole in memory. Errors
-// writing to the client are marked clientSide.
-func copyMessages(dst, src *websocket.Conn) error {
+// toClient sends the browser's messages for this client's channel.
+func toClient(client *websocket.Conn, up *cdp.Channel) error {
 	for {
-		mt, r, err := src.NextReader()
+		msg, err := up.ReadMessage()
 		if err != nil {
 			return err
 		}
-		w, err := dst.NextWriter(mt)
-		if err != nil {
-			return clientSide{err}
-		}
-		sr := &sourceReader{r: r}
-		if _, err := io.Copy(w, sr); err != nil {
-			if sr.err != nil {
-				return err
-			}
-			return clientSide{err}
-		}
-		if err := w.Close(); err != nil {
+		if err := client.WriteMessage(websocket.TextMessage, msg); err != nil {
 			return clientSide{err}
 		}
 	}
-}
-
-// sourceReader remembers a read error, so that copyMessages can tell a
-// failed read of the browser from a failed write to the client.
-type sourceReader struct {
-	r   io.Reader
-	err error
-}
-
-func (s *sourceReader) Read(p []byte) (int, error) {
-	n, err := s.r.Read(p)
-	if err != nil && err != io.EOF {
-		s.err = err
-	}
-	return n, err
 }

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/docker/go-units"
+
+	"github.com/trawler-dev/trawler/sessions"
 )
 
 // Config is everything the service needs to start.
@@ -235,9 +237,8 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 				errs = append(errs, fmt.Errorf("TRAWLER_CHROMIUM_FLAGS must be flags starting with --, separated by spaces, got %q", f))
 				continue
 			}
-			switch strings.SplitN(f, "=", 2)[0] {
-			case "--user-data-dir", "--remote-debugging-port", "--remote-debugging-address", "--remote-debugging-pipe":
-				errs = append(errs, fmt.Errorf("TRAWLER_CHROMIUM_FLAGS must not set %s: Trawler sets it for each browser", strings.SplitN(f, "=", 2)[0]))
+			if sessions.ReservedFlag(f) {
+				errs = append(errs, fmt.Errorf("TRAWLER_CHROMIUM_FLAGS must not set %s: Trawler sets it for each browser (DevTools on a pipe, every request through its egress proxy)", strings.SplitN(f, "=", 2)[0]))
 				continue
 			}
 			c.ChromiumFlags = append(c.ChromiumFlags, f)

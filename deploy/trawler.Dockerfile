@@ -5,8 +5,8 @@
 #
 # The image holds no browser: run it with TRAWLER_RUNTIME=docker, the
 # engine's socket mounted (-v /var/run/docker.sock:/var/run/docker.sock, hence
-# root) and host networking, so that it reaches its browsers' DevTools ports on
-# 127.0.0.1. TRAWLER_ADDR listens on every interface, which config refuses
+# root): it reaches its browsers through the engine, over their attached
+# streams. TRAWLER_ADDR listens on every interface, which config refuses
 # without TRAWLER_API_KEYS.
 FROM golang:1.26-bookworm AS build
 WORKDIR /src

@@ -6,16 +6,13 @@ package docker
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"math"
 	"net"
-	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
@@ -29,6 +26,8 @@ import (
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
 
+	"github.com/trawler-dev/trawler/cdp"
+	"github.com/trawler-dev/trawler/docker/shim"
 	"github.com/trawler-dev/trawler/sessions"
 )
 
@@ -41,6 +40,12 @@ type Config struct {
 	// Command is the Chromium binary inside the image (default
 	// /usr/lib/chromium/chromium).
 	Command string
+	// Shim is the image's entrypoint, cmd/trawler-shim (default
+	// /trawler-shim), which starts Command.
+	Shim string
+	// Egress receives every connection a browser makes to its proxy (the
+	// egress proxy's ServeConn). Nil leaves the browsers without network.
+	Egress func(net.Conn)
 	// Instance names the service instance that owns the containers (default
 	// "default"). Every container carries it in the dev.trawler.instance
 	// label and Reap removes only the containers with the same value, so two
@@ -57,11 +62,11 @@ type Config struct {
 	// ShmSize is the size of each browser's /dev/shm in bytes (default
 	// 256 MiB).
 	ShmSize int64
-	// StartTimeout bounds how long Start waits for the DevTools endpoint
+	// StartTimeout bounds how long Start waits for the browser to answer
 	// (default 30s).
 	StartTimeout time.Duration
 	// ExtraFlags are added after sessions.ChromiumFlags
-	// (TRAWLER_CHROMIUM_FLAGS), e.g. --host-resolver-rules or --proxy-server.
+	// (TRAWLER_CHROMIUM_FLAGS), e.g. --lang.
 	ExtraFlags []string
 	// Log receives the runtime's warnings and, at debug level, the browsers'
 	// own output. Nil discards them.
@@ -72,6 +77,7 @@ type Config struct {
 const (
 	DefaultImage        = "trawler/browser:latest"
 	DefaultCommand      = "/usr/lib/chromium/chromium"
+	DefaultShim         = "/trawler-shim"
 	DefaultInstance     = "default"
 	DefaultMemory       = 2 << 30
 	DefaultCPUs         = 1.0
@@ -87,6 +93,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Command == "" {
 		c.Command = DefaultCommand
+	}
+	if c.Shim == "" {
+		c.Shim = DefaultShim
 	}
 	if c.Instance == "" {
 		c.Instance = DefaultInstance
@@ -134,8 +143,7 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("start timeout must be positive, got %s", c.StartTimeout))
 	}
 	for _, f := range c.ExtraFlags {
-		switch strings.SplitN(f, "=", 2)[0] {
-		case "--user-data-dir", "--remote-debugging-port", "--remote-debugging-address", "--remote-debugging-pipe":
+		if sessions.ReservedFlag(f) {
 			errs = append(errs, fmt.Errorf("extra flag %s is set by the runtime for each browser", f))
 		}
 	}
@@ -160,8 +168,11 @@ const userDataDir = "/tmp/trawler-user-data"
 var validID = regexp.MustCompile(`^[a-zA-Z0-9_.-]+$`)
 
 // Runtime runs each browser in its own container on the local Docker engine,
-// with host networking: the browser reaches what the host reaches (loopback
-// test sites included) and listens for DevTools on 127.0.0.1 only.
+// with a network namespace of its own that holds nothing but loopback: the
+// browser's DevTools pipe and its proxy connections travel over the
+// container's attached standard streams (package docker/shim), so neither
+// a page nor another container can reach the browser, and the browser
+// reaches the network only through Trawler's egress proxy.
 type Runtime struct {
 	cfg Config
 	cli *client.Client
@@ -188,26 +199,25 @@ func New(cfg Config) (*Runtime, error) {
 func (r *Runtime) Close() error { return r.cli.Close() }
 
 // Start creates and starts a browser container named after id and returns
-// once its DevTools endpoint answers. On any failure it removes the
-// container again.
+// once its browser answers over the DevTools pipe. On any failure it
+// removes the container again.
 func (r *Runtime) Start(ctx context.Context, id string) (sessions.Browser, error) {
 	if !validID.MatchString(id) {
 		return nil, fmt.Errorf("browser id %q cannot name a container", id)
 	}
 	began := time.Now()
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
 	pids := r.cfg.PidsLimit
 	yes := true
 	created, err := r.cli.ContainerCreate(ctx,
 		&container.Config{
 			Image:      r.cfg.Image,
-			Entrypoint: []string{r.cfg.Command},
-			Cmd:        r.args(port),
+			Entrypoint: []string{r.cfg.Shim},
+			Cmd:        r.args(),
 			// The profile and Chromium's caches under $HOME go to the tmpfs.
 			Env: []string{"HOME=/tmp"},
+			// The shim's stdin and stdout carry the DevTools pipe and the
+			// proxy connections.
+			OpenStdin: true, AttachStdin: true, AttachStdout: true, AttachStderr: true,
 			Labels: map[string]string{
 				labelBrowser:  "1",
 				labelInstance: r.cfg.Instance,
@@ -215,7 +225,12 @@ func (r *Runtime) Start(ctx context.Context, id string) (sessions.Browser, error
 			},
 		},
 		&container.HostConfig{
-			NetworkMode: "host",
+			// A namespace of its own with loopback only: no route to the
+			// host, other containers or the network but the shim's streams.
+			NetworkMode: "none",
+			// Nothing to keep: the stdout is DevTools traffic, which must
+			// not pile up in the engine's log files.
+			LogConfig: container.LogConfig{Type: "none"},
 			// docker-init as PID 1 reaps Chromium's zombie helpers and
 			// forwards the stop signal.
 			Init: &yes,
@@ -244,67 +259,157 @@ func (r *Runtime) Start(ctx context.Context, id string) (sessions.Browser, error
 		return nil, fmt.Errorf("creating browser container: %w", err)
 	}
 
-	if err := r.cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
-		removeByName(r.cli, created.ID)
-		return nil, fmt.Errorf("starting browser container: %w", err)
-	}
-
 	b := &browser{
 		id:          id,
 		containerID: created.ID,
 		cli:         r.cli,
 		log:         r.cfg.Log,
 		done:        make(chan struct{}),
+		tail:        &lineTail{n: 5},
 	}
+	// Attached before it starts, so that nothing the shim writes is lost.
+	hj, err := r.cli.ContainerAttach(ctx, created.ID, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
+	if err != nil {
+		removeByName(r.cli, created.ID)
+		return nil, fmt.Errorf("attaching to browser container: %w", err)
+	}
+	b.attached = hj.Conn
+	stdout, stdoutW := io.Pipe()
+	b.logs.Add(1)
+	go b.demux(hj.Reader, stdoutW)
+	if err := r.cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
+		hj.Close()
+		b.logs.Wait()
+		removeByName(r.cli, created.ID)
+		return nil, fmt.Errorf("starting browser container: %w", err)
+	}
+
 	// The watchers belong to the browser, not to the caller: they outlive
 	// Start's ctx and stop in Close.
 	var wctx context.Context
 	wctx, b.stopWatch = context.WithCancel(context.WithoutCancel(ctx))
 	go b.watch(wctx)
-	if b.log.Enabled(ctx, slog.LevelDebug) {
-		b.logs.Add(1)
-		go b.follow(wctx)
-	}
 
 	startCtx, cancel := context.WithTimeout(ctx, r.cfg.StartTimeout)
 	defer cancel()
-	url, err := waitReady(startCtx, port, b.done, b.announced)
+	err = b.connect(startCtx, stdout, r.cfg.Egress)
 	switch {
 	case err == nil:
-		b.url = url
 		b.log.Debug("browser container started", "browser", id, "container", shortID(created.ID), "took", time.Since(began).Round(time.Millisecond))
 		return b, nil
 	case errors.Is(err, errExited):
-		tail := b.logTail(5)
 		b.Close()
-		return nil, fmt.Errorf("chromium exited before its DevTools endpoint was ready (%v): %s", b.Err(), tail)
+		return nil, fmt.Errorf("chromium exited before it answered on its DevTools pipe (%v): %s", b.Err(), b.tail.String())
 	case ctx.Err() != nil:
 		b.Close()
 		return nil, ctx.Err()
 	default:
-		tail := b.logTail(5)
 		b.Close()
-		return nil, fmt.Errorf("chromium did not open its DevTools endpoint within %s: %s", r.cfg.StartTimeout, tail)
+		return nil, fmt.Errorf("chromium did not answer on its DevTools pipe within %s (%v): %s", r.cfg.StartTimeout, err, b.tail.String())
 	}
 }
 
-// args are Chromium's flags: the common ones with the DevTools port chosen
-// in advance, so that Start knows where to poll for readiness.
-func (r *Runtime) args(port int) []string {
-	args := make([]string, 0, len(sessions.ChromiumFlags)+len(r.cfg.ExtraFlags)+3)
-	for _, f := range sessions.ChromiumFlags {
-		if strings.HasPrefix(f, "--remote-debugging-port=") || strings.HasPrefix(f, "--remote-debugging-address=") {
-			continue
-		}
-		args = append(args, f)
-	}
-	args = append(args,
-		"--remote-debugging-address=127.0.0.1",
-		"--remote-debugging-port="+strconv.Itoa(port),
-		"--user-data-dir="+userDataDir,
-	)
+// args are the shim's arguments: Chromium and its flags, with the DevTools
+// pipe and the shim's loopback proxy.
+func (r *Runtime) args() []string {
+	args := make([]string, 0, len(sessions.ChromiumFlags)+len(r.cfg.ExtraFlags)+8)
+	args = append(args, "-proxy-port", strconv.Itoa(shim.ProxyPort), "--", r.cfg.Command)
+	args = append(args, sessions.ChromiumFlags...)
+	args = append(args, sessions.ProxyFlags("http://127.0.0.1:"+strconv.Itoa(shim.ProxyPort))...)
+	args = append(args, "--user-data-dir="+userDataDir)
 	args = append(args, r.cfg.ExtraFlags...)
 	return append(args, "about:blank")
+}
+
+var errExited = errors.New("browser container exited")
+
+// connect starts Trawler's end of the shim's session over the attached
+// streams and waits until the browser answers on its DevTools pipe.
+func (b *browser) connect(ctx context.Context, stdout io.Reader, egress func(net.Conn)) error {
+	sess, err := shim.Connect(attachedConn{stdout, b.attached}, egress, io.Discard)
+	if err != nil {
+		return err
+	}
+	b.sess = sess
+	pipe := sess.CDP()
+	// Closing the session closes the pipe and every proxy stream with it.
+	b.mux = cdp.NewMux(pipe, pipe, sess, cdp.MuxOptions{DownloadDir: userDataDir + "/Downloads"})
+	ready := make(chan error, 1)
+	go func() { ready <- b.mux.Start(ctx) }()
+	select {
+	case err := <-ready:
+		if err != nil {
+			select {
+			case <-b.done:
+				return errExited
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+		return err
+	case <-b.done:
+		return errExited
+	}
+}
+
+// attachedConn is the shim's session seen from Trawler: the container's
+// stdout to read, its stdin to write.
+type attachedConn struct {
+	io.Reader
+	w net.Conn
+}
+
+func (c attachedConn) Write(p []byte) (int, error) { return c.w.Write(p) }
+func (c attachedConn) Close() error                { return c.w.Close() }
+
+// demux splits the attached stream: stdout (the shim's session) to
+// stdout, stderr (the shim's and Chromium's messages) to the log and the
+// tail kept for error messages.
+func (b *browser) demux(attached io.Reader, stdout *io.PipeWriter) {
+	defer b.logs.Done()
+	pr, pw := io.Pipe()
+	scanned := make(chan struct{})
+	go func() {
+		defer close(scanned)
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64*1024), 1024*1024)
+		for sc.Scan() {
+			b.tail.add(sc.Text())
+			b.log.Debug("chromium", "browser", b.id, "line", sc.Text())
+		}
+		io.Copy(io.Discard, pr)
+	}()
+	_, err := stdcopy.StdCopy(stdout, pw, attached)
+	if err == nil {
+		err = io.EOF
+	}
+	stdout.CloseWithError(err)
+	pw.Close()
+	<-scanned
+}
+
+// lineTail keeps the last n lines it was given, for an error message.
+type lineTail struct {
+	mu    sync.Mutex
+	n     int
+	lines []string
+}
+
+func (t *lineTail) add(line string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.lines = append(t.lines, line)
+	if len(t.lines) > t.n {
+		t.lines = t.lines[1:]
+	}
+}
+
+func (t *lineTail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.lines) == 0 {
+		return "(no output)"
+	}
+	return strings.Join(t.lines, " | ")
 }
 
 // Reap force-removes every browser container of this Instance, running or
@@ -336,70 +441,18 @@ func (r *Runtime) Reap(ctx context.Context) (int, error) {
 	return n, errors.Join(errs...)
 }
 
-// freePort asks the kernel for a port on 127.0.0.1 that nothing listens on.
-// Another program could take it before Chromium does: Chromium then fails to
-// listen and Start times out, since waitReady accepts only the endpoint that
-// the container's own Chromium announced.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-var errExited = errors.New("browser container exited")
-
-// waitReady polls the DevTools discovery endpoint until it names a
-// WebSocket URL that ours confirms, the container exits or ctx ends.
-func waitReady(ctx context.Context, port int, exited <-chan struct{}, ours func(context.Context, string) bool) (string, error) {
-	endpoint := "http://127.0.0.1:" + strconv.Itoa(port) + "/json/version"
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if u := devtoolsURL(ctx, endpoint); u != "" && ours(ctx, u) {
-			return u, nil
-		}
-		select {
-		case <-exited:
-			return "", errExited
-		case <-ctx.Done():
-			return "", ctx.Err()
-		case <-tick.C:
-		}
-	}
-}
-
-func devtoolsURL(ctx context.Context, endpoint string) string {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint, nil)
-	if err != nil {
-		return ""
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return ""
-	}
-	defer resp.Body.Close()
-	var v struct {
-		WebSocketDebuggerURL string `json:"webSocketDebuggerUrl"`
-	}
-	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&v) != nil {
-		return ""
-	}
-	return v.WebSocketDebuggerURL
-}
-
 // browser is one browser container.
 type browser struct {
-	id, containerID, url string
-	cli                  *client.Client
-	log                  *slog.Logger
-	done                 chan struct{}
-	stopWatch            context.CancelFunc
-	logs                 sync.WaitGroup // the debug log follower
+	id, containerID string
+	cli             *client.Client
+	log             *slog.Logger
+	done            chan struct{}
+	stopWatch       context.CancelFunc
+	attached        net.Conn       // the container's attached streams
+	sess            *shim.Session  // the shim's session over them
+	mux             *cdp.Mux       // the DevTools pipe in that session
+	logs            sync.WaitGroup // the stream demultiplexer
+	tail            *lineTail
 
 	mu  sync.Mutex
 	err error
@@ -409,7 +462,7 @@ type browser struct {
 }
 
 func (b *browser) ID() string            { return b.id }
-func (b *browser) DevToolsURL() string   { return b.url }
+func (b *browser) CDP() *cdp.Mux         { return b.mux }
 func (b *browser) Done() <-chan struct{} { return b.done }
 
 func (b *browser) Err() error {
@@ -443,6 +496,10 @@ func (b *browser) Close() error {
 		}
 		b.stopWatch()
 		<-b.done
+		if b.mux != nil {
+			b.mux.Close()
+		}
+		b.attached.Close()
 		b.logs.Wait()
 	})
 	return b.closeErr
@@ -523,80 +580,6 @@ func describeExit(code int64, oomKilled bool) string {
 		msg += " (" + syscall.Signal(code-128).String() + ")"
 	}
 	return msg
-}
-
-// announced reports whether the container's Chromium printed "DevTools
-// listening on url": with host networking, a port that another browser took
-// first would otherwise hand the caller someone else's browser.
-func (b *browser) announced(ctx context.Context, url string) bool {
-	out, err := b.output(ctx, "all")
-	return err == nil && strings.Contains(out, "DevTools listening on "+url)
-}
-
-// output returns the container's output so far, its last tail lines or
-// "all".
-func (b *browser) output(ctx context.Context, tail string) (string, error) {
-	rc, err := b.cli.ContainerLogs(ctx, b.containerID, container.LogsOptions{ShowStdout: true, ShowStderr: true, Tail: tail})
-	if err != nil {
-		return "", err
-	}
-	defer rc.Close()
-	var out bytes.Buffer
-	if _, err := stdcopy.StdCopy(&out, &out, rc); err != nil {
-		return "", err
-	}
-	return out.String(), nil
-}
-
-// logTail returns the container's last n non-empty output lines, joined
-// with " | ", for an error message.
-func (b *browser) logTail(n int) string {
-	// Start's ctx may be what failed: the logs get their own.
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	out, err := b.output(ctx, strconv.Itoa(4*n))
-	if err != nil {
-		return "(no logs: " + err.Error() + ")"
-	}
-	var lines []string
-	for _, l := range strings.Split(out, "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			lines = append(lines, l)
-		}
-	}
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	if len(lines) == 0 {
-		return "(no output)"
-	}
-	return strings.Join(lines, " | ")
-}
-
-// follow copies the browser's output to the log at debug level until the
-// container goes away or Close ends ctx.
-func (b *browser) follow(ctx context.Context) {
-	defer b.logs.Done()
-	rc, err := b.cli.ContainerLogs(ctx, b.containerID, container.LogsOptions{ShowStdout: true, ShowStderr: true, Follow: true})
-	if err != nil {
-		return
-	}
-	pr, pw := io.Pipe()
-	copied := make(chan struct{})
-	go func() {
-		defer close(copied)
-		_, err := stdcopy.StdCopy(pw, pw, rc)
-		pw.CloseWithError(err)
-	}()
-	sc := bufio.NewScanner(pr)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		b.log.Debug("chromium", "browser", b.id, "line", sc.Text())
-	}
-	// The scanner stops early only on an absurdly long line; unblock the copy.
-	rc.Close()
-	pr.Close()
-	<-copied
 }
 
 func shortID(id string) string { return id[:min(12, len(id))] }

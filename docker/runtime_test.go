@@ -21,7 +21,9 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/google/uuid"
 
-	"github.com/trawler-dev/trawler/cdp"
+	"github.com/trawler-dev/trawler/docker/shim"
+	"github.com/trawler-dev/trawler/egress"
+	"github.com/trawler-dev/trawler/netguard"
 	"github.com/trawler-dev/trawler/sessions"
 )
 
@@ -64,6 +66,12 @@ func newRuntime(t testing.TB, cfg Config) *Runtime {
 	}
 	if cfg.StartTimeout == 0 {
 		cfg.StartTimeout = time.Minute // two CPUs, parallel tests
+	}
+	if cfg.Egress == nil {
+		// Loopback test sites are the only sites here.
+		out := egress.New(&netguard.Guard{AllowPrivate: true}, nil, nil)
+		t.Cleanup(func() { out.Close() })
+		cfg.Egress = out.ServeConn
 	}
 	r, err := New(cfg)
 	if err != nil {
@@ -133,10 +141,7 @@ func TestStart(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("answers CDP", func(t *testing.T) {
-		if !strings.HasPrefix(b.DevToolsURL(), "ws://127.0.0.1:") {
-			t.Fatalf("DevToolsURL = %q, want ws://127.0.0.1:PORT/...", b.DevToolsURL())
-		}
-		conn, err := cdp.Dial(ctx, b.DevToolsURL())
+		conn, err := b.CDP().Dial(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -161,7 +166,7 @@ func TestStart(t *testing.T) {
 			fmt.Fprint(w, "<title>hello</title>")
 		}))
 		defer srv.Close()
-		conn, err := cdp.Dial(ctx, b.DevToolsURL())
+		conn, err := b.CDP().Dial(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,13 +186,13 @@ func TestStart(t *testing.T) {
 		}
 	})
 
-	t.Run("logs the browser's output at debug level", func(t *testing.T) {
+	t.Run("logs the container's output at debug level", func(t *testing.T) {
 		deadline := time.Now().Add(10 * time.Second)
-		for !strings.Contains(logs.String(), "DevTools listening on") && time.Now().Before(deadline) {
+		for !strings.Contains(logs.String(), shim.Protocol) && time.Now().Before(deadline) {
 			time.Sleep(50 * time.Millisecond)
 		}
-		if !strings.Contains(logs.String(), "DevTools listening on") {
-			t.Errorf("the log lacks Chromium's DevTools line:\n%s", logs.String())
+		if !strings.Contains(logs.String(), shim.Protocol) {
+			t.Errorf("the log lacks the shim's first line:\n%s", logs.String())
 		}
 	})
 
@@ -205,7 +210,9 @@ func TestStart(t *testing.T) {
 			{"label instance", info.Config.Labels[labelInstance], r.cfg.Instance},
 			{"label id", info.Config.Labels[labelID], b.ID()},
 			{"name", info.Name, "/trawler-browser-" + b.ID()},
-			{"network", string(hc.NetworkMode), "host"},
+			{"network", string(hc.NetworkMode), "none"},
+			{"log driver", hc.LogConfig.Type, "none"},
+			{"stdin open", info.Config.OpenStdin, true},
 			{"init", hc.Init != nil && *hc.Init, true},
 			{"memory", hc.Memory, cfg.Memory},
 			{"nano CPUs", hc.NanoCPUs, int64(500_000_000)},
@@ -329,7 +336,7 @@ func TestStartFailureRemovesContainer(t *testing.T) {
 		// --version makes Chromium print its version and exit at once.
 		{"chromium exits", Config{ExtraFlags: []string{"--version"}}, time.Minute, "Chromium 1"},
 		{"context ends", Config{}, 200 * time.Millisecond, "context deadline exceeded"},
-		{"start timeout", Config{StartTimeout: 300 * time.Millisecond}, time.Minute, "did not open its DevTools endpoint within 300ms"},
+		{"start timeout", Config{StartTimeout: 300 * time.Millisecond}, time.Minute, "did not answer on its DevTools pipe within 300ms"},
 		{"image missing", Config{Image: "trawler/no-such-image:latest"}, time.Minute, "image trawler/no-such-image:latest not found"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -181,7 +181,7 @@ func (hb *hub) connect() error {
 		case <-ctx.Done():
 		}
 	}()
-	conn, err := cdp.Dial(ctx, hb.sess.DevToolsURL())
+	conn, err := hb.sess.CDP().Dial(ctx)
 	if err != nil {
 		return err
 	}
@@ -436,16 +436,13 @@ func (hb *hub) newestTabLocked() string {
 	return best
 }
 
-// lookUpFront reads the browser's /json/list: its first page is the front
-// tab, which becomes the active one when it changed since the last look;
-// and it carries the titles, which target events do not always report.
+// lookUpFront reads the browser's targets as its /json/list orders them:
+// the first page is the front tab, which becomes the active one when it
+// changed since the last look; and they carry the latest titles.
 func (hb *hub) lookUpFront(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	var list []cdp.Target
-	if err := cdp.GetJSON(ctx, hb.sess.DevToolsURL(), "/json/list", &list); err != nil {
-		return
-	}
+	list := hb.sess.CDP().Targets(ctx)
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
 	changed := false
@@ -455,9 +452,9 @@ func (hb *hub) lookUpFront(ctx context.Context) {
 			continue
 		}
 		if front == "" {
-			front = t.ID
+			front = t.TargetID
 		}
-		if tb := hb.tabs[t.ID]; tb != nil && (tb.Title != t.Title || tb.URL != t.URL) {
+		if tb := hb.tabs[t.TargetID]; tb != nil && (tb.Title != t.Title || tb.URL != t.URL) {
 			tb.Title, tb.URL = t.Title, t.URL
 			changed = true
 		}

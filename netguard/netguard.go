@@ -70,9 +70,10 @@ func (g *Guard) CheckAddr(host string, a netip.Addr) error {
 	return nil
 }
 
-// CheckHost resolves host (a name or an IP literal) and refuses it when any
-// of its addresses is not public.
-func (g *Guard) CheckHost(ctx context.Context, host string) error {
+// CheckName refuses what can be refused without resolving host: names of
+// the local machine and of cloud metadata services, and non-public IP
+// literals.
+func (g *Guard) CheckName(host string) error {
 	if g.AllowPrivate {
 		return nil
 	}
@@ -83,6 +84,22 @@ func (g *Guard) CheckHost(ctx context.Context, host string) error {
 	}
 	if a, err := netip.ParseAddr(host); err == nil {
 		return g.CheckAddr(host, a)
+	}
+	return nil
+}
+
+// CheckHost resolves host (a name or an IP literal) and refuses it when any
+// of its addresses is not public.
+func (g *Guard) CheckHost(ctx context.Context, host string) error {
+	if g.AllowPrivate {
+		return nil
+	}
+	if err := g.CheckName(host); err != nil {
+		return err
+	}
+	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+	if _, err := netip.ParseAddr(host); err == nil {
+		return nil
 	}
 	r := g.Resolver
 	if r == nil {

@@ -275,7 +275,7 @@ func parseOrigin(o string) (string, error) {
 }
 
 // Capture reads the state of browser context browserContextID ("" for the browser's default
-// context) of the browser whose DevTools endpoint is devtoolsURL: all its cookies, and the
+// context) of browser: all its cookies, and the
 // localStorage and IndexedDB of origins (http(s) origins, as a Tracker lists them). Origins that
 // hold nothing are left out of the state.
 //
@@ -284,7 +284,7 @@ func parseOrigin(o string) (string, error) {
 // origin that fails, say because another page keeps one of its databases in an upgrade, fails the
 // capture with an error naming it. IndexedDB records holding a value that cannot be saved (a
 // non-extractable CryptoKey) are left out and listed in OriginState.Skipped.
-func Capture(ctx context.Context, devtoolsURL, browserContextID string, origins []string) (*State, error) {
+func Capture(ctx context.Context, browser *cdp.Mux, browserContextID string, origins []string) (*State, error) {
 	want := make([]string, 0, len(origins))
 	for _, o := range origins {
 		p, err := parseOrigin(o)
@@ -296,7 +296,7 @@ func Capture(ctx context.Context, devtoolsURL, browserContextID string, origins 
 	slices.Sort(want)
 	want = slices.Compact(want)
 
-	conn, err := cdp.Dial(ctx, devtoolsURL)
+	conn, err := browser.Dial(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -346,13 +346,13 @@ func captureStorage(ctx context.Context, conn *cdp.Conn, browserContextID string
 }
 
 // Restore writes st into browser context browserContextID ("" for the default context) of the
-// browser at devtoolsURL. Cookies are added, replacing cookies of the same name, domain and path;
+// browser. Cookies are added, replacing cookies of the same name, domain and path;
 // cookies that have expired since the capture are dropped. For each origin in st, its localStorage
 // and IndexedDB replace what the browser holds for that origin (a database that another page keeps
 // open for more than 5 seconds after being asked to close fails the restore); other origins are
 // left alone. A cookie the browser refuses fails the restore after all the others are set, with an
 // error naming it.
-func Restore(ctx context.Context, devtoolsURL, browserContextID string, st *State) error {
+func Restore(ctx context.Context, browser *cdp.Mux, browserContextID string, st *State) error {
 	if st == nil {
 		return errors.New("restoring a nil profile state")
 	}
@@ -361,7 +361,7 @@ func Restore(ctx context.Context, devtoolsURL, browserContextID string, st *Stat
 			return err
 		}
 	}
-	conn, err := cdp.Dial(ctx, devtoolsURL)
+	conn, err := browser.Dial(ctx)
 	if err != nil {
 		return err
 	}
@@ -952,9 +952,9 @@ type Tracker struct {
 }
 
 // Track starts recording origins in browser context browserContextID ("" for every context) of the
-// browser at devtoolsURL; the targets already open count too. ctx bounds the setup only.
-func Track(ctx context.Context, devtoolsURL, browserContextID string) (*Tracker, error) {
-	conn, err := cdp.Dial(ctx, devtoolsURL)
+// browser; the targets already open count too. ctx bounds the setup only.
+func Track(ctx context.Context, browser *cdp.Mux, browserContextID string) (*Tracker, error) {
+	conn, err := browser.Dial(ctx)
 	if err != nil {
 		return nil, err
 	}

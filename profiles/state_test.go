@@ -133,7 +133,7 @@ type driver struct {
 
 func newDriver(t testing.TB, ctx context.Context, b sessions.Browser) *driver {
 	t.Helper()
-	conn, err := cdp.Dial(ctx, b.DevToolsURL())
+	conn, err := b.CDP().Dial(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -521,7 +521,7 @@ func TestCaptureRestoreRoundTrip(t *testing.T) {
 	// the frame below.
 	sec := da.open(ctx, "", s.secure+"/cookies")
 	sec.close(ctx)
-	tr, err := profiles.Track(ctx, a.DevToolsURL(), "")
+	tr, err := profiles.Track(ctx, a.CDP(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -537,7 +537,7 @@ func TestCaptureRestoreRoundTrip(t *testing.T) {
 	}, func() string { return fmt.Sprint(tr.Origins()) })
 
 	start := time.Now()
-	st, err := profiles.Capture(ctx, a.DevToolsURL(), "", tr.Origins())
+	st, err := profiles.Capture(ctx, a.CDP(), "", tr.Origins())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -588,13 +588,13 @@ func TestCaptureRestoreRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	start = time.Now()
-	if err := profiles.Restore(ctx, b.DevToolsURL(), "", st2); err != nil {
+	if err := profiles.Restore(ctx, b.CDP(), "", st2); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("restore: %s", time.Since(start))
 
 	// What B holds now reads back as what A held.
-	again, err := profiles.Capture(ctx, b.DevToolsURL(), "", []string{s.app, s.secure, s.other})
+	again, err := profiles.Capture(ctx, b.CDP(), "", []string{s.app, s.secure, s.other})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -770,7 +770,7 @@ func TestCaptureRestoreBrowserContext(t *testing.T) {
 	d.open(ctx, "", s.other+"/")
 
 	ctx1 := newContext()
-	tr, err := profiles.Track(ctx, b.DevToolsURL(), ctx1)
+	tr, err := profiles.Track(ctx, b.CDP(), ctx1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -782,7 +782,7 @@ func TestCaptureRestoreBrowserContext(t *testing.T) {
 		t.Errorf("the context's tracker saw %v, want only %s", got, s.app)
 	}
 
-	st, err := profiles.Capture(ctx, b.DevToolsURL(), ctx1, tr.Origins())
+	st, err := profiles.Capture(ctx, b.CDP(), ctx1, tr.Origins())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -794,7 +794,7 @@ func TestCaptureRestoreBrowserContext(t *testing.T) {
 	}
 
 	ctx2 := newContext()
-	if err := profiles.Restore(ctx, b.DevToolsURL(), ctx2, st); err != nil {
+	if err := profiles.Restore(ctx, b.CDP(), ctx2, st); err != nil {
 		t.Fatal(err)
 	}
 	in2 := d.open(ctx, ctx2, s.app+"/")
@@ -809,7 +809,7 @@ func TestCaptureRestoreBrowserContext(t *testing.T) {
 	if got.Where != "default" || got.Cookie != "who=default" {
 		t.Errorf("the default context now holds %+v", got)
 	}
-	dst, err := profiles.Capture(ctx, b.DevToolsURL(), "", []string{s.app})
+	dst, err := profiles.Capture(ctx, b.CDP(), "", []string{s.app})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -832,13 +832,13 @@ func TestCaptureEmptyBrowser(t *testing.T) {
 	s := startSites(t)
 	b := startBrowser(t)
 
-	tr, err := profiles.Track(ctx, b.DevToolsURL(), "")
+	tr, err := profiles.Track(ctx, b.CDP(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tr.Close()
 	for _, origins := range [][]string{nil, {s.app, s.other}} {
-		st, err := profiles.Capture(ctx, b.DevToolsURL(), "", origins)
+		st, err := profiles.Capture(ctx, b.CDP(), "", origins)
 		if err != nil {
 			t.Fatalf("capturing %v: %v", origins, err)
 		}
@@ -853,7 +853,7 @@ func TestCaptureEmptyBrowser(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := profiles.Restore(ctx, b.DevToolsURL(), "", back); err != nil {
+		if err := profiles.Restore(ctx, b.CDP(), "", back); err != nil {
 			t.Fatalf("restoring an empty state: %v", err)
 		}
 	}
@@ -862,7 +862,7 @@ func TestCaptureEmptyBrowser(t *testing.T) {
 	if got := tr.Origins(); len(got) != 0 {
 		t.Errorf("tracked %v", got)
 	}
-	if _, err := profiles.Capture(ctx, b.DevToolsURL(), "", []string{"file:///etc"}); err == nil {
+	if _, err := profiles.Capture(ctx, b.CDP(), "", []string{"file:///etc"}); err == nil {
 		t.Error("capturing a file: origin succeeded")
 	}
 }
@@ -877,14 +877,14 @@ func TestCaptureLeavesUserTabsAlone(t *testing.T) {
 	user.eval(ctx, `window.marker = 'still here'; localStorage.setItem('k', 'v')`, nil)
 	before := pageTargets(t, ctx, d)
 
-	st, err := profiles.Capture(ctx, b.DevToolsURL(), "", []string{s.app})
+	st, err := profiles.Capture(ctx, b.CDP(), "", []string{s.app})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(st.Origins) != 1 || st.Origins[0].LocalStorage["k"] != "v" {
 		t.Errorf("captured %+v", st.Origins)
 	}
-	if err := profiles.Restore(ctx, b.DevToolsURL(), "", st); err != nil {
+	if err := profiles.Restore(ctx, b.CDP(), "", st); err != nil {
 		t.Fatal(err)
 	}
 
@@ -1019,7 +1019,7 @@ func TestRestoreNamesFailingOrigin(t *testing.T) {
 			Records: []profiles.Record{{Key: json.RawMessage(`1`), Value: json.RawMessage(`{"$":"no such type"}`)}},
 		}}}}},
 	}}
-	err := profiles.Restore(ctx, b.DevToolsURL(), "", st)
+	err := profiles.Restore(ctx, b.CDP(), "", st)
 	if err == nil || !strings.Contains(err.Error(), "http://broken.trawler.test") || !strings.Contains(err.Error(), "no such type") {
 		t.Errorf("restoring a broken record: %v", err)
 	}
@@ -1083,7 +1083,7 @@ func BenchmarkCaptureRestore(b *testing.B) {
 	d.open(ctx, "", s.app+"/").eval(ctx, benchStorage, nil)
 	origins := []string{s.app}
 
-	st, err := profiles.Capture(ctx, a.DevToolsURL(), "", origins)
+	st, err := profiles.Capture(ctx, a.CDP(), "", origins)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -1098,7 +1098,7 @@ func BenchmarkCaptureRestore(b *testing.B) {
 
 	b.Run("Capture", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := profiles.Capture(ctx, a.DevToolsURL(), "", origins); err != nil {
+			if _, err := profiles.Capture(ctx, a.CDP(), "", origins); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -1122,7 +1122,7 @@ func BenchmarkCaptureRestore(b *testing.B) {
 	fresh := startBrowser(b)
 	b.Run("Restore", func(b *testing.B) {
 		for b.Loop() {
-			if err := profiles.Restore(ctx, fresh.DevToolsURL(), "", st); err != nil {
+			if err := profiles.Restore(ctx, fresh.CDP(), "", st); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -1145,10 +1145,10 @@ func TestStorageOfUnreachableOrigins(t *testing.T) {
 			{Origin: "https://xn--bcher-kva.trawler.test:8443", LocalStorage: map[string]string{"scheme": "https", "port": "8443"}},
 		},
 	}
-	if err := profiles.Restore(ctx, b.DevToolsURL(), "", want); err != nil {
+	if err := profiles.Restore(ctx, b.CDP(), "", want); err != nil {
 		t.Fatal(err)
 	}
-	got, err := profiles.Capture(ctx, b.DevToolsURL(), "", []string{
+	got, err := profiles.Capture(ctx, b.CDP(), "", []string{
 		"http://www.example.com", "http://nowhere.trawler.test", "https://nowhere.trawler.test:443", "HTTPS://Xn--Bcher-Kva.trawler.test:8443/",
 	})
 	if err != nil {
@@ -1170,11 +1170,11 @@ func TestRestoreNamesRefusedCookies(t *testing.T) {
 		{Name: "__Host-bad", Value: "2", Domain: ".trawler.test", Path: "/"}, // the prefix forbids a Domain
 		{Name: "expired", Value: "3", Domain: "app.trawler.test", Path: "/", Expires: 1},
 	}}
-	err := profiles.Restore(ctx, b.DevToolsURL(), "", st)
+	err := profiles.Restore(ctx, b.CDP(), "", st)
 	if err == nil || !strings.Contains(err.Error(), "__Host-bad (") || strings.Contains(err.Error(), "good") {
 		t.Errorf("restoring a refused cookie: %v", err)
 	}
-	got, err := profiles.Capture(ctx, b.DevToolsURL(), "", nil)
+	got, err := profiles.Capture(ctx, b.CDP(), "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1203,12 +1203,12 @@ func BenchmarkManyOrigins(b *testing.B) {
 			}}}},
 		})
 	}
-	if err := profiles.Restore(ctx, br.DevToolsURL(), "", st); err != nil {
+	if err := profiles.Restore(ctx, br.CDP(), "", st); err != nil {
 		b.Fatal(err)
 	}
 	b.Run("Capture", func(b *testing.B) {
 		for b.Loop() {
-			got, err := profiles.Capture(ctx, br.DevToolsURL(), "", origins)
+			got, err := profiles.Capture(ctx, br.CDP(), "", origins)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -1219,7 +1219,7 @@ func BenchmarkManyOrigins(b *testing.B) {
 	})
 	b.Run("Restore", func(b *testing.B) {
 		for b.Loop() {
-			if err := profiles.Restore(ctx, br.DevToolsURL(), "", st); err != nil {
+			if err := profiles.Restore(ctx, br.CDP(), "", st); err != nil {
 				b.Fatal(err)
 			}
 		}

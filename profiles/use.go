@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/trawler-dev/trawler/cdp"
 )
 
 // Use is one browser's use of a profile, from the load of its last saved version to the save of the
@@ -22,7 +24,7 @@ type Use struct {
 	state       *State
 	lock        *Lock
 	tracker     *Tracker
-	devtools    string
+	browser     *cdp.Mux
 	contextID   string
 	stopRenew   chan struct{}
 	renewDone   chan struct{}
@@ -99,12 +101,12 @@ func (u *Use) renew() {
 }
 
 // Apply restores the loaded state into browserContextID ("" for the default context) of the browser
-// at devtoolsURL, and for a writer starts recording the origins the browser visits, so that Close
+// browser, and for a writer starts recording the origins the browser visits, so that Close
 // knows whose storage to save.
-func (u *Use) Apply(ctx context.Context, devtoolsURL, browserContextID string) error {
-	u.devtools, u.contextID = devtoolsURL, browserContextID
+func (u *Use) Apply(ctx context.Context, browser *cdp.Mux, browserContextID string) error {
+	u.browser, u.contextID = browser, browserContextID
 	if u.write {
-		t, err := Track(ctx, devtoolsURL, browserContextID)
+		t, err := Track(ctx, browser, browserContextID)
 		if err != nil {
 			return fmt.Errorf("watching the browser for profile %q: %w", u.name, err)
 		}
@@ -113,7 +115,7 @@ func (u *Use) Apply(ctx context.Context, devtoolsURL, browserContextID string) e
 	if len(u.state.Cookies) == 0 && len(u.state.Origins) == 0 {
 		return nil
 	}
-	if err := Restore(ctx, devtoolsURL, browserContextID, u.state); err != nil {
+	if err := Restore(ctx, browser, browserContextID, u.state); err != nil {
 		return fmt.Errorf("restoring profile %q: %w", u.name, err)
 	}
 	return nil
@@ -135,7 +137,7 @@ func (u *Use) close(ctx context.Context, save bool) error {
 	close(u.stopRenew)
 	<-u.renewDone
 	var err error
-	if save && u.devtools != "" {
+	if save && u.browser != nil {
 		err = u.save(ctx)
 	}
 	if u.tracker != nil {
@@ -155,7 +157,7 @@ func (u *Use) save(ctx context.Context) error {
 		origins = append(origins, u.tracker.Origins()...)
 	}
 	slices.Sort(origins)
-	st, err := Capture(ctx, u.devtools, u.contextID, slices.Compact(origins))
+	st, err := Capture(ctx, u.browser, u.contextID, slices.Compact(origins))
 	if err != nil {
 		return fmt.Errorf("capturing the browser's state for profile %q: %w", u.name, err)
 	}

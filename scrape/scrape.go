@@ -22,7 +22,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/trawler-dev/trawler/cdp"
 	"github.com/trawler-dev/trawler/content"
 	"github.com/trawler-dev/trawler/netguard"
 	"github.com/trawler-dev/trawler/parse"
@@ -291,7 +290,7 @@ func (s *Service) fetch(ctx context.Context, req Request) (*page, error) {
 	b := lease.Browser()
 	t := s.spares.take(b.ID())
 	if t == nil {
-		conn, err := cdp.Dial(ctx, b.DevToolsURL())
+		conn, err := b.CDP().Dial(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -307,7 +306,7 @@ func (s *Service) fetch(ctx context.Context, req Request) (*page, error) {
 		return nil, err
 	}
 	if use != nil {
-		if err := use.Apply(ctx, b.DevToolsURL(), t.contextID); err != nil {
+		if err := use.Apply(ctx, b.CDP(), t.contextID); err != nil {
 			t.close()
 			return nil, err
 		}
@@ -318,7 +317,7 @@ func (s *Service) fetch(ctx context.Context, req Request) (*page, error) {
 	defer t.close()
 	defer func() {
 		if healthy {
-			s.spares.refill(b.ID(), b.DevToolsURL())
+			s.spares.refill(b.ID(), b.CDP())
 		}
 	}()
 

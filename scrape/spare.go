@@ -41,10 +41,10 @@ func (s *spares) take(id string) *tab {
 }
 
 // refill prepares a spare tab for a browser in the background.
-func (s *spares) refill(id, devtoolsURL string) {
+func (s *spares) refill(id string, browser *cdp.Mux) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		conn, err := cdp.Dial(ctx, devtoolsURL)
+		conn, err := browser.Dial(ctx)
 		if err != nil {
 			cancel()
 			return // the browser is gone or busy: the next scrape opens a tab itself

@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/trawler-dev/trawler/cdp"
 	"github.com/trawler-dev/trawler/netguard"
 	"github.com/trawler-dev/trawler/sessions"
 )
@@ -132,7 +131,7 @@ func (w *Worker) tab(ctx context.Context, job string, req *Request) (*jobTab, er
 		w.Forget(w.lru[0])
 	}
 	// Each tab has its own connection: a connection has one event handler.
-	conn, err := cdp.Dial(ctx, w.lease.Browser().DevToolsURL())
+	conn, err := w.lease.Browser().CDP().Dial(ctx)
 	if err != nil {
 		return nil, &RetryableError{Err: err}
 	}
@@ -152,7 +151,7 @@ func (w *Worker) tab(ctx context.Context, job string, req *Request) (*jobTab, er
 	if o.Profile != nil {
 		use, err := w.s.openProfile(ctx, req.Team, &Profile{Name: o.Profile.Name})
 		if err == nil {
-			err = use.Apply(ctx, w.lease.Browser().DevToolsURL(), t.contextID)
+			err = use.Apply(ctx, w.lease.Browser().CDP(), t.contextID)
 			use.Close(ctx, false)
 		}
 		if err != nil {

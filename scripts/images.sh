@@ -3,7 +3,8 @@
 # `docker import` (no base image, no registry):
 #   images.sh browser   trawler/browser:<chromium version> and :latest, a
 #                       self-contained root filesystem around /usr/lib/chromium
-#                       (skipped when that version is already built)
+#                       with cmd/trawler-shim as its entrypoint (skipped when
+#                       that Chromium and that shim are already built)
 #   images.sh trawler   trawler/trawler:latest, the static service binary
 #                       (rebuilt every time: the source changes)
 #   images.sh minio     trawler/minio:latest from $(go env GOPATH)/bin/minio
@@ -87,14 +88,19 @@ report() {
 }
 
 browser() {
-  local chromium=/usr/lib/chromium/chromium version image root start
+  local chromium=/usr/lib/chromium/chromium version image root start key
   if [ ! -x "$chromium" ]; then
     echo "images.sh: $chromium is missing (make deps installs Debian's chromium)" >&2
     return 1
   fi
   version="$("$chromium" --version | awk '{print $2}')"
   image="trawler/browser:$version"
-  if docker image inspect "$image" >/dev/null 2>&1; then
+  # The shim carries the DevTools pipe and the proxy connections over the
+  # container's streams (docker/shim); the image is rebuilt when it changes.
+  mkdir -p "$work/shim"
+  CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$work/shim/trawler-shim" ./cmd/trawler-shim
+  key="$version-$(sha256sum "$work/shim/trawler-shim" | cut -c1-16)"
+  if [ "$(docker image inspect -f '{{index .Config.Labels "dev.trawler.key"}}' "$image" 2>/dev/null)" = "$key" ]; then
     docker tag "$image" trawler/browser:latest
     echo "$image is already built" >&2
     return 0
@@ -145,13 +151,19 @@ browser() {
   # The C.UTF-8 locale, so that text is UTF-8 without a full locales package.
   [ -d /usr/lib/locale/C.utf8 ] && mkdir -p "$root/usr/lib/locale" && cp -a /usr/lib/locale/C.utf8 "$root/usr/lib/locale/"
 
+  cp "$work/shim/trawler-shim" "$root/trawler-shim"
+
   pack "$root" "$image" \
     --change 'USER 1000:1000' \
     --change 'ENV HOME=/tmp' \
     --change 'ENV LANG=C.UTF-8' \
     --change 'WORKDIR /tmp' \
-    --change 'LABEL dev.trawler.image=browser'
+    --change 'LABEL dev.trawler.image=browser' \
+    --change "LABEL dev.trawler.key=$key" \
+    --change 'ENTRYPOINT ["/trawler-shim"]'
   docker tag "$image" trawler/browser:latest
+  # The build it replaced, if any, is left untagged: remove it.
+  docker image prune -f --filter label=dev.trawler.image=browser >/dev/null
   report "$image" "$start"
 }
 

@@ -93,6 +93,7 @@ func start(t *testing.T, env map[string]string) *testService {
 		t.Fatalf("service: %v", err)
 	}
 	srv := httptest.NewServer(svc.Handler())
+	svc.Listening(srv.Listener.Addr().String())
 	t.Cleanup(func() {
 		svc.Close()
 		srv.Close()

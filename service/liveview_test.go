@@ -382,7 +382,7 @@ func TestLiveViewPageAndURLContracts(t *testing.T) {
 
 func TestLiveViewStreamsAndTakesInput(t *testing.T) {
 	t.Parallel()
-	ts := start(t, nil)
+	ts := start(t, map[string]string{"TRAWLER_ALLOW_PRIVATE_NETWORKS": "true"}) // the site is on loopback
 	site := liveSite(t)
 	r := ts.create(keyAcme, map[string]any{"ttl": 300})
 	pg := attachPage(t, r.str("cdpUrl"))
@@ -494,7 +494,7 @@ func TestLiveViewStreamsAndTakesInput(t *testing.T) {
 
 func TestLiveViewTabsKeepAliveAndEnd(t *testing.T) {
 	t.Parallel()
-	ts := start(t, nil)
+	ts := start(t, map[string]string{"TRAWLER_ALLOW_PRIVATE_NETWORKS": "true"}) // the site is on loopback
 	site := liveSite(t)
 	r := ts.create(keyAcme, map[string]any{"ttl": 300, "activityTtl": 10})
 	id := r.str("id")

@@ -13,18 +13,50 @@ import (
 
 	"github.com/trawler-dev/trawler/config"
 	"github.com/trawler-dev/trawler/docker"
+	"github.com/trawler-dev/trawler/egress"
+	"github.com/trawler-dev/trawler/netguard"
 	"github.com/trawler-dev/trawler/profiles"
 	"github.com/trawler-dev/trawler/sessions"
 )
 
+// egressProxy is the egress proxy and, for the process runtime's browsers,
+// the loopback URL they reach it on.
+type egressProxy struct {
+	proxy *egress.Proxy
+	url   string
+}
+
+func (e egressProxy) Close() { e.proxy.Close() }
+
+// newEgress starts the egress proxy every browser's requests go through,
+// with TRAWLER_ADDR denied to them.
+func newEgress(cfg *config.Config, guard *netguard.Guard, log *slog.Logger) (egressProxy, error) {
+	rules, err := egress.HostRulesFromFlags(cfg.ChromiumFlags)
+	if err != nil {
+		return egressProxy{}, fmt.Errorf("TRAWLER_CHROMIUM_FLAGS: %w", err)
+	}
+	p := egress.New(guard, rules, log)
+	p.Deny(cfg.Addr)
+	e := egressProxy{proxy: p}
+	if cfg.Runtime != "docker" {
+		// Containers reach the proxy through their own stream; local
+		// browsers through a loopback port.
+		if e.url, err = p.Listen("127.0.0.1:0"); err != nil {
+			p.Close()
+			return egressProxy{}, err
+		}
+	}
+	return e, nil
+}
+
 // newRuntime returns the browser runtime cfg selects and a function that
 // releases what the runtime holds (the Docker client).
-func newRuntime(cfg *config.Config, log *slog.Logger) (sessions.Runtime, func(), error) {
+func newRuntime(cfg *config.Config, out egressProxy, log *slog.Logger) (sessions.Runtime, func(), error) {
 	if cfg.Runtime == "docker" {
 		rt, err := docker.New(docker.Config{
 			Image: cfg.Docker.Image, Instance: cfg.Instance,
 			Memory: cfg.Docker.Memory, CPUs: cfg.Docker.CPUs, PidsLimit: cfg.Docker.Pids, ShmSize: cfg.Docker.Shm,
-			StartTimeout: cfg.BrowserStartTimeout, ExtraFlags: cfg.ChromiumFlags, Log: log,
+			StartTimeout: cfg.BrowserStartTimeout, ExtraFlags: cfg.ChromiumFlags, Egress: out.proxy.ServeConn, Log: log,
 		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("TRAWLER_RUNTIME=docker: %w", err)
@@ -32,7 +64,7 @@ func newRuntime(cfg *config.Config, log *slog.Logger) (sessions.Runtime, func(),
 		return rt, func() { rt.Close() }, nil
 	}
 	rt := &sessions.ProcessRuntime{Chromium: cfg.ChromiumPath, Dir: filepath.Join(cfg.DataDir, "browsers"),
-		ExtraFlags: cfg.ChromiumFlags, StartTimeout: cfg.BrowserStartTimeout, Log: log}
+		ExtraFlags: cfg.ChromiumFlags, Proxy: out.url, StartTimeout: cfg.BrowserStartTimeout, Log: log}
 	return rt, func() {}, nil
 }
 

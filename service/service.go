@@ -30,6 +30,7 @@ import (
 	"github.com/trawler-dev/trawler/cdpproxy"
 	"github.com/trawler-dev/trawler/config"
 	"github.com/trawler-dev/trawler/crawl"
+	"github.com/trawler-dev/trawler/egress"
 	"github.com/trawler-dev/trawler/liveview"
 	"github.com/trawler-dev/trawler/netguard"
 	"github.com/trawler-dev/trawler/profiles"
@@ -51,7 +52,9 @@ type Service struct {
 	Crawler  *crawl.Service
 	Webhooks *webhook.Dispatcher
 	Profiles profiles.Store
-	log      *slog.Logger
+	// Egress is the proxy every browser's requests go through.
+	Egress *egress.Proxy
+	log    *slog.Logger
 	// closeRuntime releases the browser runtime after the pool has stopped
 	// every browser.
 	closeRuntime func()
@@ -111,8 +114,15 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 		return nil, err
 	}
 	opener := &profiles.Opener{Store: profileStore, Instance: cfg.Instance, LockTTL: cfg.ProfileLockTTL}
-	rt, closeRuntime, err := newRuntime(cfg, log)
+	guard := &netguard.Guard{AllowPrivate: cfg.AllowPrivateNetworks}
+	out, err := newEgress(cfg, guard, log)
 	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	rt, closeRuntime, err := newRuntime(cfg, out, log)
+	if err != nil {
+		out.Close()
 		st.Close()
 		return nil, err
 	}
@@ -132,7 +142,6 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 	}
 	urls := publicurl.Resolver{Base: cfg.PublicURL, Trusted: cfg.TrustedProxies}
 	proxy := cdpproxy.New(mgr, urls, log)
-	guard := &netguard.Guard{AllowPrivate: cfg.AllowPrivateNetworks}
 	scraper := &scrape.Service{Pool: pool, Store: st, Log: log, Retention: cfg.ResultRetention, Guard: guard, Profiles: opener}
 	hooks := &webhook.Dispatcher{Store: st, Client: guard.Client(10*time.Second, false), Log: log,
 		Secret: func(team string) string { return cfg.WebhookSecrets[team] }}
@@ -150,7 +159,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 		Profiles: opener})
 
 	s := &Service{Config: cfg, Store: st, Pool: pool, Sessions: mgr, Proxy: proxy, Crawler: crawler, Webhooks: hooks,
-		Profiles: profileStore, log: log, stop: make(chan struct{}), closeRuntime: closeRuntime}
+		Profiles: profileStore, Egress: out.proxy, log: log, stop: make(chan struct{}), closeRuntime: closeRuntime}
 	bg, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.wg.Add(2)
@@ -185,6 +194,11 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 // Handler serves the API, the CDP proxy and the metrics.
 func (s *Service) Handler() http.Handler { return s.handler }
 
+// Listening tells the service the address its handler is served on, so that
+// no browser can reach it (TRAWLER_ADDR is denied from the start). Whoever
+// serves the handler on another address must call it.
+func (s *Service) Listening(addr string) { s.Egress.Deny(addr) }
+
 // Close ends every session (clients get a close frame), stops every browser
 // and closes the store.
 func (s *Service) Close() {
@@ -195,6 +209,7 @@ func (s *Service) Close() {
 	s.Sessions.Close()
 	s.Pool.Close()
 	s.closeRuntime()
+	s.Egress.Close()
 	s.Proxy.Wait()
 	s.Store.Close()
 }

@@ -98,7 +98,7 @@ type CreateOptions struct {
 // saves at its end (a *profiles.Use).
 type Profile interface {
 	// Apply restores the state into the browser's default context.
-	Apply(ctx context.Context, devtoolsURL, browserContextID string) error
+	Apply(ctx context.Context, browser *cdp.Mux, browserContextID string) error
 	// Close ends the use; with save, a writer captures and saves the
 	// browser's state first.
 	Close(ctx context.Context, save bool) error
@@ -139,8 +139,9 @@ func (s *Session) Team() string { return s.rec.Team }
 // BrowserID names the session's browser (its runtime id).
 func (s *Session) BrowserID() string { return s.lease.Browser().ID() }
 
-// DevToolsURL is the browser's own CDP endpoint.
-func (s *Session) DevToolsURL() string { return s.lease.Browser().DevToolsURL() }
+// CDP is the browser's DevTools connection, on which each client opens a
+// channel of its own.
+func (s *Session) CDP() *cdp.Mux { return s.lease.Browser().CDP() }
 
 // Done is closed when the session ends.
 func (s *Session) Done() <-chan struct{} { return s.done }
@@ -244,7 +245,7 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (*Session, error)
 		return nil, err
 	}
 	if o.Profile != nil {
-		if err := o.Profile.Apply(ctx, lease.Browser().DevToolsURL(), ""); err != nil {
+		if err := o.Profile.Apply(ctx, lease.Browser().CDP(), ""); err != nil {
 			o.Profile.Close(context.Background(), false)
 			lease.Release(false)
 			return nil, err
@@ -491,11 +492,11 @@ func (m *Manager) Execute(ctx context.Context, team, id, code string, timeout ti
 	}()
 	connectCtx, cancelConnect := context.WithTimeout(ctx, 10*time.Second)
 	defer cancelConnect()
-	page, err := cdp.ActivePage(connectCtx, s.DevToolsURL())
+	page, err := s.CDP().ActivePage(connectCtx)
 	if err != nil {
 		return ExecResult{}, m.execErr(ctx, s, err)
 	}
-	conn, err := cdp.Dial(connectCtx, page.WebSocketDebuggerURL)
+	conn, err := s.CDP().DialPage(connectCtx, page.TargetID)
 	if err != nil {
 		return ExecResult{}, m.execErr(ctx, s, err)
 	}

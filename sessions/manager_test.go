@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trawler-dev/trawler/cdp"
 	"github.com/trawler-dev/trawler/store"
 )
 
@@ -20,7 +21,7 @@ type fakeProfile struct {
 	closed, saved atomic.Int32
 }
 
-func (p *fakeProfile) Apply(ctx context.Context, devtoolsURL, browserContextID string) error {
+func (p *fakeProfile) Apply(ctx context.Context, browser *cdp.Mux, browserContextID string) error {
 	p.applied.Add(1)
 	return p.applyErr
 }

@@ -11,12 +11,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/trawler-dev/trawler/cdp"
 )
 
 // ChromiumFlags are the flags every Chromium that Trawler starts runs with.
@@ -42,8 +43,36 @@ var ChromiumFlags = []string{
 	"--password-store=basic",
 	"--use-mock-keychain",
 	"--hide-scrollbars",
-	"--remote-debugging-address=127.0.0.1",
-	"--remote-debugging-port=0",
+	// No UDP but through the proxy: WebRTC would otherwise reach any
+	// address, the egress proxy's guard unseen.
+	"--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+	// DevTools over file descriptors 3 and 4, never a TCP port that a page
+	// of any browser could reach.
+	"--remote-debugging-pipe",
+}
+
+// ReservedFlag reports whether flag is one that Trawler sets for every
+// browser, or one that would undo its isolation (a DevTools port, another
+// proxy, UDP around the proxy): TRAWLER_CHROMIUM_FLAGS may not set it.
+func ReservedFlag(flag string) bool {
+	switch strings.SplitN(flag, "=", 2)[0] {
+	case "--user-data-dir", "--remote-debugging-port", "--remote-debugging-address", "--remote-debugging-pipe",
+		"--remote-debugging-io-pipes", "--remote-allow-origins", "--proxy-server", "--proxy-bypass-list",
+		"--proxy-pac-url", "--no-proxy-server", "--proxy-auto-detect", "--force-webrtc-ip-handling-policy",
+		"--webrtc-ip-handling-policy", "--enable-unsafe-extension-debugging", "--load-extension":
+		return true
+	}
+	return false
+}
+
+// ProxyFlags are the flags that send every request of a browser through
+// Trawler's egress proxy at proxyURL, loopback included (Chromium bypasses
+// the proxy for loopback unless told not to).
+func ProxyFlags(proxyURL string) []string {
+	if proxyURL == "" {
+		return nil
+	}
+	return []string{"--proxy-server=" + proxyURL, "--proxy-bypass-list=<-loopback>"}
 }
 
 // ProcessRuntime runs each browser as a local Chromium process with its own
@@ -61,23 +90,27 @@ type ProcessRuntime struct {
 	// Log receives the browsers' own error output at debug level.
 	Log *slog.Logger
 	// ExtraFlags are added to ChromiumFlags (TRAWLER_CHROMIUM_FLAGS), e.g.
-	// --host-resolver-rules or --proxy-server.
+	// --lang.
 	ExtraFlags []string
+	// Proxy is the egress proxy every request of the browsers goes through
+	// (http://127.0.0.1:port); empty lets them reach the network directly,
+	// which only tests of the runtime itself do.
+	Proxy string
 }
 
 var _ Runtime = (*ProcessRuntime)(nil)
 
 const pidFile = "trawler.pid"
 
-var devtoolsLine = regexp.MustCompile(`DevTools listening on (ws://\S+)`)
-
-// Start launches Chromium and waits for its DevTools endpoint.
+// Start launches Chromium and waits until it answers over its DevTools
+// pipe.
 func (r *ProcessRuntime) Start(ctx context.Context, id string) (Browser, error) {
 	dir := filepath.Join(r.Dir, id)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating user-data directory: %w", err)
 	}
-	args := append(append(append([]string{}, ChromiumFlags...), r.ExtraFlags...), "--user-data-dir="+dir, "about:blank")
+	args := append(append(append(append([]string{}, ChromiumFlags...), ProxyFlags(r.Proxy)...), r.ExtraFlags...),
+		"--user-data-dir="+dir, "about:blank")
 	cmd := exec.Command(r.Chromium, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Dir = dir
@@ -85,44 +118,48 @@ func (r *ProcessRuntime) Start(ctx context.Context, id string) (Browser, error) 
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	// Chromium reads commands from fd 3 and writes to fd 4.
+	toR, toW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	fromR, fromW, err := os.Pipe()
+	if err != nil {
+		toR.Close()
+		toW.Close()
+		return nil, err
+	}
+	cmd.ExtraFiles = []*os.File{toR, fromW}
+	err = cmd.Start()
+	toR.Close()
+	fromW.Close()
+	if err != nil {
+		toW.Close()
+		fromR.Close()
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("starting %s: %w", r.Chromium, err)
 	}
 	b := &processBrowser{id: id, dir: dir, cmd: cmd, done: make(chan struct{})}
+	b.mux = cdp.NewMux(fromR, toW, closeBoth{toW, fromR}, cdp.MuxOptions{DownloadDir: filepath.Join(dir, "Downloads")})
 	if err := os.WriteFile(filepath.Join(dir, pidFile), []byte(strconv.Itoa(cmd.Process.Pid)), 0o600); err != nil {
 		b.kill()
 		cmd.Wait()
+		b.mux.Close()
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("recording browser pid: %w", err)
 	}
 
-	found := make(chan string, 1)
-	failed := make(chan string, 1) // the last lines before an early exit
+	tail := &lineTail{n: 5}
+	logged := make(chan struct{})
 	go func() {
+		defer close(logged)
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 64*1024), 1024*1024)
-		var tail []string
-		sent := false
 		for sc.Scan() {
-			line := sc.Text()
-			if !sent {
-				if m := devtoolsLine.FindStringSubmatch(line); m != nil {
-					found <- m[1]
-					sent = true
-					continue
-				}
-				tail = append(tail, line)
-				if len(tail) > 5 {
-					tail = tail[1:]
-				}
-			}
+			tail.add(sc.Text())
 			if r.Log != nil {
-				r.Log.Debug("chromium", "browser", id, "line", line)
+				r.Log.Debug("chromium", "browser", id, "line", sc.Text())
 			}
-		}
-		if !sent {
-			failed <- strings.Join(tail, " | ")
 		}
 		io.Copy(io.Discard, stderr)
 	}()
@@ -141,27 +178,64 @@ func (r *ProcessRuntime) Start(ctx context.Context, id string) (Browser, error) 
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
+	startCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	ready := make(chan error, 1)
+	go func() { ready <- b.mux.Start(startCtx) }()
 	select {
-	case u := <-found:
-		b.url = u
-		return b, nil
+	case err = <-ready:
 	case <-b.done:
-		b.Close()
-		var lines string
+		err = errExitedEarly
+	}
+	if err == nil {
+		return b, nil
+	}
+	b.Close()
+	switch {
+	case errors.Is(err, errExitedEarly) || errors.Is(err, cdp.ErrMuxClosed):
 		select {
-		case lines = <-failed:
+		case <-logged:
 		case <-time.After(time.Second):
 		}
-		return nil, fmt.Errorf("chromium exited before its DevTools endpoint was ready (%v): %s", b.Err(), lines)
-	case <-timer.C:
-		b.Close()
-		return nil, fmt.Errorf("chromium did not open its DevTools endpoint within %s", timeout)
-	case <-ctx.Done():
-		b.Close()
+		return nil, fmt.Errorf("chromium exited before it answered on its DevTools pipe (%v): %s", b.Err(), tail.String())
+	case ctx.Err() != nil:
 		return nil, ctx.Err()
+	case errors.Is(err, context.DeadlineExceeded):
+		return nil, fmt.Errorf("chromium did not answer on its DevTools pipe within %s: %s", timeout, tail.String())
 	}
+	return nil, fmt.Errorf("chromium's DevTools pipe: %w", err)
+}
+
+var errExitedEarly = errors.New("exited")
+
+// closeBoth closes both ends of a browser's DevTools pipe.
+type closeBoth [2]io.Closer
+
+func (c closeBoth) Close() error { return errors.Join(c[0].Close(), c[1].Close()) }
+
+// lineTail keeps the last n lines written to it, for an error message.
+type lineTail struct {
+	mu    sync.Mutex
+	n     int
+	lines []string
+}
+
+func (t *lineTail) add(line string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.lines = append(t.lines, line)
+	if len(t.lines) > t.n {
+		t.lines = t.lines[1:]
+	}
+}
+
+func (t *lineTail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.lines) == 0 {
+		return "(no output)"
+	}
+	return strings.Join(t.lines, " | ")
 }
 
 // Reap kills the browsers of an earlier run found under Dir and removes
@@ -243,9 +317,10 @@ func waitGone(pid int, d time.Duration) {
 }
 
 type processBrowser struct {
-	id, dir, url string
-	cmd          *exec.Cmd
-	done         chan struct{}
+	id, dir string
+	cmd     *exec.Cmd
+	mux     *cdp.Mux
+	done    chan struct{}
 
 	mu        sync.Mutex
 	err       error
@@ -253,7 +328,7 @@ type processBrowser struct {
 }
 
 func (b *processBrowser) ID() string            { return b.id }
-func (b *processBrowser) DevToolsURL() string   { return b.url }
+func (b *processBrowser) CDP() *cdp.Mux         { return b.mux }
 func (b *processBrowser) Done() <-chan struct{} { return b.done }
 
 func (b *processBrowser) Err() error {
@@ -271,6 +346,7 @@ func (b *processBrowser) Close() error {
 	b.closeOnce.Do(func() {
 		b.kill()
 		<-b.done
+		b.mux.Close()
 		os.RemoveAll(b.dir)
 	})
 	return nil

@@ -3,13 +3,15 @@ package sessions
 import (
 	"context"
 	"errors"
+
+	"github.com/trawler-dev/trawler/cdp"
 )
 
 // Runtime starts browsers. The pool is written against it alone, so the
 // local-process runtime and the Docker runtime are interchangeable.
 type Runtime interface {
-	// Start launches a browser named id and returns once its DevTools
-	// endpoint accepts connections.
+	// Start launches a browser named id and returns once it answers over
+	// its DevTools pipe.
 	Start(ctx context.Context, id string) (Browser, error)
 	// Reap stops and removes every browser that an earlier run of the service
 	// left behind (after a kill -9, say) and returns how many it found.
@@ -20,9 +22,10 @@ type Runtime interface {
 type Browser interface {
 	// ID is the name given to Start.
 	ID() string
-	// DevToolsURL is the browser-level CDP WebSocket endpoint,
-	// ws://host:port/devtools/browser/<uuid>.
-	DevToolsURL() string
+	// CDP is the browser's one DevTools connection, a pipe that no page and
+	// no other process can reach (the browser listens on no port); every
+	// client opens its own channel on it.
+	CDP() *cdp.Mux
 	// Done is closed once the browser has exited, for whatever reason.
 	Done() <-chan struct{}
 	// Err says why the browser exited; nil before Done is closed.

@@ -124,6 +124,7 @@ func serve() error {
 		ln.Close()
 		return err
 	}
+	svc.Listening(ln.Addr().String())
 	srv := &http.Server{Handler: svc.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

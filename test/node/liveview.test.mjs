@@ -10,7 +10,7 @@ import { chromium } from 'playwright-core';
 import { decodePng } from './png.mjs';
 import { eventually, sleep, useTrawler, within } from './harness.mjs';
 
-const { trawler, test } = useTrawler();
+const { trawler, test } = useTrawler({ TRAWLER_ALLOW_PRIVATE_NETWORKS: 'true' }); // the site is on loopback
 
 const VIEWER_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
   '--disable-sync', '--no-first-run', '--disable-quic'];
