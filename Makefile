@@ -44,7 +44,7 @@ test-node: build
 # test-docker runs the session suites (Go and Node: lifecycle, proxy,
 # limits, crashes, expiry, shutdown, profiles) again with every browser in
 # its own container (TRAWLER_RUNTIME=docker).
-DOCKER_GO_TESTS := TestSessionLifecycleWithChromedp|TestAuthenticationAndTeamIsolation|TestLocalModeAcceptsAnyCaller|TestDiscoveryEndpointsAndManyClients|TestRateLimitAndQueue|TestPoolFullQueues|TestBrowserCrashDestroysSession|TestActivityTTLAndTTLExpiry|TestProfilesInMinIO
+DOCKER_GO_TESTS := TestPagesReachNeitherBrowsersNorTrawler|TestSessionLifecycleWithChromedp|TestAuthenticationAndTeamIsolation|TestLocalModeAcceptsAnyCaller|TestDiscoveryEndpointsAndManyClients|TestRateLimitAndQueue|TestPoolFullQueues|TestBrowserCrashDestroysSession|TestActivityTTLAndTTLExpiry|TestProfilesInMinIO
 test-docker: build
 	TRAWLER_TEST_RUNTIME=docker $(GO) test -race -count=1 -timeout 10m -run '^($(DOCKER_GO_TESTS))$$' ./service
 	cd test/node && TRAWLER_TEST_RUNTIME=docker TRAWLER_BIN=$(CURDIR)/$(BIN) node --test --test-concurrency=1 \

@@ -34,9 +34,10 @@ type Proxy struct {
 	rules HostRules
 	log   *slog.Logger
 
-	mu     sync.Mutex
-	denied []netip.AddrPort // Trawler's own listeners
-	local  map[netip.Addr]bool
+	mu        sync.Mutex
+	denied    []netip.AddrPort // Trawler's own listeners
+	local     map[netip.Addr]bool
+	listening []string // the proxy's own addresses
 
 	transport *http.Transport
 	server    *http.Server
@@ -82,12 +83,22 @@ func (p *Proxy) Listen(addr string) (string, error) {
 		return "", fmt.Errorf("egress proxy: %w", err)
 	}
 	p.Deny(ln.Addr().String())
+	p.mu.Lock()
+	p.listening = append(p.listening, ln.Addr().String())
+	p.mu.Unlock()
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
 		p.server.Serve(ln)
 	}()
 	return "http://" + ln.Addr().String(), nil
+}
+
+// Addrs are the addresses the proxy listens on.
+func (p *Proxy) Addrs() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.listening...)
 }
 
 // ServeConn serves one connection that reached the proxy another way (a

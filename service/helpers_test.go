@@ -37,6 +37,36 @@ type testService struct {
 	t   *testing.T
 	// logs holds everything the service logged.
 	logs *lockedBuffer
+	// requests records the URI of every request the service was sent.
+	requests *requestLog
+}
+
+// requestLog records request URIs.
+type requestLog struct {
+	mu   sync.Mutex
+	uris []string
+}
+
+func (l *requestLog) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		l.mu.Lock()
+		l.uris = append(l.uris, r.Method+" "+r.URL.RequestURI())
+		l.mu.Unlock()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// containing returns the recorded requests whose line contains s.
+func (l *requestLog) containing(s string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, u := range l.uris {
+		if strings.Contains(u, s) {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // lockedBuffer is a bytes.Buffer that a logger and a test share.
@@ -92,13 +122,14 @@ func start(t *testing.T, env map[string]string) *testService {
 	if err != nil {
 		t.Fatalf("service: %v", err)
 	}
-	srv := httptest.NewServer(svc.Handler())
+	requests := &requestLog{}
+	srv := httptest.NewServer(requests.wrap(svc.Handler()))
 	svc.Listening(srv.Listener.Addr().String())
 	t.Cleanup(func() {
 		svc.Close()
 		srv.Close()
 	})
-	return &testService{Service: svc, URL: srv.URL, t: t, logs: logs}
+	return &testService{Service: svc, URL: srv.URL, t: t, logs: logs, requests: requests}
 }
 
 // levelWriter sends lines of level WARN or ERROR to loud, the rest to quiet.
