@@ -5,11 +5,14 @@
 // Transform parses the page once and works on that one tree: metadata,
 // links and images are collected from the whole page, then the selectors
 // and the main-content filter prune the body, and the pruned tree is
-// rendered to HTML and handed to the Markdown converter as it is.
+// rendered to HTML and handed to the Markdown converter as it is. A page
+// nested deeper than the HTML parser takes is parsed again, flattened past
+// a depth (see parseHTML), and lists and quotes nested past a bound are
+// flattened before the Markdown conversion (see flattenIndents); either
+// says so in Result.Warning.
 package content
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -84,6 +87,12 @@ type Result struct {
 	// <meta name|property|itemprop> under its own name (a name that
 	// repeats with different values gives a []string).
 	Metadata map[string]any
+	// Warning says what Transform had to change in the page to read it:
+	// a page nested deeper than the HTML parser takes is flattened past a
+	// depth (its text, headings, links and images kept), and lists and
+	// quotes nested more than 8 deep are flattened in the Markdown (their
+	// text, links and images kept). Empty when the page was read as it is.
+	Warning string
 }
 
 // Transform turns rawHTML, a UTF-8 HTML page served at pageURL, into
@@ -100,14 +109,14 @@ func Transform(rawHTML []byte, pageURL string, opts Options) (*Result, error) {
 		return nil, err
 	}
 
-	doc, err := goquery.NewDocumentFromReader(bytes.NewReader(rawHTML))
+	root, warning, err := parseHTML(rawHTML)
 	if err != nil {
 		return nil, fmt.Errorf("parsing html: %w", err)
 	}
-	p := newPage(doc.Nodes[0], pageURL)
+	p := newPage(root, pageURL)
 	p.collect()
 
-	res := &Result{Metadata: p.metadata()}
+	res := &Result{Metadata: p.metadata(), Warning: warning}
 	if opts.Want.Links {
 		res.Links = p.links()
 	}
@@ -140,7 +149,13 @@ func Transform(rawHTML []byte, pageURL string, opts Options) (*Result, error) {
 		res.HTML = b.String()
 	}
 	if opts.Want.Markdown {
-		// The converter rewrites the tree it is given, so it runs last.
+		// The converter rewrites the tree it is given, so it runs last,
+		// after flattenIndents bounds the lists and quotes whose nesting
+		// costs it the square of their depth; the HTML, rendered above,
+		// keeps them.
+		if flattenIndents(body) && res.Warning == "" {
+			res.Warning = indentWarning()
+		}
 		md, err := toMarkdown(body, p.baseString(), opts.RemoveBase64Images)
 		if err != nil {
 			return nil, fmt.Errorf("converting to markdown: %w", err)

@@ -42,6 +42,12 @@ func TestLinks(t *testing.T) {
 			want:    []string{"https://example.com/Up"},
 		},
 		{
+			name:    "credentials never passed on",
+			html:    `<a href="https://user:secret@example.com/private">p</a><a href="//admin@example.org/x">x</a>`,
+			pageURL: "https://example.com/",
+			want:    []string{"https://example.com/private", "https://example.org/x"},
+		},
+		{
 			name:    "base href",
 			html:    `<head><base href="/v2/"></head><a href="guide">g</a><a href="/root">r</a>`,
 			pageURL: "https://example.com/docs/page",

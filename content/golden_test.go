@@ -171,6 +171,24 @@ var goldenCases = []goldenCase{
 		want: []string{"# Receitas de bacalhau"},
 	},
 	{
+		// A forum thread of 300 replies, each nested in the previous one
+		// (600 divs deep), past the parser's limit: the replies past the
+		// depth are flattened, with their links, code, list and table.
+		name: "deep-thread", url: "https://forum.example.com/t/42", extras: []string{"links", "images"},
+		want: []string{
+			"# How deep is the channel?",
+			"[sailor1](https://forum.example.com/u/sailor1) 1 min ago\n\nReply 1: the channel was *5.1 m* at low tide.",
+			"[sailor300](https://forum.example.com/u/sailor300) 300 min ago\n\nReply 300: the channel was *4.0 m* at low tide.",
+			"### Soundings at the deepest reply",
+			"See [the chart](https://forum.example.com/charts/channel.pdf) and the photo ![Sounding line](https://forum.example.com/img/sounding.jpg).",
+			"```python\ndepth = 4.2\nclearance = 0.5\n```",
+			"- North buoy: 6.1 m\n- South buoy: 5.8 m",
+			"| Buoy | Depth |\n|---|---|\n| North | 6.1 m |\n| South | 5.8 m |",
+			"## After the thread\n\nBack at the top level: **thank you all**.",
+		},
+		wantNot: []string{"Forum footer", "Terms", "Latest"},
+	},
+	{
 		name: "python-glob", url: pythonDocs + "library/glob.html", extras: []string{"links", "meta"},
 		want: []string{
 			"# [`glob`](https://docs.python.org/3.11/library/glob.html#module-glob",

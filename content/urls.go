@@ -9,8 +9,9 @@ import (
 	"golang.org/x/net/html/atom"
 )
 
-// links returns the page's http(s) links: absolute, without fragments,
-// deduplicated, in document order. Links to the page itself (href="" or
+// links returns the page's http(s) links: absolute, without fragments or
+// credentials (user:password@ is never passed on), deduplicated, in document
+// order. Links to the page itself (href="" or
 // "#…") are left out, as Firecrawl does.
 func (p *page) links() []string {
 	out := make([]string, 0, len(p.hrefs))
@@ -25,6 +26,7 @@ func (p *page) links() []string {
 			continue
 		}
 		u.Fragment, u.RawFragment = "", ""
+		u.User = nil
 		u.Host = lower(u.Host)
 		s := u.String()
 		if !seen[s] {
@@ -57,6 +59,7 @@ func (p *page) images() []string {
 		if u == nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			continue
 		}
+		u.User = nil
 		u.Host = lower(u.Host)
 		s := u.String()
 		if !seen[s] {
