@@ -5,7 +5,9 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"net/url"
 	"runtime"
 	"strings"
 	"time"
@@ -57,29 +59,81 @@ func New(d Deps) *API {
 		ErrorHandler:          a.errorHandler,
 	})
 	a.app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"ok": true}) })
+	// Each route names the query parameters it takes; any other is a 400.
 	v2 := a.app.Group("/v2", a.authenticate)
-	v2.Post("/browser", a.createBrowser)
-	v2.Get("/browser", a.listBrowsers)
-	v2.Get("/browser/:id", a.getBrowser)
-	v2.Delete("/browser/:id", a.deleteBrowser)
-	v2.Post("/browser/:id/execute", a.executeBrowser)
-	v2.Get("/team/activity", a.listActivity)
-	v2.Post("/scrape", a.scrape)
-	v2.Get("/scrape/:id", a.getScrape)
-	v2.Post("/crawl", a.startCrawl)
-	v2.Post("/crawl/params-preview", a.paramsPreview)
-	v2.Get("/crawl/active", a.activeCrawls)
-	v2.Get("/crawl/:id", a.jobStatus(crawl.KindCrawl))
-	v2.Delete("/crawl/:id", a.cancelJob(crawl.KindCrawl))
-	v2.Get("/crawl/:id/errors", a.jobErrors(crawl.KindCrawl))
-	v2.Post("/batch/scrape", a.startBatch)
-	v2.Get("/batch/scrape/:id", a.jobStatus(crawl.KindBatch))
-	v2.Delete("/batch/scrape/:id", a.cancelJob(crawl.KindBatch))
-	v2.Get("/batch/scrape/:id/errors", a.jobErrors(crawl.KindBatch))
-	v2.Post("/map", a.mapSite)
-	v2.Get("/profiles", a.listProfiles)
-	v2.Delete("/profiles/:name", a.deleteProfile)
+	v2.Post("/browser", query(), a.createBrowser)
+	v2.Get("/browser", query("status"), a.listBrowsers)
+	v2.Get("/browser/:id", query(), a.getBrowser)
+	v2.Delete("/browser/:id", query(), a.deleteBrowser)
+	v2.Post("/browser/:id/execute", query(), a.executeBrowser)
+	v2.Get("/team/activity", query("endpoint", "limit", "cursor"), a.listActivity)
+	v2.Post("/scrape", query(), a.scrape)
+	v2.Get("/scrape/:id", query(), a.getScrape)
+	v2.Post("/crawl", query(), a.startCrawl)
+	v2.Post("/crawl/params-preview", query(), a.paramsPreview)
+	v2.Get("/crawl/active", query(), a.activeCrawls)
+	v2.Get("/crawl/:id", query("skip", "limit"), a.jobStatus(crawl.KindCrawl))
+	v2.Delete("/crawl/:id", query(), a.cancelJob(crawl.KindCrawl))
+	v2.Get("/crawl/:id/errors", query(), a.jobErrors(crawl.KindCrawl))
+	v2.Post("/batch/scrape", query(), a.startBatch)
+	v2.Get("/batch/scrape/:id", query("skip", "limit"), a.jobStatus(crawl.KindBatch))
+	v2.Delete("/batch/scrape/:id", query(), a.cancelJob(crawl.KindBatch))
+	v2.Get("/batch/scrape/:id/errors", query(), a.jobErrors(crawl.KindBatch))
+	v2.Post("/map", query(), a.mapSite)
+	v2.Get("/profiles", query(), a.listProfiles)
+	v2.Delete("/profiles/:name", query(), a.deleteProfile)
 	return a
+}
+
+// query refuses, with a 400 naming them, query parameters other than
+// names, and any given twice. origin and integration, which clients inject,
+// are accepted everywhere, as in bodies.
+func query(names ...string) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		if problems := queryProblems(string(c.Request().URI().QueryString()), names...); len(problems) > 0 {
+			return badRequest(problems...)
+		}
+		return c.Next()
+	}
+}
+
+// queryProblems checks a raw query string against the parameters an
+// endpoint takes (see query).
+func queryProblems(raw string, names ...string) []FieldProblem {
+	if raw == "" {
+		return nil
+	}
+	allowed := map[string]bool{"origin": true, "integration": true}
+	for _, n := range names {
+		allowed[n] = true
+	}
+	takes := "no query parameters"
+	if len(names) > 0 {
+		takes = "only " + strings.Join(names, ", ")
+	}
+	var problems []FieldProblem
+	seen := map[string]int{}
+	for pair := range strings.SplitSeq(raw, "&") {
+		if pair == "" {
+			continue
+		}
+		enc, _, _ := strings.Cut(pair, "=")
+		name, err := url.QueryUnescape(enc)
+		if err != nil {
+			name = enc
+		}
+		name = truncate(name, 100)
+		seen[name]++
+		switch {
+		case seen[name] == 1 && !allowed[name]:
+			problems = append(problems, FieldProblem{Path: []string{name},
+				Message: fmt.Sprintf("unknown query parameter %q: this endpoint takes %s", name, takes)})
+		case seen[name] == 2 && allowed[name]:
+			problems = append(problems, FieldProblem{Path: []string{name},
+				Message: fmt.Sprintf("query parameter %q is given more than once", name)})
+		}
+	}
+	return problems
 }
 
 // App is the Fiber application.

@@ -127,6 +127,7 @@ func (a *API) startCrawl(c *fiber.Ctx) error {
 			}
 		}
 	}
+	a.checkWebhook(spec, &problems)
 	if len(problems) > 0 {
 		return badRequest(problems...)
 	}
@@ -169,6 +170,16 @@ func decodeWebhook(raw json.RawMessage, problems *[]FieldProblem) *webhook.Spec 
 	for _, m := range msgs {
 		path, _, _ := strings.Cut(m, " ")
 		*problems = append(*problems, FieldProblem{Path: strings.Split(path, "."), Message: m})
+	}
+	if spec != nil {
+		// The target URL follows the rules of every target URL, and is
+		// delivered to in the form a browser would read it.
+		u, p := checkURL(spec.URLField(), spec.URL)
+		if p != nil {
+			*problems = append(*problems, *p)
+			return nil
+		}
+		spec.URL = u
 	}
 	return spec
 }
@@ -246,6 +257,7 @@ func (a *API) startBatch(c *fiber.Ctx) error {
 		problems = append(problems, fieldError("urls", "urls must hold at most %d URLs", maxBatchURLs))
 	}
 	var bad []string
+	var given []batchURL // each of spec.URLs as the request gave it
 	for i, raw := range req.URLs {
 		var s string
 		name := fmt.Sprintf("urls[%d]", i)
@@ -255,11 +267,12 @@ func (a *API) startBatch(c *fiber.Ctx) error {
 		}
 		u, p := checkURL(name, s)
 		if p != nil {
-			invalid = append(invalid, s)
-			bad = append(bad, fmt.Sprintf("%s %q", name, s))
+			invalid = append(invalid, redactURL(s))
+			bad = append(bad, fmt.Sprintf("%s %q", name, redactURL(s)))
 			continue
 		}
 		spec.URLs = append(spec.URLs, u)
+		given = append(given, batchURL{name: name, raw: s})
 	}
 	if len(bad) > 0 && !ignoreInvalid {
 		problems = append(problems, fieldError("urls", "urls holds invalid URLs (each must be an absolute http or https URL): %s", strings.Join(bad, ", ")))
@@ -273,8 +286,12 @@ func (a *API) startBatch(c *fiber.Ctx) error {
 	spec.Webhook = decodeWebhook(req.Webhook, &problems)
 	spec.Scrape = req.options("", team, &problems)
 	jobProfile(&problems, "profile", req.Profile, &spec.Scrape)
+	a.checkWebhook(spec, &problems)
 	if len(problems) > 0 {
 		return badRequest(problems...)
+	}
+	if err := a.dropBlocked(spec, given, ignoreInvalid, &invalid); err != nil {
+		return err
 	}
 	if err := zdr(req.ZeroDataRetention, team, spec); err != nil {
 		return err
@@ -287,6 +304,52 @@ func (a *API) startBatch(c *fiber.Ctx) error {
 		body["invalidURLs"] = invalid
 	}
 	return c.JSON(body)
+}
+
+// checkWebhook refuses a job whose webhook target the network guard
+// blocks (it would never be delivered), naming the field that gave it.
+// Nothing is resolved for a request refused anyway.
+func (a *API) checkWebhook(spec *crawl.Spec, problems *[]FieldProblem) {
+	if len(*problems) > 0 {
+		return
+	}
+	if blocked := a.Crawler.CheckWebhook(context.Background(), spec.Webhook); blocked != nil {
+		f := spec.Webhook.URLField()
+		*problems = append(*problems, fieldError(f, "%s is refused by the network guard: %s", f, blocked.Error()))
+	}
+}
+
+// batchURL is one of a batch's URLs as the request gave it.
+type batchURL struct{ name, raw string }
+
+// dropBlocked applies the network guard to a batch's URLs (given holds
+// each as the request gave it). A blocked URL is an invalid one: skipped
+// and listed in invalid when ignoreInvalid, else the batch is a 400 naming
+// it. A batch whose every URL is blocked is a 403 URL_BLOCKED.
+func (a *API) dropBlocked(spec *crawl.Spec, given []batchURL, ignoreInvalid bool, invalid *[]string) error {
+	var kept, refused []string
+	var first error
+	for i, blocked := range a.Crawler.Blocked(context.Background(), spec.URLs) {
+		if blocked == nil {
+			kept = append(kept, spec.URLs[i])
+			continue
+		}
+		if first == nil {
+			first = blocked
+		}
+		*invalid = append(*invalid, given[i].raw)
+		refused = append(refused, fmt.Sprintf("%s %q (%s)", given[i].name, given[i].raw, blocked.Reason))
+	}
+	switch {
+	case first == nil:
+		return nil
+	case len(kept) == 0:
+		return first
+	case !ignoreInvalid:
+		return badRequest(fieldError("urls", "urls holds URLs the network guard refuses (private networks are not reachable unless the operator sets TRAWLER_ALLOW_PRIVATE_NETWORKS=true): %s", strings.Join(refused, ", ")))
+	}
+	spec.URLs = kept
+	return nil
 }
 
 // jobStatus answers GET /v2/crawl/{id} and GET /v2/batch/scrape/{id}.
@@ -359,7 +422,33 @@ func (a *API) activeCrawls(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{"success": true, "crawls": list})
 }
 
+// paramsPreviewRequest is POST /v2/crawl/params-preview.
+type paramsPreviewRequest struct {
+	URL         *string `json:"url"`
+	Prompt      *string `json:"prompt"`
+	Origin      *string `json:"origin"`
+	Integration *string `json:"integration"`
+}
+
+// paramsPreview checks the request like any other, so that a malformed one
+// is the client's 400, then says the endpoint needs what this server lacks.
 func (a *API) paramsPreview(c *fiber.Ctx) error {
+	var req paramsPreviewRequest
+	if err := decodeBody(c, &req); err != nil {
+		return err
+	}
+	var problems []FieldProblem
+	if req.URL == nil {
+		problems = append(problems, fieldError("url", "url is required"))
+	} else if _, p := checkURL("url", *req.URL); p != nil {
+		problems = append(problems, *p)
+	}
+	if req.Prompt == nil || strings.TrimSpace(*req.Prompt) == "" {
+		problems = append(problems, fieldError("prompt", "prompt is required and must be a non-empty string"))
+	}
+	if len(problems) > 0 {
+		return badRequest(problems...)
+	}
 	return &Error{Status: fiber.StatusNotImplemented, Code: "NOT_SUPPORTED",
 		Message: "crawl params-preview turns a prompt into crawl options with a language model, which this server does not have; set the crawl options yourself"}
 }

@@ -81,6 +81,9 @@ func (a *API) parseUpload(w http.ResponseWriter, r *http.Request) (*scrape.Docum
 	if err != nil {
 		return nil, err
 	}
+	if problems := queryProblems(r.URL.RawQuery); len(problems) > 0 {
+		return nil, badRequest(problems...)
+	}
 	if r.ContentLength > MaxUpload+maxOptionsPart {
 		return nil, fileTooLarge()
 	}

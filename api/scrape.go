@@ -5,13 +5,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/andybalholm/cascadia"
 	"github.com/gofiber/fiber/v2"
+	whatwgerrors "github.com/nlnwa/whatwg-url/errors"
+	whatwg "github.com/nlnwa/whatwg-url/url"
+	"golang.org/x/net/http/httpguts"
 
 	"github.com/trawler-dev/trawler/scrape"
 	"github.com/trawler-dev/trawler/teams"
@@ -128,11 +133,7 @@ func (r *scrapeOptionsRequest) options(prefix string, team teams.Team, problems 
 		d := time.Duration(*r.MinAge) * time.Millisecond
 		o.MinAge = &d
 	}
-	for k := range r.Headers {
-		if strings.TrimSpace(k) == "" || strings.ContainsAny(k, " \t\r\n:") {
-			add("headers", "headers must map header names to strings; %q is not a header name", k)
-		}
-	}
+	checkHeaders(r.Headers, func(format string, args ...any) { add("headers", format, args...) })
 	o.Headers = r.Headers
 	if r.Mobile != nil {
 		o.Mobile = *r.Mobile
@@ -229,6 +230,60 @@ func (r *scrapeOptionsRequest) options(prefix string, team teams.Team, problems 
 		}
 	}
 	return o
+}
+
+// Limits on the headers a scrape sends.
+const (
+	maxHeaders         = 100
+	maxHeaderValueSize = 8 << 10
+)
+
+// reservedHeaders are the headers a request may not set: the browser
+// derives them from the URL and the body, and they decide how the request
+// is framed.
+var reservedHeaders = map[string]string{
+	"host":              "the host comes from the URL",
+	"content-length":    "the browser sets it",
+	"transfer-encoding": "the browser sets it",
+	"connection":        "the browser manages its connections",
+	"keep-alive":        "the browser manages its connections",
+	"proxy-connection":  "the browser manages its connections",
+	"upgrade":           "the browser manages its connections",
+	"te":                "the browser sets it",
+	"trailer":           "the browser sets it",
+	"expect":            "the browser sets it",
+}
+
+// checkHeaders checks the headers a scrape sends, in a stable order, and
+// reports each problem once through bad: names must be HTTP tokens, values
+// may not hold control characters (CR and LF would start another header),
+// and the framing headers are the browser's.
+func checkHeaders(headers map[string]string, bad func(format string, args ...any)) {
+	if len(headers) > maxHeaders {
+		bad("headers must hold at most %d headers", maxHeaders)
+		return
+	}
+	for _, k := range slices.Sorted(maps.Keys(headers)) {
+		v := headers[k]
+		switch {
+		case !httpguts.ValidHeaderFieldName(k):
+			bad("headers must map header names to strings; %q is not a header name", truncate(k, 100))
+		case reservedHeaders[strings.ToLower(k)] != "":
+			bad("headers must not set %s: %s", k, reservedHeaders[strings.ToLower(k)])
+		case len(v) > maxHeaderValueSize:
+			bad("headers.%s must be at most %d bytes", k, maxHeaderValueSize)
+		case !httpguts.ValidHeaderFieldValue(v):
+			bad("headers.%s must not contain control characters such as CR, LF or NUL", k)
+		}
+	}
+}
+
+// truncate shortens s for an error message.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
 
 // decodeFormat reads a format given as a string or as an object.
@@ -431,25 +486,98 @@ type scrapeRequest struct {
 	Integration       *string `json:"integration"`
 }
 
-// checkURL validates a target URL.
+// maxURLLength bounds a target URL.
+const maxURLLength = 8192
+
+// checkURL validates a target URL (at path, e.g. "url" or "urls[3]") and
+// returns it normalised the way a browser reads it (WHATWG URL parsing, as
+// Chromium does): an IPv4 address in another notation (0177.0.0.1, 127.1,
+// 0x7f.0.0.1, 2130706433) becomes the dotted address it is, an
+// internationalised host its punycode, the default port and dot segments
+// go, and what must be percent-encoded is. That normalised URL is what the
+// rest of Trawler sees, so the network guard judges the host the browser
+// will reach. A port outside 1..65535 and credentials (user:pass@) are
+// refused: credentials would be sent to the target and echoed back in
+// results.
 func checkURL(path, raw string) (string, *FieldProblem) {
-	raw = strings.TrimSpace(raw)
-	if raw != "" && !strings.Contains(raw, "://") {
-		raw = "http://" + raw // what users type: example.com
+	problem := func(format string, args ...any) (string, *FieldProblem) {
+		p := fieldError(path, format, args...)
+		return "", &p
 	}
-	u, err := url.Parse(raw)
+	raw = strings.TrimSpace(raw)
 	switch {
 	case raw == "":
-		p := fieldError(path, "%s is required", path)
-		return "", &p
-	case err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") || !plausibleHost(u.Hostname()):
-		p := fieldError(path, "%s must be an absolute http or https URL", path)
-		return "", &p
-	case len(raw) > 8192:
-		p := fieldError(path, "%s must be at most 8192 characters", path)
-		return "", &p
+		return problem("%s is required", path)
+	case len(raw) > maxURLLength:
+		return problem("%s must be at most %d characters", path, maxURLLength)
 	}
-	return u.String(), nil
+	if !hasScheme(raw) {
+		raw = "http://" + raw // what users type: example.com, localhost:3000
+	}
+	w, err := whatwg.Parse(raw)
+	if err != nil {
+		switch whatwgerrors.Type(err) {
+		case whatwgerrors.PortOutOfRange, whatwgerrors.PortInvalid:
+			return problem("%s has an invalid port: a port is a number from 1 to 65535", path)
+		}
+		return problem("%s must be an absolute http or https URL", path)
+	}
+	switch {
+	case w.Scheme() != "http" && w.Scheme() != "https":
+		return problem("%s must be an absolute http or https URL", path)
+	case w.Username() != "" || w.Password() != "":
+		return problem("%s must not contain credentials (user:password@): they would be sent to the target and echoed back in results; send an Authorization header instead", path)
+	case w.Port() == "0":
+		return problem("%s has an invalid port: a port is a number from 1 to 65535", path)
+	}
+	norm := w.Href(false)
+	// Go's parser reads the normalised URL the same way, or the URL is
+	// refused: a host the guard and the browser disagree on is a way past
+	// the guard.
+	u, err := url.Parse(norm)
+	if err != nil || u.Hostname() != strings.Trim(w.Hostname(), "[]") || u.Port() != w.Port() || u.User != nil ||
+		!plausibleHost(u.Hostname()) {
+		return problem("%s must be an absolute http or https URL", path)
+	}
+	if len(norm) > maxURLLength {
+		return problem("%s must be at most %d characters", path, maxURLLength)
+	}
+	return norm, nil
+}
+
+// redactURL is an invalid URL as it may be echoed back: without
+// credentials, and cut short past maxURLLength.
+func redactURL(raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.User != nil {
+		u.User = nil
+		raw = u.String()
+	} else if scheme, rest, ok := strings.Cut(raw, "://"); ok {
+		// Unparsable, and may still hold user:pass@ in its authority.
+		authority, _, _ := strings.Cut(rest, "/")
+		if at := strings.LastIndexByte(authority, '@'); at >= 0 {
+			raw = scheme + "://" + rest[at+1:]
+		}
+	}
+	return truncate(raw, maxURLLength)
+}
+
+// hasScheme reports whether raw starts with a URL scheme ("https:",
+// "javascript:"), as opposed to a host and port ("localhost:3000").
+func hasScheme(raw string) bool {
+	if strings.Contains(raw, "://") {
+		return true
+	}
+	scheme, rest, ok := strings.Cut(raw, ":")
+	if !ok || scheme == "" || (rest != "" && rest[0] >= '0' && rest[0] <= '9') {
+		return false
+	}
+	for i, c := range scheme {
+		letter := (c|0x20) >= 'a' && (c|0x20) <= 'z'
+		if !letter && (i == 0 || !(c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.')) {
+			return false
+		}
+	}
+	return true
 }
 
 // plausibleHost refuses a bare word such as "nope" (which http:// would
@@ -459,6 +587,7 @@ func plausibleHost(h string) bool {
 	if _, err := netip.ParseAddr(h); err == nil {
 		return true
 	}
+	h = strings.TrimSuffix(h, ".")
 	return strings.Contains(strings.Trim(h, "."), ".") || strings.EqualFold(h, "localhost")
 }
 

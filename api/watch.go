@@ -23,6 +23,15 @@ var watchUpgrader = websocket.Upgrader{
 	WriteBufferSize: 64 << 10,
 	// Any origin: the socket is authenticated by its API key, not by cookies.
 	CheckOrigin: func(*http.Request) bool { return true },
+	// A failed handshake is answered in the API's error shape.
+	Error: func(w http.ResponseWriter, _ *http.Request, status int, reason error) {
+		code := "BAD_REQUEST"
+		if status == http.StatusMethodNotAllowed {
+			code = "METHOD_NOT_ALLOWED"
+		}
+		writeJSON(w, status, map[string]any{"success": false, "code": code,
+			"error": "the WebSocket handshake failed: " + reason.Error()})
+	},
 }
 
 // IsWatch reports whether r asks for a job's live-progress WebSocket.
@@ -63,10 +72,13 @@ func (a *API) Watch(w http.ResponseWriter, r *http.Request) {
 	}
 	team, ok := a.Teams.Authenticate(key)
 	if !ok {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusUnauthorized)
-		json.NewEncoder(w).Encode(map[string]any{"success": false, "code": "UNAUTHORIZED",
+		writeJSON(w, http.StatusUnauthorized, map[string]any{"success": false, "code": "UNAUTHORIZED",
 			"error": "invalid or missing API key: send it as the WebSocket subprotocol or as Authorization: Bearer"})
+		return
+	}
+	if problems := queryProblems(r.URL.RawQuery); len(problems) > 0 {
+		e := badRequest(problems...)
+		writeJSON(w, e.Status, map[string]any{"success": false, "code": e.Code, "error": e.Message, "details": e.Details})
 		return
 	}
 	up := watchUpgrader

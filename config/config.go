@@ -41,6 +41,12 @@ type Config struct {
 	// AllowPrivateNetworks lets scrapes, crawls and webhooks reach loopback and
 	// private addresses (TRAWLER_ALLOW_PRIVATE_NETWORKS, default false).
 	AllowPrivateNetworks bool
+	// SharedCache lets one team's scrapes be answered from pages another
+	// team fetched (TRAWLER_SHARED_CACHE, default false: each team's cache
+	// is its own). Only pages fetched from public addresses are shared,
+	// never one that reached a loopback or private address, and never a
+	// page fetched with headers, actions or a profile (those are not cached).
+	SharedCache bool
 	// PublicURL is the base of the absolute URLs handed to clients
 	// (TRAWLER_PUBLIC_URL). Empty: built from each request's scheme and Host.
 	PublicURL *url.URL
@@ -284,6 +290,7 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 	}
 	duration("TRAWLER_PROFILE_LOCK_TTL", &c.ProfileLockTTL)
 	boolean("TRAWLER_ALLOW_PRIVATE_NETWORKS", &c.AllowPrivateNetworks)
+	boolean("TRAWLER_SHARED_CACHE", &c.SharedCache)
 	boolean("TRAWLER_ALLOW_PUBLIC_LOCAL_MODE", &c.AllowPublicLocalMode)
 	integer("TRAWLER_POOL_SIZE", &c.PoolSize)
 	integer("TRAWLER_WARM_BROWSERS", &c.WarmBrowsers)

@@ -17,7 +17,7 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Addr != "127.0.0.1:3002" || !c.LocalMode() || c.PoolSize != 8 || c.WarmBrowsers != 1 ||
-		c.TeamConcurrency != 4 || c.QueueWait != 10*time.Second || c.AllowPrivateNetworks || c.PublicURL != nil {
+		c.TeamConcurrency != 4 || c.QueueWait != 10*time.Second || c.AllowPrivateNetworks || c.SharedCache || c.PublicURL != nil {
 		t.Fatalf("defaults: %+v", c)
 	}
 	if !strings.HasSuffix(c.DataDir, "/data") || !strings.HasPrefix(c.DataDir, "/") {
@@ -32,6 +32,7 @@ func TestSettings(t *testing.T) {
 		"TRAWLER_API_KEYS":               "acme:key-aaaaaaaa, globex:key-bbbbbbbb",
 		"TRAWLER_PUBLIC_URL":             "https://trawler.example.com/",
 		"TRAWLER_ALLOW_PRIVATE_NETWORKS": "true",
+		"TRAWLER_SHARED_CACHE":           "true",
 		"TRAWLER_TRUSTED_PROXIES":        "10.0.0.0/8, 127.0.0.1",
 		"TRAWLER_POOL_SIZE":              "3",
 		"TRAWLER_WARM_BROWSERS":          "2",
@@ -45,7 +46,7 @@ func TestSettings(t *testing.T) {
 	if c.LocalMode() || len(c.APIKeys) != 2 || c.APIKeys[1] != (TeamKey{"globex", "key-bbbbbbbb"}) {
 		t.Fatalf("keys: %+v", c.APIKeys)
 	}
-	if c.PublicURL.String() != "https://trawler.example.com" || !c.AllowPrivateNetworks || len(c.TrustedProxies) != 2 ||
+	if c.PublicURL.String() != "https://trawler.example.com" || !c.AllowPrivateNetworks || !c.SharedCache || len(c.TrustedProxies) != 2 ||
 		c.PoolSize != 3 || c.WarmBrowsers != 2 || c.TeamConcurrency != 2 || c.QueueWait != 1500*time.Millisecond {
 		t.Fatalf("settings: %+v", c)
 	}
@@ -68,6 +69,7 @@ func TestErrorsNameTheSetting(t *testing.T) {
 		{"duplicate key", map[string]string{"TRAWLER_API_KEYS": "a:samekey1,b:samekey1"}, "a key is listed twice"},
 		{"public URL", map[string]string{"TRAWLER_PUBLIC_URL": "trawler.example.com"}, "TRAWLER_PUBLIC_URL must be an absolute http or https URL"},
 		{"boolean", map[string]string{"TRAWLER_ALLOW_PRIVATE_NETWORKS": "yes please"}, "TRAWLER_ALLOW_PRIVATE_NETWORKS must be true or false"},
+		{"shared cache", map[string]string{"TRAWLER_SHARED_CACHE": "sometimes"}, "TRAWLER_SHARED_CACHE must be true or false"},
 		{"pool size", map[string]string{"TRAWLER_POOL_SIZE": "0"}, "TRAWLER_POOL_SIZE must be between 1 and 1000"},
 		{"pool size text", map[string]string{"TRAWLER_POOL_SIZE": "many"}, "TRAWLER_POOL_SIZE must be a whole number"},
 		{"warm over size", map[string]string{"TRAWLER_POOL_SIZE": "2", "TRAWLER_WARM_BROWSERS": "3"}, "TRAWLER_WARM_BROWSERS must be between 0 and TRAWLER_POOL_SIZE (2)"},

@@ -43,12 +43,16 @@ const mapFollow = 24
 
 // Map finds a site's URLs fast: its sitemaps, the links of its start page
 // (scraped like any page, so a client-rendered start page works) and the
-// links of the pages one hop away, without scraping them.
+// links of the pages one hop away, without scraping them. A start URL the
+// network guard blocks is refused with a *netguard.BlockedError.
 func (s *Service) Map(ctx context.Context, team string, teamLimit int, req MapRequest) ([]Link, error) {
 	if req.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, req.Timeout)
 		defer cancel()
+	}
+	if err := s.checkStart(ctx, req.URL); err != nil {
+		return nil, err
 	}
 	rules, err := discover.NewRules(discover.RulesOptions{Start: req.URL, CrawlEntireDomain: true,
 		AllowSubdomains: req.IncludeSubdomains, IgnoreQueryParameters: req.IgnoreQueryParameters, DeduplicateSimilarURLs: true})

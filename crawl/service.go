@@ -134,8 +134,17 @@ func (s *Service) teamLimit(team string) int {
 	return max(1, s.TeamLimit(team))
 }
 
-// Create starts a job for team. idempotencyKey may be empty.
+// Create starts a job for team. idempotencyKey may be empty. A crawl whose
+// start URL the network guard blocks is refused with a
+// *netguard.BlockedError; a batch's URLs are the caller's to check
+// (Blocked), since it decides whether a blocked one is skipped or refuses
+// the batch.
 func (s *Service) Create(ctx context.Context, team string, spec *Spec, idempotencyKey string) (string, error) {
+	if spec.Kind == KindCrawl {
+		if err := s.checkStart(ctx, spec.URL); err != nil {
+			return "", err
+		}
+	}
 	id := uuid.NewString()
 	now := time.Now()
 	j := &job{id: id, team: team, kind: spec.Kind, spec: spec, created: now, status: StatusScraping}

@@ -75,6 +75,12 @@ func TestLinks(t *testing.T) {
 			html: `<div><a href="/one">one<p><a href="/two">two</div></a></p><a href="/three"`,
 			want: []string{"https://example.com/one", "https://example.com/two"},
 		},
+		{
+			name: "credentials are never kept",
+			base: "https://example.com/",
+			html: `<a href="https://admin:hunter2@example.com/admin">a</a><a href="//u@other.org/x">b</a><base href="https://me:pw@cdn.example.com/"><a href="c">c</a>`,
+			want: []string{"https://example.com/admin", "https://other.org/x", "https://cdn.example.com/c"},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

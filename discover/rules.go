@@ -144,7 +144,8 @@ func (r *Rules) Start() *url.URL { return r.start }
 // "excluded by excludePaths[0]", "not matched by includePaths" or
 // "not a page (.png)".
 //
-// The checks run in this order: scheme; host (the start host, where "www."
+// The checks run in this order: scheme; credentials (a URL with
+// user:pass@ is refused); host (the start host, where "www."
 // and the bare name count as one host and a non-default port makes another
 // host; its registrable domain with AllowSubdomains; any host with
 // AllowExternalLinks); path (unless CrawlEntireDomain, or the URL is on
@@ -166,6 +167,12 @@ func (r *Rules) Allowed(u *url.URL) (ok bool, reason string) {
 			return false, "not an absolute URL"
 		}
 		return false, fmt.Sprintf("unsupported scheme (%s)", scheme)
+	}
+	// Resolve strips credentials; a URL that still has them came from
+	// elsewhere and is neither fetched (the browser would send them) nor
+	// listed (they would be echoed back).
+	if u.User != nil {
+		return false, "carries credentials (user:pass@)"
 	}
 
 	host, port := hostParts(u)

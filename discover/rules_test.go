@@ -50,6 +50,7 @@ func TestAllowed(t *testing.T) {
 		// scheme
 		{"ftp", RulesOptions{Start: "https://example.com/"}, "ftp://example.com/file", false, "unsupported scheme (ftp)"},
 		{"http start admits https", RulesOptions{Start: "http://example.com/"}, "https://example.com/a", true, ""},
+		{"credentials", RulesOptions{Start: "https://example.com/"}, "https://user:pass@example.com/a", false, "carries credentials (user:pass@)"},
 
 		// hosts
 		{"www equals bare", RulesOptions{Start: "https://example.com/"}, "https://www.example.com/a", true, ""},
@@ -246,6 +247,10 @@ func TestResolve(t *testing.T) {
 		{"", ""},
 		{"   ", ""},
 		{"http://%zz/", ""},
+		{"https://user:secret@example.com/private", "https://example.com/private"},
+		{"//user@cdn.example.org/x", "https://cdn.example.org/x"},
+		{"http://0x7f.1/", "http://127.0.0.1/"},
+		{"http://2130706433:8080/a", "http://127.0.0.1:8080/a"},
 		{"http:opaque", ""},
 	}
 	for _, tc := range tests {

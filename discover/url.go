@@ -8,12 +8,17 @@ import (
 	"strings"
 
 	"golang.org/x/net/idna"
+
+	"github.com/trawler-dev/trawler/netguard"
 )
 
 // Resolve turns an href found on the page at base into an absolute URL fit
-// to crawl. It resolves relative references, drops the fragment, keeps only
-// http and https, lowercases scheme and host, drops the default port (:80 for
-// http, :443 for https) and turns an empty path into "/". base may be nil,
+// to crawl. It resolves relative references, drops the fragment and any
+// credentials (user:pass@: they are never sent, listed or echoed), keeps only
+// http and https, lowercases scheme and host, writes an IPv4 address given
+// in another notation (0x7f.1) the way browsers read it (127.0.0.1), drops
+// the default port (:80 for http, :443 for https) and turns an empty path
+// into "/". base may be nil,
 // in which case href must be absolute. ok is false for mailto:, javascript:,
 // data:, tel: and other schemes, for an empty href and for anything that
 // does not parse.
@@ -65,6 +70,7 @@ func normalize(in *url.URL) (*url.URL, bool) {
 		return nil, false
 	}
 	u.Host = host
+	u.User = nil
 	u.Fragment, u.RawFragment = "", ""
 	if u.Path == "" {
 		u.Path, u.RawPath = "/", ""
@@ -83,6 +89,9 @@ func canonicalHost(scheme, hostport string) (string, bool) {
 	host = strings.ToLower(host)
 	if host == "" {
 		return "", false
+	}
+	if a, ok := netguard.ParseIPv4(host); ok {
+		host = a.String()
 	}
 	if !isASCII(host) {
 		ascii, err := idna.Lookup.ToASCII(host)

@@ -50,6 +50,7 @@ var nonPublic = []struct {
 	{netip.MustParsePrefix("240.0.0.0/4"), "a reserved address"},
 	{netip.MustParsePrefix("::/128"), "an unspecified address"},
 	{netip.MustParsePrefix("::1/128"), "a loopback address"},
+	{netip.MustParsePrefix("::/96"), "an IPv4-compatible address"},
 	{netip.MustParsePrefix("fc00::/7"), "a private address"},
 	{netip.MustParsePrefix("fe80::/10"), "a link-local address"},
 	{netip.MustParsePrefix("ff00::/8"), "a multicast address"},
@@ -82,10 +83,90 @@ func (g *Guard) CheckName(host string) error {
 	if lower == "localhost" || strings.HasSuffix(lower, ".localhost") || lower == "metadata.google.internal" || strings.HasSuffix(lower, ".internal") {
 		return &BlockedError{Host: host, Reason: "a local or metadata host name"}
 	}
+	if a, ok := ParseIPv4(host); ok {
+		return g.CheckAddr(host, a)
+	}
 	if a, err := netip.ParseAddr(host); err == nil {
 		return g.CheckAddr(host, a)
 	}
 	return nil
+}
+
+// ParseIPv4 reads host as a browser does when it is an IPv4 address in any
+// notation the WHATWG URL standard accepts, which is what Chromium resolves:
+// 1 to 4 dot-separated parts, each decimal, octal (leading 0) or hex (0x),
+// the last filling the remaining bytes, so 0177.0.0.1, 127.1, 0x7f.0.0.1,
+// 127.000.000.001 and 2130706433 are all 127.0.0.1. ok is false for
+// anything else, names included. A host whose last part is a number but
+// which is no valid address (1.2.3.256) is not an address either: browsers
+// refuse such a URL, and no resolver is asked for it (see CheckHost).
+func ParseIPv4(host string) (netip.Addr, bool) {
+	parts := strings.Split(host, ".")
+	if len(parts) > 1 && parts[len(parts)-1] == "" {
+		parts = parts[:len(parts)-1] // one trailing dot is allowed
+	}
+	if len(parts) == 0 || len(parts) > 4 {
+		return netip.Addr{}, false
+	}
+	nums := make([]uint64, len(parts))
+	for i, p := range parts {
+		n, ok := ipv4Number(p)
+		if !ok {
+			return netip.Addr{}, false
+		}
+		nums[i] = n
+	}
+	for _, n := range nums[:len(nums)-1] {
+		if n > 255 {
+			return netip.Addr{}, false
+		}
+	}
+	last := nums[len(nums)-1]
+	if last >= 1<<(8*(5-len(nums))) {
+		return netip.Addr{}, false
+	}
+	v := last
+	for i, n := range nums[:len(nums)-1] {
+		v += n << (8 * (3 - i))
+	}
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), true
+}
+
+// ipv4Number is the WHATWG IPv4 number parser: decimal, 0x hex (0x alone
+// is 0) or 0-prefixed octal.
+func ipv4Number(s string) (uint64, bool) {
+	base := 10
+	switch {
+	case s == "":
+		return 0, false
+	case len(s) >= 2 && (s[:2] == "0x" || s[:2] == "0X"):
+		s, base = s[2:], 16
+		if s == "" {
+			return 0, true
+		}
+	case len(s) >= 2 && s[0] == '0':
+		s, base = s[1:], 8
+	}
+	var n uint64
+	for i := 0; i < len(s); i++ {
+		var d uint64
+		switch c := s[i] | 0x20; {
+		case s[i] >= '0' && s[i] <= '9':
+			d = uint64(s[i] - '0')
+		case base == 16 && c >= 'a' && c <= 'f':
+			d = uint64(c-'a') + 10
+		default:
+			return 0, false
+		}
+		if d >= uint64(base) {
+			return 0, false
+		}
+		n = n*uint64(base) + d
+		if n > 1<<32 {
+			return 0, false // past any address; stops overflow too
+		}
+	}
+	return n, true
 }
 
 // CheckHost resolves host (a name or an IP literal) and refuses it when any
@@ -100,6 +181,9 @@ func (g *Guard) CheckHost(ctx context.Context, host string) error {
 	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
 	if _, err := netip.ParseAddr(host); err == nil {
 		return nil
+	}
+	if _, ok := ParseIPv4(host); ok {
+		return nil // an address in another notation, checked by CheckName
 	}
 	r := g.Resolver
 	if r == nil {

@@ -3,6 +3,7 @@ package netguard
 import (
 	"context"
 	"errors"
+	"net"
 	"testing"
 )
 
@@ -28,5 +29,67 @@ func TestCheckHost(t *testing.T) {
 	// A name is judged by what it resolves to.
 	if err := g.CheckHost(ctx, "no-such-host.invalid"); err == nil {
 		t.Error("an unresolvable name was allowed")
+	}
+}
+
+// Every notation a browser reads as an IPv4 address is judged as that
+// address, without asking DNS.
+func TestIPv4Notations(t *testing.T) {
+	t.Parallel()
+	g := &Guard{Resolver: &net.Resolver{PreferGo: true, Dial: func(context.Context, string, string) (net.Conn, error) {
+		return nil, errors.New("DNS must not be asked")
+	}}}
+	for _, tc := range []struct {
+		host string
+		want string // "" when host is no IPv4 address
+	}{
+		{"127.0.0.1", "127.0.0.1"},
+		{"0177.0.0.1", "127.0.0.1"},
+		{"127.1", "127.0.0.1"},
+		{"0x7f.0.0.1", "127.0.0.1"},
+		{"0X7F.1", "127.0.0.1"},
+		{"127.000.000.001", "127.0.0.1"},
+		{"2130706433", "127.0.0.1"},
+		{"017700000001", "127.0.0.1"},
+		{"0x7f000001", "127.0.0.1"},
+		{"127.0.0.1.", "127.0.0.1"},
+		{"10.0x10000", "10.1.0.0"},
+		{"169.254.43518", "169.254.169.254"},
+		{"0", "0.0.0.0"},
+		{"0x", "0.0.0.0"},
+		{"8.8.8.8", "8.8.8.8"},
+		{"1.2.3.256", ""},
+		{"256.1", ""},
+		{"1.2.3.4.5", ""},
+		{"4294967296", ""},
+		{"08.0.0.1", ""},
+		{"0x7g.0.0.1", ""},
+		{"1..2", ""},
+		{"example.com", ""},
+		{"", ""},
+		{"99999999999999999999999", ""},
+	} {
+		a, ok := ParseIPv4(tc.host)
+		got := ""
+		if ok {
+			got = a.String()
+		}
+		if got != tc.want {
+			t.Errorf("ParseIPv4(%q) = %q, want %q", tc.host, got, tc.want)
+		}
+		if tc.want == "" || tc.want == "8.8.8.8" {
+			continue
+		}
+		var b *BlockedError
+		if err := g.CheckHost(context.Background(), tc.host); !errors.As(err, &b) {
+			t.Errorf("CheckHost(%q): %v, want a BlockedError", tc.host, err)
+		}
+	}
+	if err := g.CheckHost(context.Background(), "8.8.8.8"); err != nil {
+		t.Errorf("8.8.8.8: %v", err)
+	}
+	var b *BlockedError
+	if err := g.CheckHost(context.Background(), "::7f00:1"); !errors.As(err, &b) {
+		t.Errorf("an IPv4-compatible IPv6 address: %v, want a BlockedError", err)
 	}
 }

@@ -3,9 +3,12 @@ package scrape
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/trawler-dev/trawler/cdp"
 )
 
 // ActionError is an action that could not be performed.
@@ -115,17 +118,11 @@ func (p *tab) runActions(ctx context.Context, actions []Action) (*ActionResults,
 			}
 			res.Scrapes = append(res.Scrapes, ActionScrape{URL: u, HTML: html})
 		case "executeJavascript":
-			var out struct {
-				Type  string `json:"type"`
-				Value any    `json:"value"`
-			}
-			// The script runs as the body of an async function, so it may
-			// use return and await; its value is reported with its type.
-			wrapped := "(async () => { const __v = await (async () => {\n" + a.Script + "\n})(); return {type: __v === null ? 'null' : typeof __v, value: __v === undefined ? null : __v}; })()"
-			if err := p.evaluate(ctx, wrapped, &out); err != nil {
+			ret, err := p.runScript(ctx, a.Script)
+			if err != nil {
 				return nil, fail("%v", err)
 			}
-			res.JavascriptReturns = append(res.JavascriptReturns, JSReturn{Type: out.Type, Value: out.Value})
+			res.JavascriptReturns = append(res.JavascriptReturns, ret)
 			p.afterInput(ctx)
 		case "pdf":
 			size := paperSizes[a.PaperFormat]
@@ -149,6 +146,77 @@ func (p *tab) runActions(ctx context.Context, actions []Action) (*ActionResults,
 		}
 	}
 	return res, nil
+}
+
+// scriptResult is what Runtime.evaluate and Runtime.callFunctionOn answer,
+// with the members of the remote object that describe a value JSON cannot
+// carry (its outer result member shadows the embedded one).
+type scriptResult struct {
+	cdp.EvalResult
+	Result struct {
+		Type                string          `json:"type"`
+		Subtype             string          `json:"subtype"`
+		Description         string          `json:"description"`
+		UnserializableValue string          `json:"unserializableValue"`
+		ObjectID            string          `json:"objectId"`
+		Value               json.RawMessage `json:"value"`
+	} `json:"result"`
+}
+
+// scriptGroup holds the remote objects an executeJavascript action makes.
+const scriptGroup = "trawler-action"
+
+// runScript runs an executeJavascript action: the script is the body of an
+// async function, so it may use return and await, and its value is reported
+// with its type (typeof, or "null"). The value is taken by reference and
+// then by value, so one that JSON cannot carry (window, a circular object,
+// a symbol) is reported as its description, as DevTools shows it ("Window",
+// "Object", "Symbol(x)"), rather than failing the scrape; NaN, Infinity, -0
+// and BigInts are reported as their text ("NaN", "10n").
+func (p *tab) runScript(ctx context.Context, script string) (JSReturn, error) {
+	defer func() {
+		// Even when the action's time is up, within a bound: a hung
+		// browser must not hold the scrape.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		p.call(rctx, "Runtime.releaseObjectGroup", map[string]any{"objectGroup": scriptGroup}, nil)
+	}()
+	var res scriptResult
+	err := p.call(ctx, "Runtime.evaluate", map[string]any{"expression": "(async () => {\n" + script + "\n})()",
+		"awaitPromise": true, "userGesture": true, "objectGroup": scriptGroup}, &res)
+	if err != nil {
+		return JSReturn{}, err
+	}
+	if msg := res.Exception(); msg != "" {
+		return JSReturn{}, &ScriptError{Message: msg}
+	}
+	r := res.Result
+	out := JSReturn{Type: r.Type, Value: nil}
+	if r.Subtype == "null" {
+		out.Type = "null"
+	}
+	switch {
+	case r.UnserializableValue != "":
+		out.Value = r.UnserializableValue
+	case r.ObjectID == "":
+		if len(r.Value) > 0 {
+			out.Value = r.Value
+		}
+	default:
+		var byValue scriptResult
+		err := p.call(ctx, "Runtime.callFunctionOn", map[string]any{"functionDeclaration": "function() { 'use strict'; return this; }",
+			"objectId": r.ObjectID, "returnByValue": true}, &byValue)
+		var refused *cdp.Error
+		switch {
+		case errors.As(err, &refused) && ctx.Err() == nil:
+			out.Value = r.Description // the browser cannot serialise it
+		case err != nil:
+			return JSReturn{}, err
+		case len(byValue.Result.Value) > 0:
+			out.Value = byValue.Result.Value
+		}
+	}
+	return out, nil
 }
 
 // click clicks the first element matching the selector with a real mouse

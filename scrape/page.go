@@ -34,12 +34,16 @@ type tab struct {
 	// static: take an HTML document from the network without rendering it
 	// when it looks complete.
 	static bool
+	// reach, while private networks are allowed, tells which requests go
+	// to non-public addresses (see private).
+	reach *netguard.Cache
 
 	mu       sync.Mutex
 	inflight map[string]struct{}
 	lastNet  time.Time
 	main     *mainResponse
 	blocked  error         // why the main document was refused
+	private  bool          // a request since the last reset went to a non-public address
 	loaded   chan struct{} // closed on the load event; replaced by reset
 	isLoaded bool
 	site     string // the site of the page the tab shows
@@ -133,7 +137,7 @@ func blankTab(ctx context.Context, conn *cdp.Conn) (*tab, error) {
 // browser context.
 func (p *tab) reset() {
 	p.mu.Lock()
-	p.main, p.blocked = nil, nil
+	p.main, p.blocked, p.private = nil, nil, false
 	p.inflight = map[string]struct{}{}
 	p.lastNet = time.Now()
 	if p.isLoaded {
@@ -149,6 +153,9 @@ func (p *tab) reset() {
 // setup readies a blank tab for one scrape.
 func (p *tab) setup(ctx context.Context, opts *Options, guard *netguard.Cache, static bool, ua string, log *slog.Logger) error {
 	p.opts, p.guard, p.static, p.log = opts, guard, static, log
+	if guard.Guard.AllowPrivate {
+		p.reach = &netguard.Cache{Guard: &netguard.Guard{Resolver: guard.Guard.Resolver}, TTL: guard.TTL}
+	}
 	if err := p.prepare(ctx, ua); err != nil {
 		p.close()
 		return err
@@ -598,7 +605,25 @@ func (p *tab) checkRequest(ctx context.Context, raw string) error {
 	if p.opts.BlockAds && isAdHost(u.Hostname()) {
 		return errAdBlocked
 	}
-	return p.guard.CheckHost(ctx, u.Hostname())
+	if err := p.guard.CheckHost(ctx, u.Hostname()); err != nil {
+		return err
+	}
+	// What a page took from a non-public address is never shared with
+	// another team, nor served from the cache once the guard is on.
+	if p.reach != nil && p.reach.CheckHost(ctx, u.Hostname()) != nil {
+		p.mu.Lock()
+		p.private = true
+		p.mu.Unlock()
+	}
+	return nil
+}
+
+// reachedPrivate reports whether a request since the last reset went to a
+// non-public address.
+func (p *tab) reachedPrivate() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.private
 }
 
 var errAdBlocked = errors.New("blocked as an ad or tracker")

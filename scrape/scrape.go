@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"sort"
@@ -52,6 +53,10 @@ type Service struct {
 	Retention time.Duration
 	// Profiles opens the browser profiles that requests name.
 	Profiles *profiles.Opener
+	// SharedCache lets a team's scrape be answered by a page another team
+	// fetched, when that page came from public addresses only
+	// (TRAWLER_SHARED_CACHE). Off, each team reads only its own entries.
+	SharedCache bool
 
 	spares spares
 }
@@ -84,32 +89,58 @@ type page struct {
 	engine      string // browser-fetch or browser-render
 	actions     *ActionResults
 	warning     string
+	// private: a request of the page went to a non-public address (known
+	// only while private networks are allowed; otherwise none can).
+	private bool
 }
 
 // Scrape runs one scrape and returns its document.
 func (s *Service) Scrape(ctx context.Context, req Request) (*Document, error) {
-	return s.run(ctx, req, s.fetch)
+	guard := s.hostGuard()
+	return s.run(ctx, req, guard, func(ctx context.Context, req Request) (*page, error) {
+		return s.fetch(ctx, req, guard)
+	})
 }
 
-// run is a scrape, whichever way its page is fetched: cache, fetch,
-// transform, metadata, result.
-func (s *Service) run(ctx context.Context, req Request, fetch fetcher) (*Document, error) {
+// hostGuard is the network guard with a short memory, for one scrape or
+// one job.
+func (s *Service) hostGuard() *netguard.Cache {
+	return &netguard.Cache{Guard: s.Guard, TTL: time.Minute}
+}
+
+// run is a scrape, whichever way its page is fetched: guard, cache, fetch,
+// transform, metadata, result. guard is the one fetch applies; nil for
+// bytes that were uploaded, not fetched.
+func (s *Service) run(ctx context.Context, req Request, guard *netguard.Cache, fetch fetcher) (*Document, error) {
 	o := &req.Options
 	id := uuid.NewString()
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 
+	// The guard answers before the cache does: a page cached while private
+	// networks were allowed must not answer once they are not.
+	cacheOnly := o.Lockdown || o.MinAge != nil
+	if guard != nil {
+		if err := s.checkTarget(ctx, guard, req.URL, cacheOnly); err != nil {
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return nil, ErrTimeout
+			}
+			return nil, err
+		}
+	}
 	key := cacheKey(req.URL, o)
 	cacheState := "miss"
 	var cachedAt time.Time
 	var pg *page
-	if o.MinAge != nil || o.Lockdown || o.MaxAge > 0 {
-		if c, err := s.Store.Page(ctx, key); err == nil && s.cacheUsable(c, o) {
+	if cacheOnly || o.MaxAge > 0 {
+		c, err := s.Store.Page(ctx, s.cacheLookup(req.Team, key, o))
+		switch {
+		case err == nil:
 			pg = &page{status: c.StatusCode, finalURL: c.FinalURL, contentType: c.ContentType, body: c.Body,
 				screenshot: c.Screenshot, engine: c.Engine}
 			cacheState, cachedAt = "hit", c.CreatedAt
-		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+		case !errors.Is(err, store.ErrNotFound):
 			return nil, err
 		}
 	}
@@ -128,9 +159,10 @@ func (s *Service) run(ctx context.Context, req Request, fetch fetcher) (*Documen
 			return nil, err
 		}
 		if o.StoreInCache && !o.ZeroDataRetention && pg.status < 500 {
-			err := s.Store.PutPage(context.Background(), store.CachedPage{Key: key, URL: req.URL, CreatedAt: time.Now(),
-				StatusCode: pg.status, FinalURL: pg.finalURL, ContentType: pg.contentType, Body: pg.body,
-				Screenshot: pg.screenshot, Engine: pg.engine})
+			private := pg.private || s.Guard.AllowPrivate && nonPublic(ctx, s.Guard.Resolver, req.URL, pg.finalURL)
+			err := s.Store.PutPage(context.Background(), store.CachedPage{Team: req.Team, Key: key, URL: req.URL,
+				CreatedAt: time.Now(), StatusCode: pg.status, FinalURL: pg.finalURL, ContentType: pg.contentType,
+				Body: pg.body, Screenshot: pg.screenshot, Engine: pg.engine, Private: private})
 			if err != nil {
 				s.Log.Error("writing the cache", "err", err)
 			}
@@ -197,19 +229,60 @@ func joinWarning(a, b string) string {
 	return a + "; " + b
 }
 
-func (s *Service) cacheUsable(c store.CachedPage, o *Options) bool {
-	age := time.Since(c.CreatedAt)
-	if _, shot := o.Screenshot(); shot && c.Screenshot == "" {
-		return false
+// checkTarget applies the network guard to the host of u. A host name
+// that does not resolve refuses a fetch, but not a request answered from
+// the cache only (lockdown, minAge): that one can only get a page fetched
+// from public addresses while the guard is on (see cacheLookup).
+func (s *Service) checkTarget(ctx context.Context, guard *netguard.Cache, u string, cacheOnly bool) error {
+	pu, err := url.Parse(u)
+	if err != nil {
+		return err
 	}
-	switch {
-	case o.MinAge != nil:
-		return age >= *o.MinAge
-	case o.Lockdown:
-		return age < o.MaxAge
-	default:
-		return age < o.MaxAge
+	err = guard.CheckHost(ctx, pu.Hostname())
+	var unresolved *netguard.ResolveError
+	if cacheOnly && errors.As(err, &unresolved) {
+		return nil
 	}
+	return err
+}
+
+// cacheLookup is which cache entries may answer team's scrape: the team's
+// own, and with a shared cache other teams' pages fetched from public
+// addresses; young enough for maxAge (or old enough for minAge) and with a
+// screenshot when one is asked for. While the guard is on, no page fetched
+// from a non-public address answers, whoever fetched it.
+func (s *Service) cacheLookup(team, key string, o *Options) store.PageLookup {
+	q := store.PageLookup{Team: team, Key: key, Shared: s.SharedCache, PublicOnly: !s.Guard.AllowPrivate}
+	now := time.Now()
+	if o.MinAge != nil {
+		q.Before = now.Add(-*o.MinAge)
+	} else {
+		q.After = now.Add(-o.MaxAge)
+	}
+	_, q.Screenshot = o.Screenshot()
+	return q
+}
+
+// nonPublic reports whether any of urls has a host that does not resolve
+// to public addresses only, whatever the operator allows: such a page is
+// never shared, nor served once the guard is on. A host that does not
+// resolve here (a name only the browsers' --host-resolver-rules know)
+// counts as non-public.
+func nonPublic(ctx context.Context, r *net.Resolver, urls ...string) bool {
+	strict := &netguard.Guard{Resolver: r}
+	for _, raw := range urls {
+		u, err := url.Parse(raw)
+		if err != nil {
+			return true
+		}
+		if u.Hostname() == "" {
+			continue // about:, data:
+		}
+		if strict.CheckHost(ctx, u.Hostname()) != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // cacheKey identifies what was fetched: the URL and every option that
@@ -246,17 +319,10 @@ func normalizeURL(raw string) string {
 	return u.String()
 }
 
-// fetch takes the page from the target on a leased browser.
-func (s *Service) fetch(ctx context.Context, req Request) (*page, error) {
+// fetch takes the page from the target on a leased browser; run has
+// applied guard to its host.
+func (s *Service) fetch(ctx context.Context, req Request, guard *netguard.Cache) (*page, error) {
 	o := &req.Options
-	u, err := url.Parse(req.URL)
-	if err != nil {
-		return nil, err
-	}
-	guard := &netguard.Cache{Guard: s.Guard, TTL: time.Minute}
-	if err := guard.CheckHost(ctx, u.Hostname()); err != nil {
-		return nil, err
-	}
 	// The profile is opened first: a writer that finds it locked is
 	// refused before it takes a browser.
 	use, err := s.openProfile(ctx, req.Team, o.Profile)
@@ -322,6 +388,9 @@ func (s *Service) fetch(ctx context.Context, req Request) (*page, error) {
 	}()
 
 	pg, err := s.drive(ctx, t, req)
+	if pg != nil {
+		pg.private = t.reachedPrivate()
+	}
 	if use != nil && use.Writes() && lease.Cause() == nil {
 		// Save what the page left in its context before the context goes.
 		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -473,6 +542,7 @@ func (s *Service) transform(ctx context.Context, req Request, pg *page) (*Docume
 		return nil, err
 	}
 	doc.Markdown, doc.HTML, doc.Images = res.Markdown, res.HTML, res.Images
+	doc.Warning = res.Warning
 	if req.Discover {
 		doc.Discovered = res.Links
 	}

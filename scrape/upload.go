@@ -22,7 +22,7 @@ type Upload struct {
 func (s *Service) Parse(ctx context.Context, team string, up Upload, o Options) (*Document, error) {
 	o.MaxAge, o.MinAge, o.StoreInCache, o.Lockdown = 0, nil, false, false
 	req := Request{Team: team, URL: up.Name, Options: o}
-	return s.run(ctx, req, func(context.Context, Request) (*page, error) {
+	return s.run(ctx, req, nil, func(context.Context, Request) (*page, error) {
 		return &page{status: 200, finalURL: up.Name, contentType: parse.MediaTypeOf(up.Format), body: up.Data, engine: "parse"}, nil
 	})
 }

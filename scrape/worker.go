@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"time"
 
 	"github.com/trawler-dev/trawler/netguard"
 	"github.com/trawler-dev/trawler/sessions"
@@ -32,6 +31,9 @@ type Worker struct {
 	pages int                // pages served on this lease
 	tabs  map[string]*jobTab // job id → its tab
 	lru   []string           // job ids, least recently used first
+	// guards are the jobs' network guards: a job's page is checked before
+	// the cache is read, by the guard its tab then applies.
+	guards map[string]*netguard.Cache
 }
 
 type jobTab struct {
@@ -50,18 +52,29 @@ const (
 // NewWorker returns a worker with no browser yet; it leases one on its
 // first page.
 func (s *Service) NewWorker() *Worker {
-	return &Worker{s: s, tabs: map[string]*jobTab{}}
+	return &Worker{s: s, tabs: map[string]*jobTab{}, guards: map[string]*netguard.Cache{}}
 }
 
 // Scrape scrapes one page of job.
 func (w *Worker) Scrape(ctx context.Context, job string, req Request) (*Document, error) {
-	return w.s.run(ctx, req, func(ctx context.Context, req Request) (*page, error) {
+	return w.s.run(ctx, req, w.guard(job), func(ctx context.Context, req Request) (*page, error) {
 		return w.fetch(ctx, job, req)
 	})
 }
 
+// guard returns job's network guard.
+func (w *Worker) guard(job string) *netguard.Cache {
+	g := w.guards[job]
+	if g == nil {
+		g = w.s.hostGuard()
+		w.guards[job] = g
+	}
+	return g
+}
+
 // Forget closes job's tab (the job ended).
 func (w *Worker) Forget(job string) {
+	delete(w.guards, job)
 	if jt := w.tabs[job]; jt != nil {
 		jt.t.close()
 		jt.t.conn.Close()
@@ -160,7 +173,7 @@ func (w *Worker) tab(ctx context.Context, job string, req *Request) (*jobTab, er
 			return nil, err
 		}
 	}
-	guard := &netguard.Cache{Guard: w.s.Guard, TTL: time.Minute}
+	guard := w.guard(job)
 	if err := t.setup(ctx, o, guard, !o.needsRender(), ua, w.s.Log); err != nil {
 		conn.Close()
 		return nil, &RetryableError{Err: err}
@@ -219,6 +232,7 @@ func (w *Worker) fetch(ctx context.Context, job string, req Request) (*page, err
 			w.Forget(job)
 			return nil, err
 		case pg != nil:
+			pg.private = jt.t.reachedPrivate()
 			return pg, nil
 		case pre != nil:
 			jt.t.mu.Lock()
@@ -228,6 +242,9 @@ func (w *Worker) fetch(ctx context.Context, job string, req Request) (*page, err
 		}
 	}
 	pg, err = w.s.drive(ctx, jt.t, req)
+	if pg != nil {
+		pg.private = jt.t.reachedPrivate()
+	}
 	if err != nil {
 		// The tab's state is unknown after a failure: the job's next page
 		// gets a fresh one.

@@ -896,6 +896,7 @@ func TestIdempotencyKey(t *testing.T) {
 		req, _ := http.NewRequest("POST", ts.URL+path, strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+keyAcme)
 		req.Header.Set("x-idempotency-key", key)
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

@@ -123,7 +123,10 @@ func start(t *testing.T, env map[string]string) *testService {
 		t.Fatalf("service: %v", err)
 	}
 	requests := &requestLog{}
-	srv := httptest.NewServer(requests.wrap(svc.Handler()))
+	srv := httptest.NewUnstartedServer(requests.wrap(svc.Handler()))
+	srv.Listener = service.Listener(srv.Listener)
+	srv.Config.DisableGeneralOptionsHandler = true
+	srv.Start()
 	svc.Listening(srv.Listener.Addr().String())
 	t.Cleanup(func() {
 		svc.Close()

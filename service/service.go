@@ -18,10 +18,13 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -142,7 +145,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 	}
 	urls := publicurl.Resolver{Base: cfg.PublicURL, Trusted: cfg.TrustedProxies}
 	proxy := cdpproxy.New(mgr, urls, log)
-	scraper := &scrape.Service{Pool: pool, Store: st, Log: log, Retention: cfg.ResultRetention, Guard: guard, Profiles: opener}
+	scraper := &scrape.Service{Pool: pool, Store: st, Log: log, Retention: cfg.ResultRetention, Guard: guard, Profiles: opener,
+		SharedCache: cfg.SharedCache}
 	hooks := &webhook.Dispatcher{Store: st, Client: guard.Client(10*time.Second, false), Log: log,
 		Secret: func(team string) string { return cfg.WebhookSecrets[team] }}
 	crawler := &crawl.Service{Scrape: scraper, Store: st, Guard: guard, Webhooks: hooks, Log: log,
@@ -184,10 +188,14 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 			// Uploads stream past the JSON body limit, bounded on their own.
 			a.Parse(w, r)
 			return
+		case !slices.Contains(fiber.DefaultMethods, r.Method):
+			// Fiber answers a method it does not know in plain text.
+			writeError(w, http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "method not allowed on this endpoint")
+			return
 		}
 		fiberApp.ServeHTTP(w, r)
 	}))
-	s.handler = mux
+	s.handler = canonical(mux)
 	return s, nil
 }
 
@@ -215,17 +223,24 @@ func (s *Service) Close() {
 }
 
 // limitBody refuses bodies over api.BodyLimit before Fiber's adaptor reads
-// them whole into memory.
+// them whole into memory, and reads the body itself: the adaptor answers a
+// body that cannot be read (cut short of its Content-Length, a malformed
+// chunk) with a plain-text 500, where it is the client's mistake.
 func limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > api.BodyLimit {
 			tooLarge(w)
 			return
 		}
-		if r.Body != nil && r.ContentLength < 0 {
+		if r.Body != nil && r.Body != http.NoBody {
 			body, err := io.ReadAll(io.LimitReader(r.Body, api.BodyLimit+1))
-			if err != nil || len(body) > api.BodyLimit {
+			switch {
+			case len(body) > api.BodyLimit:
 				tooLarge(w)
+				return
+			case err != nil:
+				writeError(w, http.StatusBadRequest, "BAD_REQUEST",
+					"the request body could not be read: it ended before its Content-Length, or its chunked encoding is malformed")
 				return
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
@@ -236,10 +251,46 @@ func limitBody(next http.Handler) http.Handler {
 }
 
 func tooLarge(w http.ResponseWriter) {
+	writeError(w, http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE", "request body is larger than 10 MB")
+}
+
+// canonical answers a path with ., .. or empty segments, raw or
+// percent-encoded, with a 404 in the API's error shape. net/http's ServeMux
+// would redirect the first kind with an HTML page, and Fiber would resolve
+// the second silently; every path Trawler serves is canonical, so neither
+// is a path to anything.
+func canonical(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := r.URL.EscapedPath(); cleanPath(p) != p || cleanPath(r.URL.Path) != r.URL.Path {
+			writeError(w, http.StatusNotFound, "NOT_FOUND",
+				"no such endpoint: a path must be canonical, without ., .. or empty segments")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// cleanPath is net/http's canonical form of a path: rooted, without . and
+// .. elements or repeated slashes, keeping a trailing slash.
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	if p[0] != '/' {
+		p = "/" + p
+	}
+	np := path.Clean(p)
+	if p[len(p)-1] == '/' && np != "/" {
+		np += "/"
+	}
+	return np
+}
+
+// writeError answers in the API's error shape.
+func writeError(w http.ResponseWriter, status int, code, msg string) {
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusRequestEntityTooLarge)
-	json.NewEncoder(w).Encode(map[string]any{"success": false, "code": "PAYLOAD_TOO_LARGE",
-		"error": "request body is larger than 10 MB"})
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]any{"success": false, "code": code, "error": msg})
 }
 
 func (s *Service) collectors() []prometheus.Collector {

@@ -507,36 +507,70 @@ func (m *Manager) Execute(ctx context.Context, team, id, code string, timeout ti
 
 	// REPL mode allows top-level await but wraps the completion value in a
 	// promise of its own, so the value is fetched by reference and, when it
-	// is itself a promise, awaited in a second step.
+	// is itself a promise, awaited in a second step (by reference too).
 	yes := true
-	var res cdp.EvalResult
+	var res execResult
 	err = conn.Call(evalCtx, "", runtime.CommandEvaluate, runtime.EvaluateParams{Expression: code, ObjectGroup: execGroup,
 		AwaitPromise: &yes, UserGesture: &yes, ReplMode: &yes, Timeout: runtime.TimeDelta(timeout.Milliseconds())}, &res)
-	if err == nil && res.ExceptionDetails == nil && res.Result.ObjectID != "" {
-		if res.Result.Subtype == "promise" {
-			err = conn.Call(evalCtx, "", runtime.CommandAwaitPromise, runtime.AwaitPromiseParams{
-				PromiseObjectID: runtime.RemoteObjectID(res.Result.ObjectID), ReturnByValue: &yes}, &res)
-		} else {
-			err = conn.Call(evalCtx, "", runtime.CommandCallFunctionOn, runtime.CallFunctionOnParams{
-				FunctionDeclaration: "function() { return this; }", ObjectID: runtime.RemoteObjectID(res.Result.ObjectID),
-				ReturnByValue: &yes}, &res)
-		}
+	if err == nil && res.ExceptionDetails == nil && res.Result.Subtype == "promise" && res.Result.ObjectID != "" {
+		promise := res.Result.ObjectID
+		res = execResult{} // decoding into res would keep the promise's members
+		err = conn.Call(evalCtx, "", runtime.CommandAwaitPromise, runtime.AwaitPromiseParams{
+			PromiseObjectID: runtime.RemoteObjectID(promise)}, &res)
 	}
 	if err != nil {
 		return ExecResult{}, m.execErr(evalCtx, s, err)
 	}
-	s.Touch()
 	if msg := res.Exception(); msg != "" {
+		s.Touch()
 		if strings.Contains(msg, "Execution was terminated") {
 			return ExecResult{}, ErrExecTimeout
 		}
 		return ExecResult{Exception: msg}, nil
 	}
-	v := res.Result.Value
+	// The value is then taken by value. One that JSON cannot carry
+	// (window, a circular object, a symbol) is refused by the browser and
+	// returned as its description, as DevTools shows it ("Window",
+	// "Object", "Symbol(x)"); NaN, Infinity, -0 and BigInts as their text.
+	r := res.Result
+	v := r.Value
+	switch {
+	case r.UnserializableValue != "":
+		v, _ = json.Marshal(r.UnserializableValue)
+	case r.ObjectID != "":
+		var byValue execResult
+		err = conn.Call(evalCtx, "", runtime.CommandCallFunctionOn, runtime.CallFunctionOnParams{
+			FunctionDeclaration: "function() { 'use strict'; return this; }", ObjectID: runtime.RemoteObjectID(r.ObjectID),
+			ReturnByValue: &yes}, &byValue)
+		var refused *cdp.Error
+		switch {
+		case errors.As(err, &refused) && evalCtx.Err() == nil:
+			v, _ = json.Marshal(r.Description)
+		case err != nil:
+			return ExecResult{}, m.execErr(evalCtx, s, err)
+		default:
+			v = byValue.Result.Value
+		}
+	}
+	s.Touch()
 	if len(v) == 0 {
 		v = json.RawMessage("null")
 	}
 	return ExecResult{Value: v}, nil
+}
+
+// execResult is what Runtime.evaluate, awaitPromise and callFunctionOn
+// answer, with the members of the remote object that describe a value JSON
+// cannot carry (its outer result member shadows the embedded one).
+type execResult struct {
+	cdp.EvalResult
+	Result struct {
+		Subtype             string          `json:"subtype"`
+		Description         string          `json:"description"`
+		UnserializableValue string          `json:"unserializableValue"`
+		ObjectID            string          `json:"objectId"`
+		Value               json.RawMessage `json:"value"`
+	} `json:"result"`
 }
 
 func (m *Manager) execErr(ctx context.Context, s *Session, err error) error {

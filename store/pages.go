@@ -11,6 +11,8 @@ import (
 // CachedPage is a page as fetched, before any transform, so that one cache
 // entry serves every combination of output formats.
 type CachedPage struct {
+	// Team is the team that fetched the page: the entry is its own.
+	Team        string
 	Key         string
 	URL         string
 	CreatedAt   time.Time
@@ -20,26 +22,70 @@ type CachedPage struct {
 	Body        []byte
 	Screenshot  string
 	Engine      string
+	// Private: the page (or a request it made) reached a non-public
+	// address. Such a page is never another team's, and never answers
+	// while the network guard is on.
+	Private bool
 }
 
-// PutPage stores (or replaces) a cache entry.
+// PageLookup says which cache entries may answer a request. The newest
+// entry that qualifies is the answer.
+type PageLookup struct {
+	Team string
+	Key  string
+	// Shared lets another team's entry answer too, when it was fetched from
+	// public addresses only (TRAWLER_SHARED_CACHE).
+	Shared bool
+	// PublicOnly refuses entries fetched from non-public addresses, the
+	// team's own too: the network guard is on.
+	PublicOnly bool
+	// After and Before bound the entry's creation time (exclusive and
+	// inclusive); zero means no bound.
+	After, Before time.Time
+	// Screenshot asks for an entry that holds a screenshot.
+	Screenshot bool
+}
+
+// PutPage stores (or replaces) the team's cache entry.
 func (s *Store) PutPage(ctx context.Context, p CachedPage) error {
-	_, err := s.db.ExecContext(ctx, `INSERT OR REPLACE INTO page_cache (key, url, created_at, status_code, final_url,
-		content_type, body, screenshot, engine) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		p.Key, p.URL, millis(p.CreatedAt), p.StatusCode, p.FinalURL, p.ContentType, p.Body, p.Screenshot, p.Engine)
+	_, err := s.db.ExecContext(ctx, `INSERT OR REPLACE INTO page_cache (team_id, key, url, created_at, status_code,
+		final_url, content_type, body, screenshot, engine, private) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		p.Team, p.Key, p.URL, millis(p.CreatedAt), p.StatusCode, p.FinalURL, p.ContentType, p.Body, p.Screenshot,
+		p.Engine, p.Private)
 	if err != nil {
 		return fmt.Errorf("caching %s: %w", p.URL, err)
 	}
 	return nil
 }
 
-// Page returns the cache entry for key, or ErrNotFound.
-func (s *Store) Page(ctx context.Context, key string) (CachedPage, error) {
+// Page returns the newest cache entry that q allows, or ErrNotFound.
+func (s *Store) Page(ctx context.Context, q PageLookup) (CachedPage, error) {
+	where := `key = ? AND (team_id = ?`
+	args := []any{q.Key, q.Team}
+	if q.Shared {
+		where += ` OR private = 0`
+	}
+	where += `)`
+	if q.PublicOnly {
+		where += ` AND private = 0`
+	}
+	if !q.After.IsZero() {
+		where += ` AND created_at > ?`
+		args = append(args, millis(q.After))
+	}
+	if !q.Before.IsZero() {
+		where += ` AND created_at <= ?`
+		args = append(args, millis(q.Before))
+	}
+	if q.Screenshot {
+		where += ` AND screenshot != ''`
+	}
 	var p CachedPage
 	var created int64
-	err := s.db.QueryRowContext(ctx, `SELECT key, url, created_at, status_code, final_url, content_type, body,
-		screenshot, engine FROM page_cache WHERE key = ?`, key).
-		Scan(&p.Key, &p.URL, &created, &p.StatusCode, &p.FinalURL, &p.ContentType, &p.Body, &p.Screenshot, &p.Engine)
+	err := s.db.QueryRowContext(ctx, `SELECT team_id, key, url, created_at, status_code, final_url, content_type, body,
+		screenshot, engine, private FROM page_cache WHERE `+where+` ORDER BY created_at DESC LIMIT 1`, args...).
+		Scan(&p.Team, &p.Key, &p.URL, &created, &p.StatusCode, &p.FinalURL, &p.ContentType, &p.Body, &p.Screenshot,
+			&p.Engine, &p.Private)
 	if errors.Is(err, sql.ErrNoRows) {
 		return p, ErrNotFound
 	}

@@ -129,6 +129,26 @@ var migrations = []string{
 		created_at INTEGER NOT NULL
 	);
 	CREATE INDEX webhook_events_pending ON webhook_events(state, job_id, id);`,
+	// The cache belongs to the team that fetched each page, and remembers
+	// whether the page came from a non-public address. Earlier entries know
+	// neither, so they are dropped: it is only a cache.
+	`DROP TABLE page_cache;
+	CREATE TABLE page_cache (
+		team_id TEXT NOT NULL,
+		key TEXT NOT NULL,
+		url TEXT NOT NULL,
+		created_at INTEGER NOT NULL,
+		status_code INTEGER NOT NULL,
+		final_url TEXT NOT NULL,
+		content_type TEXT NOT NULL,
+		body BLOB NOT NULL,
+		screenshot TEXT NOT NULL DEFAULT '',
+		engine TEXT NOT NULL DEFAULT '',
+		private INTEGER NOT NULL,
+		PRIMARY KEY (team_id, key)
+	);
+	CREATE INDEX page_cache_created ON page_cache(created_at);
+	CREATE INDEX page_cache_key ON page_cache(key, created_at);`,
 }
 
 // Open opens (creating if needed) the database at path and migrates it.

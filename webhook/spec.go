@@ -26,7 +26,14 @@ type Spec struct {
 	Headers  map[string]string `json:"headers,omitempty"`
 	Metadata map[string]any    `json:"metadata,omitempty"`
 	Events   []string          `json:"events,omitempty"`
+
+	// urlField is the request field that gave URL, for error messages.
+	urlField string
 }
+
+// URLField names the request field that gave the URL: "webhook" for a
+// URL string, "webhook.url" for an object (with the field Decode was given).
+func (s *Spec) URLField() string { return s.urlField }
 
 // Wants reports whether the spec asks for event ("started", "page",
 // "completed", "failed" or "cancelled"). No events means all of them;
@@ -62,7 +69,7 @@ func Decode(raw json.RawMessage, field string) (*Spec, []string) {
 		if !validURL(u) {
 			return nil, []string{field + " must be an absolute http or https URL"}
 		}
-		return &Spec{URL: u}, nil
+		return &Spec{URL: u, urlField: field}, nil
 	case '{':
 		return decodeObject(raw, field)
 	default:
@@ -75,7 +82,7 @@ func decodeObject(raw json.RawMessage, field string) (*Spec, []string) {
 	if err := json.Unmarshal(raw, &members); err != nil {
 		return nil, []string{field + " must be a URL string or an object"}
 	}
-	var s Spec
+	s := Spec{urlField: field + ".url"}
 	var problems []string
 	bad := func(format string, args ...any) { problems = append(problems, field+fmt.Sprintf(format, args...)) }
 

@@ -49,6 +49,7 @@ func (p *proc) post(t *testing.T, path string, body any) map[string]any {
 	raw, _ := json.Marshal(body)
 	req, _ := http.NewRequest("POST", "http://"+p.addr+path, bytes.NewReader(raw))
 	req.Header.Set("Authorization", "Bearer acme-key-0001")
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -125,9 +125,11 @@ func serve() error {
 		return err
 	}
 	svc.Listening(ln.Addr().String())
-	srv := &http.Server{Handler: svc.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	// OPTIONS * is the API's 404 too, not net/http's empty 200.
+	srv := &http.Server{Handler: svc.Handler(), ReadHeaderTimeout: 10 * time.Second, DisableGeneralOptionsHandler: true}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	// Listener: net/http's own error answers come out in the API's shape.
+	go func() { errc <- srv.Serve(service.Listener(ln)) }()
 	mode := "keys"
 	if cfg.LocalMode() {
 		mode = "local (no API keys configured)"
