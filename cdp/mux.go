@@ -143,10 +143,11 @@ func (m *Mux) Targets(ctx context.Context) []TargetInfo {
 		m.mu.Unlock()
 	}
 	m.mu.Lock()
-	all := make([]*trackedTarget, 0, len(m.targets))
+	// Copies: the reader updates the targets under the lock.
+	all := make([]trackedTarget, 0, len(m.targets))
 	for _, t := range m.targets {
 		if t.info.Type != "browser" && t.info.Type != "tab" {
-			all = append(all, t)
+			all = append(all, *t)
 		}
 	}
 	m.mu.Unlock()

@@ -318,11 +318,12 @@ func (hb *hub) retargetLocked() {
 // tabsMessage is the tab strip as viewer v sees it.
 func (hb *hub) tabsMessage(v *viewer) []byte {
 	hb.mu.Lock()
-	list := make([]*tab, 0, len(hb.tabs))
+	// Copies: the tabs change under the lock while the message is encoded.
+	list := make([]tab, 0, len(hb.tabs))
 	for _, t := range hb.tabs {
-		list = append(list, t)
+		list = append(list, *t)
 	}
-	slices.SortFunc(list, func(a, b *tab) int { return a.seq - b.seq })
+	slices.SortFunc(list, func(a, b tab) int { return a.seq - b.seq })
 	msg := map[string]any{"type": "tabs", "tabs": list, "active": hb.active,
 		"watching": hb.watchedLocked(v), "follow": v.pick == ""}
 	hb.mu.Unlock()
