@@ -240,6 +240,42 @@ type RemoteObject struct {
 	Subtype  string          `json:"subtype"`
 	Value    json.RawMessage `json:"value"`
 	ObjectID string          `json:"objectId"`
+	// Description is how DevTools shows the value ("Window", "Object").
+	Description string `json:"description"`
+	// UnserializableValue is the text of NaN, Infinity, -0 or a BigInt.
+	UnserializableValue string `json:"unserializableValue"`
+}
+
+// ValueOf returns the JSON value of r, a result of code run in session
+// sessionID of conn: the value the browser sent; for an object sent by
+// reference, the object fetched by value; for a value JSON cannot carry, a
+// string, its text (NaN, Infinity, -0, a BigInt's "10n") or, for what the
+// browser cannot serialise (window, a circular object, a symbol), its
+// description as DevTools shows it ("Window", "Object", "Symbol(x)"). An
+// undefined value is JSON null.
+func ValueOf(ctx context.Context, conn *Conn, sessionID string, r RemoteObject) (json.RawMessage, error) {
+	switch {
+	case r.UnserializableValue != "":
+		return json.Marshal(r.UnserializableValue)
+	case r.ObjectID == "":
+		if len(r.Value) == 0 {
+			return json.RawMessage("null"), nil
+		}
+		return r.Value, nil
+	}
+	var byValue EvalResult
+	err := conn.Call(ctx, sessionID, "Runtime.callFunctionOn", map[string]any{
+		"functionDeclaration": "function() { 'use strict'; return this; }", "objectId": r.ObjectID, "returnByValue": true}, &byValue)
+	var refused *Error
+	switch {
+	case errors.As(err, &refused) && ctx.Err() == nil:
+		return json.Marshal(r.Description) // the browser cannot serialise it
+	case err != nil:
+		return nil, err
+	case len(byValue.Result.Value) == 0:
+		return json.RawMessage("null"), nil
+	}
+	return byValue.Result.Value, nil
 }
 
 // EvalResult is the result of Runtime.evaluate, Runtime.awaitPromise and

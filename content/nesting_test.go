@@ -10,36 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trawler-dev/trawler/content/contenttest"
+
 	"golang.org/x/net/html"
 )
-
-// nestedDivs is a page of n nested divs, each with its own line of text
-// before the next div opens.
-func nestedDivs(n int) []byte {
-	var b bytes.Buffer
-	b.WriteString("<!doctype html><html><head><title>Deep</title></head><body><main>\n")
-	for i := range n {
-		fmt.Fprintf(&b, "<div class=\"level\">level %d text\n", i)
-	}
-	b.WriteString(strings.Repeat("</div>", n))
-	b.WriteString("\n<p>after the divs</p></main></body></html>\n")
-	return b.Bytes()
-}
-
-// wideTable is a page holding one table of rows × cols cells.
-func wideTable(rows, cols int) []byte {
-	var b bytes.Buffer
-	b.WriteString("<!doctype html><html><head><title>Wide</title></head><body><main><table>\n")
-	for r := range rows {
-		b.WriteString("<tr>")
-		for c := range cols {
-			fmt.Fprintf(&b, "<td>r%dc%d</td>", r, c)
-		}
-		b.WriteString("</tr>\n")
-	}
-	b.WriteString("</table></main></body></html>\n")
-	return b.Bytes()
-}
 
 // repeated is a page whose body is format (given the index) n times.
 func repeated(format string, n int) []byte {
@@ -140,7 +114,7 @@ func TestTransformDeepNesting(t *testing.T) {
 		check   func(t *testing.T, res *Result)
 	}{
 		{
-			name: "5,000 nested divs", page: nestedDivs(5000),
+			name: "5,000 nested divs", page: contenttest.NestedDivs(5000),
 			want:    append(numbered("level %d text", 5000), "after the divs"),
 			warning: "elements nested more than 256 deep",
 			check: func(t *testing.T, res *Result) {
@@ -154,7 +128,7 @@ func TestTransformDeepNesting(t *testing.T) {
 			},
 		},
 		{
-			name: "a page within the limit", page: nestedDivs(500),
+			name: "a page within the limit", page: contenttest.NestedDivs(500),
 			want: append(numbered("level %d text", 500), "after the divs"),
 		},
 		{
@@ -478,7 +452,7 @@ func TestTransformKeepsTheRestOfADeepPage(t *testing.T) {
 // it is read as it is.
 func TestTransformWideTable(t *testing.T) {
 	t.Parallel()
-	res, err := Transform(wideTable(5000, 10), "https://example.com/table", DefaultOptions())
+	res, err := Transform(contenttest.WideTable(5000, 10), "https://example.com/table", DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -512,8 +486,8 @@ func TestTransformMemoryOfLargePages(t *testing.T) {
 		name string
 		page []byte
 	}{
-		{"5,000 nested divs", nestedDivs(5000)},
-		{"50,000 table cells", wideTable(5000, 10)},
+		{"5,000 nested divs", contenttest.NestedDivs(5000)},
+		{"50,000 table cells", contenttest.WideTable(5000, 10)},
 		{"2,000 nested lists", repeated("<ul><li>item %d", 2000)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -538,7 +512,7 @@ func TestTransformMemoryOfLargePages(t *testing.T) {
 // takes any input.
 func FuzzFlattenThroughout(f *testing.F) {
 	for _, seed := range [][]byte{
-		nestedDivs(600), repeated(`<div><b class="c%d">x</div>`, 600), repeated("<ul><li>%d", 300),
+		contenttest.NestedDivs(600), repeated(`<div><b class="c%d">x</div>`, 600), repeated("<ul><li>%d", 300),
 		repeated("<table><tr><td>%d", 300), repeated("<a href=%d><p><i>x", 600), repeated("<svg><title>%d</title><g>", 600),
 		[]byte("<table><tr><td>a<td>b<tr><td>c</table><ol><li>x<li>y</ol><pre>p</pre><h1>h</h1>"),
 	} {
@@ -557,7 +531,7 @@ func FuzzFlattenThroughout(f *testing.F) {
 // BenchmarkTransformDeep times the conversion of 5,000 nested divs, which
 // the parser refuses, so that it is parsed twice.
 func BenchmarkTransformDeep(b *testing.B) {
-	page := nestedDivs(5000)
+	page := contenttest.NestedDivs(5000)
 	b.SetBytes(int64(len(page)))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -569,7 +543,7 @@ func BenchmarkTransformDeep(b *testing.B) {
 
 // BenchmarkTransformWideTable times the conversion of a 50,000-cell table.
 func BenchmarkTransformWideTable(b *testing.B) {
-	page := wideTable(5000, 10)
+	page := contenttest.WideTable(5000, 10)
 	b.SetBytes(int64(len(page)))
 	b.ReportAllocs()
 	for b.Loop() {

@@ -15,7 +15,6 @@ import (
 	"net"
 	"regexp"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -265,7 +264,7 @@ func (r *Runtime) Start(ctx context.Context, id string) (sessions.Browser, error
 		cli:         r.cli,
 		log:         r.cfg.Log,
 		done:        make(chan struct{}),
-		tail:        &lineTail{n: 5},
+		tail:        &sessions.LineTail{},
 	}
 	// Attached before it starts, so that nothing the shim writes is lost.
 	hj, err := r.cli.ContainerAttach(ctx, created.ID, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
@@ -373,7 +372,7 @@ func (b *browser) demux(attached io.Reader, stdout *io.PipeWriter) {
 		sc := bufio.NewScanner(pr)
 		sc.Buffer(make([]byte, 64*1024), 1024*1024)
 		for sc.Scan() {
-			b.tail.add(sc.Text())
+			b.tail.Add(sc.Text())
 			b.log.Debug("chromium", "browser", b.id, "line", sc.Text())
 		}
 		io.Copy(io.Discard, pr)
@@ -385,31 +384,6 @@ func (b *browser) demux(attached io.Reader, stdout *io.PipeWriter) {
 	stdout.CloseWithError(err)
 	pw.Close()
 	<-scanned
-}
-
-// lineTail keeps the last n lines it was given, for an error message.
-type lineTail struct {
-	mu    sync.Mutex
-	n     int
-	lines []string
-}
-
-func (t *lineTail) add(line string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.lines = append(t.lines, line)
-	if len(t.lines) > t.n {
-		t.lines = t.lines[1:]
-	}
-}
-
-func (t *lineTail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.lines) == 0 {
-		return "(no output)"
-	}
-	return strings.Join(t.lines, " | ")
 }
 
 // Reap force-removes every browser container of this Instance, running or
@@ -452,7 +426,7 @@ type browser struct {
 	sess            *shim.Session  // the shim's session over them
 	mux             *cdp.Mux       // the DevTools pipe in that session
 	logs            sync.WaitGroup // the stream demultiplexer
-	tail            *lineTail
+	tail            *sessions.LineTail
 
 	mu  sync.Mutex
 	err error

@@ -3,7 +3,6 @@ package scrape
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -148,21 +147,6 @@ func (p *tab) runActions(ctx context.Context, actions []Action) (*ActionResults,
 	return res, nil
 }
 
-// scriptResult is what Runtime.evaluate and Runtime.callFunctionOn answer,
-// with the members of the remote object that describe a value JSON cannot
-// carry (its outer result member shadows the embedded one).
-type scriptResult struct {
-	cdp.EvalResult
-	Result struct {
-		Type                string          `json:"type"`
-		Subtype             string          `json:"subtype"`
-		Description         string          `json:"description"`
-		UnserializableValue string          `json:"unserializableValue"`
-		ObjectID            string          `json:"objectId"`
-		Value               json.RawMessage `json:"value"`
-	} `json:"result"`
-}
-
 // scriptGroup holds the remote objects an executeJavascript action makes.
 const scriptGroup = "trawler-action"
 
@@ -181,7 +165,7 @@ func (p *tab) runScript(ctx context.Context, script string) (JSReturn, error) {
 		defer cancel()
 		p.call(rctx, "Runtime.releaseObjectGroup", map[string]any{"objectGroup": scriptGroup}, nil)
 	}()
-	var res scriptResult
+	var res cdp.EvalResult
 	err := p.call(ctx, "Runtime.evaluate", map[string]any{"expression": "(async () => {\n" + script + "\n})()",
 		"awaitPromise": true, "userGesture": true, "objectGroup": scriptGroup}, &res)
 	if err != nil {
@@ -195,26 +179,12 @@ func (p *tab) runScript(ctx context.Context, script string) (JSReturn, error) {
 	if r.Subtype == "null" {
 		out.Type = "null"
 	}
-	switch {
-	case r.UnserializableValue != "":
-		out.Value = r.UnserializableValue
-	case r.ObjectID == "":
-		if len(r.Value) > 0 {
-			out.Value = r.Value
-		}
-	default:
-		var byValue scriptResult
-		err := p.call(ctx, "Runtime.callFunctionOn", map[string]any{"functionDeclaration": "function() { 'use strict'; return this; }",
-			"objectId": r.ObjectID, "returnByValue": true}, &byValue)
-		var refused *cdp.Error
-		switch {
-		case errors.As(err, &refused) && ctx.Err() == nil:
-			out.Value = r.Description // the browser cannot serialise it
-		case err != nil:
-			return JSReturn{}, err
-		case len(byValue.Result.Value) > 0:
-			out.Value = byValue.Result.Value
-		}
+	v, err := cdp.ValueOf(ctx, p.conn, p.sid, r)
+	if err != nil {
+		return JSReturn{}, err
+	}
+	if string(v) != "null" {
+		out.Value = v
 	}
 	return out, nil
 }

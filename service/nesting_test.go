@@ -1,40 +1,14 @@
 package service_test
 
 import (
-	"bytes"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/trawler-dev/trawler/content/contenttest"
 )
-
-// deepPage is a page of n nested divs, each with its own line of text.
-func deepPage(n int) []byte {
-	var b bytes.Buffer
-	b.WriteString("<!doctype html><html><head><title>Deep</title></head><body><main>\n")
-	for i := range n {
-		fmt.Fprintf(&b, "<div class=\"level\">level %d text\n", i)
-	}
-	b.WriteString(strings.Repeat("</div>", n))
-	b.WriteString("\n<p>after the divs</p></main></body></html>\n")
-	return b.Bytes()
-}
-
-// widePage is a page holding one table of rows × cols cells.
-func widePage(rows, cols int) []byte {
-	var b bytes.Buffer
-	b.WriteString("<!doctype html><html><head><title>Wide</title></head><body><main><table>\n")
-	for r := range rows {
-		b.WriteString("<tr>")
-		for c := range cols {
-			fmt.Fprintf(&b, "<td>r%dc%d</td>", r, c)
-		}
-		b.WriteString("</tr>\n")
-	}
-	b.WriteString("</table></main></body></html>\n")
-	return b.Bytes()
-}
 
 // TestDeepAndWidePages scrapes and uploads a page nested past the HTML
 // parser's limit of 512 elements (5,000 divs) and a page with a table of
@@ -42,7 +16,7 @@ func widePage(rows, cols int) []byte {
 // deep page's document carries a warning that it was flattened.
 func TestDeepAndWidePages(t *testing.T) {
 	t.Parallel()
-	pages := map[string][]byte{"/deep.html": deepPage(5000), "/wide.html": widePage(5000, 10)}
+	pages := map[string][]byte{"/deep.html": contenttest.NestedDivs(5000), "/wide.html": contenttest.WideTable(5000, 10)}
 	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		page, ok := pages[r.URL.Path]
 		if !ok {

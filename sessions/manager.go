@@ -509,12 +509,12 @@ func (m *Manager) Execute(ctx context.Context, team, id, code string, timeout ti
 	// promise of its own, so the value is fetched by reference and, when it
 	// is itself a promise, awaited in a second step (by reference too).
 	yes := true
-	var res execResult
+	var res cdp.EvalResult
 	err = conn.Call(evalCtx, "", runtime.CommandEvaluate, runtime.EvaluateParams{Expression: code, ObjectGroup: execGroup,
 		AwaitPromise: &yes, UserGesture: &yes, ReplMode: &yes, Timeout: runtime.TimeDelta(timeout.Milliseconds())}, &res)
 	if err == nil && res.ExceptionDetails == nil && res.Result.Subtype == "promise" && res.Result.ObjectID != "" {
 		promise := res.Result.ObjectID
-		res = execResult{} // decoding into res would keep the promise's members
+		res = cdp.EvalResult{} // decoding into res would keep the promise's members
 		err = conn.Call(evalCtx, "", runtime.CommandAwaitPromise, runtime.AwaitPromiseParams{
 			PromiseObjectID: runtime.RemoteObjectID(promise)}, &res)
 	}
@@ -528,49 +528,17 @@ func (m *Manager) Execute(ctx context.Context, team, id, code string, timeout ti
 		}
 		return ExecResult{Exception: msg}, nil
 	}
-	// The value is then taken by value. One that JSON cannot carry
-	// (window, a circular object, a symbol) is refused by the browser and
-	// returned as its description, as DevTools shows it ("Window",
-	// "Object", "Symbol(x)"); NaN, Infinity, -0 and BigInts as their text.
-	r := res.Result
-	v := r.Value
-	switch {
-	case r.UnserializableValue != "":
-		v, _ = json.Marshal(r.UnserializableValue)
-	case r.ObjectID != "":
-		var byValue execResult
-		err = conn.Call(evalCtx, "", runtime.CommandCallFunctionOn, runtime.CallFunctionOnParams{
-			FunctionDeclaration: "function() { 'use strict'; return this; }", ObjectID: runtime.RemoteObjectID(r.ObjectID),
-			ReturnByValue: &yes}, &byValue)
-		var refused *cdp.Error
-		switch {
-		case errors.As(err, &refused) && evalCtx.Err() == nil:
-			v, _ = json.Marshal(r.Description)
-		case err != nil:
-			return ExecResult{}, m.execErr(evalCtx, s, err)
-		default:
-			v = byValue.Result.Value
-		}
+	// The value is then taken by value, or as a string when JSON cannot
+	// carry it (see cdp.ValueOf).
+	v, err := cdp.ValueOf(evalCtx, conn, "", res.Result)
+	if err != nil {
+		return ExecResult{}, m.execErr(evalCtx, s, err)
 	}
 	s.Touch()
 	if len(v) == 0 {
 		v = json.RawMessage("null")
 	}
 	return ExecResult{Value: v}, nil
-}
-
-// execResult is what Runtime.evaluate, awaitPromise and callFunctionOn
-// answer, with the members of the remote object that describe a value JSON
-// cannot carry (its outer result member shadows the embedded one).
-type execResult struct {
-	cdp.EvalResult
-	Result struct {
-		Subtype             string          `json:"subtype"`
-		Description         string          `json:"description"`
-		UnserializableValue string          `json:"unserializableValue"`
-		ObjectID            string          `json:"objectId"`
-		Value               json.RawMessage `json:"value"`
-	} `json:"result"`
 }
 
 func (m *Manager) execErr(ctx context.Context, s *Session, err error) error {

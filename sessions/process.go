@@ -149,14 +149,14 @@ func (r *ProcessRuntime) Start(ctx context.Context, id string) (Browser, error) 
 		return nil, fmt.Errorf("recording browser pid: %w", err)
 	}
 
-	tail := &lineTail{n: 5}
+	tail := &LineTail{}
 	logged := make(chan struct{})
 	go func() {
 		defer close(logged)
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 64*1024), 1024*1024)
 		for sc.Scan() {
-			tail.add(sc.Text())
+			tail.Add(sc.Text())
 			if r.Log != nil {
 				r.Log.Debug("chromium", "browser", id, "line", sc.Text())
 			}
@@ -213,23 +213,25 @@ type closeBoth [2]io.Closer
 
 func (c closeBoth) Close() error { return errors.Join(c[0].Close(), c[1].Close()) }
 
-// lineTail keeps the last n lines written to it, for an error message.
-type lineTail struct {
+// LineTail keeps the last lines of a browser's output, for the error
+// message of a browser that failed to start. The zero value keeps five.
+type LineTail struct {
 	mu    sync.Mutex
-	n     int
 	lines []string
 }
 
-func (t *lineTail) add(line string) {
+// Add records one line of output.
+func (t *LineTail) Add(line string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.lines = append(t.lines, line)
-	if len(t.lines) > t.n {
+	if len(t.lines) > 5 {
 		t.lines = t.lines[1:]
 	}
 }
 
-func (t *lineTail) String() string {
+// String joins the lines kept with " | ".
+func (t *LineTail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if len(t.lines) == 0 {
