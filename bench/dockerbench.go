@@ -38,7 +38,7 @@ func (b *bench) dockerRuntime(ctx context.Context, warm *instance) error {
 	}
 	defer dcold.Close()
 
-	samples, err := createSamples(ctx, []pool{{warm, 1}, {cold, 0}, {dwarm, 1}, {dcold, 0}})
+	samples, _, err := createSamples(ctx, []pool{{warm, 1}, {cold, 0}, {dwarm, 1}, {dcold, 0}})
 	if err != nil {
 		return err
 	}

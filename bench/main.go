@@ -20,7 +20,9 @@
 //
 //   - create: p50 of POST /v2/browser over HTTP, 15 samples (after one
 //     warm-up) with one warm browser ready (TRAWLER_WARM_BROWSERS=1) and
-//     15 from a second service with none (TRAWLER_WARM_BROWSERS=0).
+//     15 from a second service with none (TRAWLER_WARM_BROWSERS=0); and
+//     of the same until the session's browser answers Browser.getVersion
+//     through its cdpUrl (ready).
 //     Samples alternate; before each, both pools must have settled.
 //     Each session is deleted after its sample.
 //   - memory: five idle sessions; per session, the PSS summed over its
@@ -356,7 +358,7 @@ func (b *bench) createLatency(ctx context.Context, warm *instance) error {
 		return err
 	}
 	defer cold.Close()
-	samples, err := createSamples(ctx, []pool{{warm, 1}, {cold, 0}})
+	samples, ready, err := createSamples(ctx, []pool{{warm, 1}, {cold, 0}})
 	if err != nil {
 		return err
 	}
@@ -366,6 +368,10 @@ func (b *bench) createLatency(ctx context.Context, warm *instance) error {
 	figure("session_create_warm_p50_ms", ms(wp), "ms")
 	figure("session_create_cold_p50_ms", ms(cp), "ms")
 	figure("session_create_cold_over_warm", float64(cp)/float64(wp), "x")
+	// Until the session's browser answers a client: what a user waits for
+	// before the first command of a script runs.
+	figure("session_create_warm_ready_p50_ms", ms(median(ready[0])), "ms")
+	figure("session_create_cold_ready_p50_ms", ms(median(ready[1])), "ms")
 	return nil
 }
 
@@ -376,16 +382,17 @@ type pool struct {
 }
 
 // createSamples times POST /v2/browser on each pool in turn, createRounds
-// rounds after one warm-up round. Before each sample every pool must have
-// settled (refilled, the last session's browser gone), so that a sample
-// never competes with a browser starting or dying. Each session is deleted
-// right after its sample.
-func createSamples(ctx context.Context, pools []pool) ([][]time.Duration, error) {
-	out := make([][]time.Duration, len(pools))
-	sample := func(in *instance) (time.Duration, error) {
+// rounds after one warm-up round, and until the new session's browser
+// answers Browser.getVersion through its cdpUrl (ready). Before each sample
+// every pool must have settled (refilled, the last session's browser gone),
+// so that a sample never competes with a browser starting or dying. Each
+// session is deleted right after its sample.
+func createSamples(ctx context.Context, pools []pool) (created, ready [][]time.Duration, err error) {
+	created, ready = make([][]time.Duration, len(pools)), make([][]time.Duration, len(pools))
+	sample := func(in *instance) (time.Duration, time.Duration, error) {
 		for _, p := range pools {
 			if err := p.in.waitSettled(ctx, p.warm); err != nil {
-				return 0, err
+				return 0, 0, err
 			}
 		}
 		time.Sleep(300 * time.Millisecond) // let a fresh warm browser go quiet
@@ -393,22 +400,32 @@ func createSamples(ctx context.Context, pools []pool) ([][]time.Duration, error)
 		c, err := in.create(ctx)
 		el := time.Since(t)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
-		return el, in.remove(ctx, c.ID)
+		conn, err := dialWS(ctx, c.CDPURL)
+		if err == nil {
+			_, err = conn.call("Browser.getVersion", nil)
+			conn.Close()
+		}
+		answered := time.Since(t)
+		if err != nil {
+			return 0, 0, err
+		}
+		return el, answered, in.remove(ctx, c.ID)
 	}
 	for i := 0; i <= createRounds; i++ { // round 0 is a warm-up
 		for j, p := range pools {
-			d, err := sample(p.in)
+			d, r, err := sample(p.in)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", p.in.name, err)
+				return nil, nil, fmt.Errorf("%s: %w", p.in.name, err)
 			}
 			if i > 0 {
-				out[j] = append(out[j], d)
+				created[j] = append(created[j], d)
+				ready[j] = append(ready[j], r)
 			}
 		}
 	}
-	return out, nil
+	return created, ready, nil
 }
 
 // idleMemory measures what one idle session costs: the PSS of its browser's

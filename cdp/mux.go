@@ -91,8 +91,9 @@ func NewMux(r io.Reader, w io.Writer, closer io.Closer, opts MuxOptions) *Mux {
 	return m
 }
 
-// Start asks the browser for its version and to report its targets. It
-// doubles as the readiness check: it returns once the browser answers.
+// Start asks the browser for its version and to report its targets, both
+// at once. It doubles as the readiness check: it returns once the browser
+// answers.
 func (m *Mux) Start(ctx context.Context) error {
 	var v struct {
 		ProtocolVersion string `json:"protocolVersion"`
@@ -101,6 +102,8 @@ func (m *Mux) Start(ctx context.Context) error {
 		UserAgent       string `json:"userAgent"`
 		JSVersion       string `json:"jsVersion"`
 	}
+	discovered := make(chan error, 1)
+	go func() { discovered <- m.call(ctx, "Target.setDiscoverTargets", map[string]any{"discover": true}, nil) }()
 	if err := m.call(ctx, "Browser.getVersion", nil, &v); err != nil {
 		return err
 	}
@@ -108,7 +111,7 @@ func (m *Mux) Start(ctx context.Context) error {
 	m.version = map[string]any{"Browser": v.Product, "Protocol-Version": v.ProtocolVersion,
 		"User-Agent": v.UserAgent, "V8-Version": v.JSVersion, "WebKit-Version": v.Revision}
 	m.mu.Unlock()
-	return m.call(ctx, "Target.setDiscoverTargets", map[string]any{"discover": true}, nil)
+	return <-discovered
 }
 
 // Version is the browser's /json/version document, without its
