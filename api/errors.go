@@ -10,6 +10,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
+	"github.com/trawler-dev/trawler/browsers"
 	"github.com/trawler-dev/trawler/crawl"
 	"github.com/trawler-dev/trawler/netguard"
 	"github.com/trawler-dev/trawler/parse"
@@ -66,9 +67,9 @@ func (a *API) errorHandler(c *fiber.Ctx, err error) error {
 func (a *API) toError(err error) *Error {
 	var e *Error
 	var fe *fiber.Error
-	var busy *sessions.BusyError
+	var busy *browsers.BusyError
 	var destroyed *sessions.DestroyedError
-	var start *sessions.StartError
+	var start *browsers.StartError
 	var blocked *netguard.BlockedError
 	var resolve *netguard.ResolveError
 	var load *scrape.LoadError
@@ -129,7 +130,7 @@ func (a *API) toError(err error) *Error {
 	case errors.As(err, &start):
 		a.log.Error("browser start failed", "err", err)
 		return &Error{Status: fiber.StatusServiceUnavailable, Code: "UNAVAILABLE", Message: "could not start a browser; see the server log"}
-	case errors.Is(err, sessions.ErrClosed), errors.Is(err, sessions.ErrPoolClosed):
+	case errors.Is(err, sessions.ErrClosed), errors.Is(err, browsers.ErrPoolClosed):
 		return &Error{Status: fiber.StatusServiceUnavailable, Code: "UNAVAILABLE", Message: "the service is shutting down"}
 	case errors.Is(err, context.DeadlineExceeded):
 		return &Error{Status: fiber.StatusServiceUnavailable, Code: "UNAVAILABLE", Message: "the request took too long"}

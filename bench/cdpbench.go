@@ -16,8 +16,8 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/trawler-dev/trawler/browsers"
 	"github.com/trawler-dev/trawler/cdp"
-	"github.com/trawler-dev/trawler/sessions"
 )
 
 // wsConn is a deliberately lean, synchronous CDP client: one command in
@@ -110,7 +110,7 @@ func proxiedPage(ctx context.Context, in *instance, c created) (string, error) {
 // function that stops it.
 func plainChromium(ctx context.Context, chromium, dir string) (string, func(), error) {
 	args := []string{"--remote-debugging-port=0", "--user-data-dir=" + dir, "about:blank"}
-	for _, f := range sessions.ChromiumFlags {
+	for _, f := range browsers.ChromiumFlags {
 		if f != "--remote-debugging-pipe" {
 			args = append(args, f)
 		}

@@ -121,7 +121,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/trawler-dev/trawler/sessions"
+	"github.com/trawler-dev/trawler/browsers"
 )
 
 const (
@@ -455,7 +455,7 @@ func (b *bench) idleMemory(ctx context.Context, in *instance) error {
 		}
 		ids = append(ids, c.ID)
 	}
-	err = in.waitPool(ctx, 60*time.Second, "refilled", func(s sessions.Stats) bool {
+	err = in.waitPool(ctx, 60*time.Second, "refilled", func(s browsers.Stats) bool {
 		return s.Idle == 1 && s.Starting == 0 && s.Leased == rssSessions
 	})
 	if err != nil {

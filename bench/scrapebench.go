@@ -21,9 +21,9 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/trawler-dev/trawler/bench/transform"
+	"github.com/trawler-dev/trawler/browsers"
 	"github.com/trawler-dev/trawler/cdp"
 	"github.com/trawler-dev/trawler/content"
-	"github.com/trawler-dev/trawler/sessions"
 )
 
 const (
@@ -143,7 +143,7 @@ func (in *instance) scrape(ctx context.Context, client *http.Client, u string, n
 // else: none starting, none leased. (A scrape gives its browser back to the
 // pool, so a scraping pool may hold more idle browsers than its warm count.)
 func (in *instance) waitWarm(ctx context.Context) error {
-	return in.waitPool(ctx, 60*time.Second, "warm and idle", func(s sessions.Stats) bool {
+	return in.waitPool(ctx, 60*time.Second, "warm and idle", func(s browsers.Stats) bool {
 		return s.Idle >= 1 && s.Idle == s.Total && s.Starting == 0 && s.Leased == 0
 	})
 }
@@ -491,7 +491,7 @@ func replayStatic(ctx context.Context, in *instance, u string) ([]lap, error) {
 		out = append(out, lap{name, time.Since(t)})
 		t = time.Now()
 	}
-	lease, err := in.svc.Pool.Acquire(ctx, sessions.LeaseRequest{Team: "bench-breakdown", Lifetime: time.Minute})
+	lease, err := in.svc.Pool.Acquire(ctx, browsers.LeaseRequest{Team: "bench-breakdown", Lifetime: time.Minute})
 	if err != nil {
 		return nil, err
 	}

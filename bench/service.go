@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/trawler-dev/trawler/browsers"
 	"github.com/trawler-dev/trawler/config"
 	"github.com/trawler-dev/trawler/service"
 	"github.com/trawler-dev/trawler/sessions"
@@ -153,7 +154,7 @@ func (in *instance) session(ctx context.Context, id string) (*sessions.Session, 
 }
 
 // waitPool polls the pool until ok holds for its stats, or fails after d.
-func (in *instance) waitPool(ctx context.Context, d time.Duration, what string, ok func(sessions.Stats) bool) error {
+func (in *instance) waitPool(ctx context.Context, d time.Duration, what string, ok func(browsers.Stats) bool) error {
 	deadline := time.Now().Add(d)
 	for {
 		st := in.svc.Pool.Stats()
@@ -174,7 +175,7 @@ func (in *instance) waitPool(ctx context.Context, d time.Duration, what string, 
 // waitSettled waits until the pool holds exactly its warm browsers, idle,
 // with nothing starting, leased or being torn down.
 func (in *instance) waitSettled(ctx context.Context, warm int) error {
-	return in.waitPool(ctx, 60*time.Second, fmt.Sprintf("settled with %d warm", warm), func(s sessions.Stats) bool {
+	return in.waitPool(ctx, 60*time.Second, fmt.Sprintf("settled with %d warm", warm), func(s browsers.Stats) bool {
 		return s.Idle == warm && s.Total == warm && s.Starting == 0 && s.Leased == 0
 	})
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/trawler-dev/trawler/browsers"
 	"github.com/trawler-dev/trawler/cdp"
 	"github.com/trawler-dev/trawler/publicurl"
 	"github.com/trawler-dev/trawler/sessions"
@@ -167,7 +168,7 @@ func closeCode(reason string) int {
 	switch {
 	case reason == sessions.ReasonShutdown:
 		return websocket.CloseGoingAway
-	case strings.Contains(reason, sessions.ErrBrowserExited.Error()):
+	case strings.Contains(reason, browsers.ErrBrowserExited.Error()):
 		return websocket.CloseInternalServerErr
 	default:
 		return websocket.CloseNormalClosure

@@ -19,7 +19,7 @@ import (
 
 	"github.com/docker/go-units"
 
-	"github.com/trawler-dev/trawler/sessions"
+	"github.com/trawler-dev/trawler/browsers"
 )
 
 // Config is everything the service needs to start.
@@ -243,7 +243,7 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 				errs = append(errs, fmt.Errorf("TRAWLER_CHROMIUM_FLAGS must be flags starting with --, separated by spaces, got %q", f))
 				continue
 			}
-			if sessions.ReservedFlag(f) {
+			if browsers.ReservedFlag(f) {
 				errs = append(errs, fmt.Errorf("TRAWLER_CHROMIUM_FLAGS must not set %s: Trawler sets it for each browser (DevTools on a pipe, every request through its egress proxy)", strings.SplitN(f, "=", 2)[0]))
 				continue
 			}

@@ -1,6 +1,6 @@
 // Package docker runs Trawler's browsers in Docker containers, one container
 // per browser, as the alternative to local Chromium processes
-// (sessions.ProcessRuntime). It owns those containers: their resource limits,
+// (browsers.ProcessRuntime). It owns those containers: their resource limits,
 // the labels that tie them to one service instance, and their removal.
 package docker
 
@@ -25,9 +25,9 @@ import (
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
 
+	"github.com/trawler-dev/trawler/browsers"
 	"github.com/trawler-dev/trawler/cdp"
 	"github.com/trawler-dev/trawler/docker/shim"
-	"github.com/trawler-dev/trawler/sessions"
 )
 
 // Config describes the browser containers. Zero fields take the defaults
@@ -64,7 +64,7 @@ type Config struct {
 	// StartTimeout bounds how long Start waits for the browser to answer
 	// (default 30s).
 	StartTimeout time.Duration
-	// ExtraFlags are added after sessions.ChromiumFlags
+	// ExtraFlags are added after browsers.ChromiumFlags
 	// (TRAWLER_CHROMIUM_FLAGS), e.g. --lang.
 	ExtraFlags []string
 	// Log receives the runtime's warnings and, at debug level, the browsers'
@@ -142,7 +142,7 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("start timeout must be positive, got %s", c.StartTimeout))
 	}
 	for _, f := range c.ExtraFlags {
-		if sessions.ReservedFlag(f) {
+		if browsers.ReservedFlag(f) {
 			errs = append(errs, fmt.Errorf("extra flag %s is set by the runtime for each browser", f))
 		}
 	}
@@ -177,7 +177,7 @@ type Runtime struct {
 	cli *client.Client
 }
 
-var _ sessions.Runtime = (*Runtime)(nil)
+var _ browsers.Runtime = (*Runtime)(nil)
 
 // New validates cfg and connects to the Docker engine named by the
 // environment (DOCKER_HOST, else the local socket). It does not contact the
@@ -200,7 +200,7 @@ func (r *Runtime) Close() error { return r.cli.Close() }
 // Start creates and starts a browser container named after id and returns
 // once its browser answers over the DevTools pipe. On any failure it
 // removes the container again.
-func (r *Runtime) Start(ctx context.Context, id string) (sessions.Browser, error) {
+func (r *Runtime) Start(ctx context.Context, id string) (browsers.Browser, error) {
 	if !validID.MatchString(id) {
 		return nil, fmt.Errorf("browser id %q cannot name a container", id)
 	}
@@ -264,7 +264,7 @@ func (r *Runtime) Start(ctx context.Context, id string) (sessions.Browser, error
 		cli:         r.cli,
 		log:         r.cfg.Log,
 		done:        make(chan struct{}),
-		tail:        &sessions.LineTail{},
+		tail:        &browsers.LineTail{},
 	}
 	// Attached before it starts, so that nothing the shim writes is lost.
 	hj, err := r.cli.ContainerAttach(ctx, created.ID, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
@@ -311,10 +311,10 @@ func (r *Runtime) Start(ctx context.Context, id string) (sessions.Browser, error
 // args are the shim's arguments: Chromium and its flags, with the DevTools
 // pipe and the shim's loopback proxy.
 func (r *Runtime) args() []string {
-	args := make([]string, 0, len(sessions.ChromiumFlags)+len(r.cfg.ExtraFlags)+8)
+	args := make([]string, 0, len(browsers.ChromiumFlags)+len(r.cfg.ExtraFlags)+8)
 	args = append(args, "-proxy-port", strconv.Itoa(shim.ProxyPort), "--", r.cfg.Command)
-	args = append(args, sessions.ChromiumFlags...)
-	args = append(args, sessions.ProxyFlags("http://127.0.0.1:"+strconv.Itoa(shim.ProxyPort))...)
+	args = append(args, browsers.ChromiumFlags...)
+	args = append(args, browsers.ProxyFlags("http://127.0.0.1:"+strconv.Itoa(shim.ProxyPort))...)
 	args = append(args, "--user-data-dir="+userDataDir)
 	args = append(args, r.cfg.ExtraFlags...)
 	return append(args, "about:blank")
@@ -426,7 +426,7 @@ type browser struct {
 	sess            *shim.Session  // the shim's session over them
 	mux             *cdp.Mux       // the DevTools pipe in that session
 	logs            sync.WaitGroup // the stream demultiplexer
-	tail            *sessions.LineTail
+	tail            *browsers.LineTail
 
 	mu  sync.Mutex
 	err error

@@ -21,10 +21,10 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/google/uuid"
 
+	"github.com/trawler-dev/trawler/browsers"
 	"github.com/trawler-dev/trawler/docker/shim"
 	"github.com/trawler-dev/trawler/egress"
 	"github.com/trawler-dev/trawler/netguard"
-	"github.com/trawler-dev/trawler/sessions"
 )
 
 var (
@@ -86,7 +86,7 @@ func newRuntime(t testing.TB, cfg Config) *Runtime {
 	return r
 }
 
-func start(t testing.TB, r *Runtime) sessions.Browser {
+func start(t testing.TB, r *Runtime) browsers.Browser {
 	t.Helper()
 	b, err := r.Start(context.Background(), uuid.NewString())
 	if err != nil {
@@ -115,7 +115,7 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
-func containerID(b sessions.Browser) string { return b.(*browser).containerID }
+func containerID(b browsers.Browser) string { return b.(*browser).containerID }
 
 func exists(t *testing.T, r *Runtime, id string) bool {
 	t.Helper()
@@ -290,7 +290,7 @@ func TestReap(t *testing.T) {
 	instance := "test-" + uuid.NewString()[:8]
 	// crashed stands for a service that died and left its browsers running.
 	crashed := newRuntime(t, Config{Instance: instance})
-	left := []sessions.Browser{start(t, crashed), start(t, crashed)}
+	left := []browsers.Browser{start(t, crashed), start(t, crashed)}
 	neighbour := newRuntime(t, Config{})
 	other := start(t, neighbour)
 

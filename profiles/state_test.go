@@ -20,9 +20,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trawler-dev/trawler/browsers"
 	"github.com/trawler-dev/trawler/cdp"
 	"github.com/trawler-dev/trawler/profiles"
-	"github.com/trawler-dev/trawler/sessions"
 )
 
 // The browser tests are not parallel: Chromium keeps this machine's cores busy, and the store tests
@@ -34,13 +34,13 @@ import (
 const hostRules = "--host-resolver-rules=MAP *.trawler.test 127.0.0.1, MAP *.example.com 127.0.0.1"
 
 // startBrowser starts a Chromium for the test and stops it at the end.
-func startBrowser(t testing.TB) sessions.Browser {
+func startBrowser(t testing.TB) browsers.Browser {
 	t.Helper()
 	bin, err := exec.LookPath("chromium")
 	if err != nil {
 		t.Skip("chromium not installed")
 	}
-	rt := &sessions.ProcessRuntime{
+	rt := &browsers.ProcessRuntime{
 		Chromium:     bin,
 		Dir:          t.TempDir(),
 		StartTimeout: 30 * time.Second,
@@ -131,7 +131,7 @@ type driver struct {
 	conn *cdp.Conn
 }
 
-func newDriver(t testing.TB, ctx context.Context, b sessions.Browser) *driver {
+func newDriver(t testing.TB, ctx context.Context, b browsers.Browser) *driver {
 	t.Helper()
 	conn, err := b.CDP().Dial(ctx)
 	if err != nil {

@@ -23,11 +23,11 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/trawler-dev/trawler/browsers"
 	"github.com/trawler-dev/trawler/content"
 	"github.com/trawler-dev/trawler/netguard"
 	"github.com/trawler-dev/trawler/parse"
 	"github.com/trawler-dev/trawler/profiles"
-	"github.com/trawler-dev/trawler/sessions"
 	"github.com/trawler-dev/trawler/store"
 )
 
@@ -45,7 +45,7 @@ var (
 
 // Service scrapes pages on browsers leased from the pool.
 type Service struct {
-	Pool  *sessions.Pool
+	Pool  *browsers.Pool
 	Store *store.Store
 	Guard *netguard.Guard
 	Log   *slog.Logger
@@ -337,7 +337,7 @@ func (s *Service) fetch(ctx context.Context, req Request, guard *netguard.Cache)
 			}
 		}()
 	}
-	lease, err := s.Pool.Acquire(ctx, sessions.LeaseRequest{Team: req.Team, TeamLimit: req.TeamLimit, Lifetime: o.Timeout + 10*time.Second, Reusable: true})
+	lease, err := s.Pool.Acquire(ctx, browsers.LeaseRequest{Team: req.Team, TeamLimit: req.TeamLimit, Lifetime: o.Timeout + 10*time.Second, Reusable: true})
 	if err != nil {
 		return nil, err
 	}

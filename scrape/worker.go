@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"net/url"
 
+	"github.com/trawler-dev/trawler/browsers"
 	"github.com/trawler-dev/trawler/netguard"
-	"github.com/trawler-dev/trawler/sessions"
 )
 
 // RetryableError is a page that was never given a fair try: no browser
@@ -27,7 +27,7 @@ func (e *RetryableError) Unwrap() error { return e.Err }
 // goroutine at a time.
 type Worker struct {
 	s     *Service
-	lease *sessions.Lease
+	lease *browsers.Lease
 	pages int                // pages served on this lease
 	tabs  map[string]*jobTab // job id → its tab
 	lru   []string           // job ids, least recently used first
@@ -115,7 +115,7 @@ func (w *Worker) browser(ctx context.Context) error {
 			w.release(false)
 		}
 	}
-	lease, err := w.s.Pool.Acquire(ctx, sessions.LeaseRequest{Reusable: true})
+	lease, err := w.s.Pool.Acquire(ctx, browsers.LeaseRequest{Reusable: true})
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()

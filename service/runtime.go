@@ -11,12 +11,12 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
+	"github.com/trawler-dev/trawler/browsers"
 	"github.com/trawler-dev/trawler/config"
 	"github.com/trawler-dev/trawler/docker"
 	"github.com/trawler-dev/trawler/egress"
 	"github.com/trawler-dev/trawler/netguard"
 	"github.com/trawler-dev/trawler/profiles"
-	"github.com/trawler-dev/trawler/sessions"
 )
 
 // egressProxy is the egress proxy and, for the process runtime's browsers,
@@ -51,7 +51,7 @@ func newEgress(cfg *config.Config, guard *netguard.Guard, log *slog.Logger) (egr
 
 // newRuntime returns the browser runtime cfg selects and a function that
 // releases what the runtime holds (the Docker client).
-func newRuntime(cfg *config.Config, out egressProxy, log *slog.Logger) (sessions.Runtime, func(), error) {
+func newRuntime(cfg *config.Config, out egressProxy, log *slog.Logger) (browsers.Runtime, func(), error) {
 	if cfg.Runtime == "docker" {
 		rt, err := docker.New(docker.Config{
 			Image: cfg.Docker.Image, Instance: cfg.Instance,
@@ -63,7 +63,7 @@ func newRuntime(cfg *config.Config, out egressProxy, log *slog.Logger) (sessions
 		}
 		return rt, func() { rt.Close() }, nil
 	}
-	rt := &sessions.ProcessRuntime{Chromium: cfg.ChromiumPath, Dir: filepath.Join(cfg.DataDir, "browsers"),
+	rt := &browsers.ProcessRuntime{Chromium: cfg.ChromiumPath, Dir: filepath.Join(cfg.DataDir, "browsers"),
 		ExtraFlags: cfg.ChromiumFlags, Proxy: out.url, StartTimeout: cfg.BrowserStartTimeout, Log: log}
 	return rt, func() {}, nil
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/trawler-dev/trawler/api"
+	"github.com/trawler-dev/trawler/browsers"
 	"github.com/trawler-dev/trawler/cdpproxy"
 	"github.com/trawler-dev/trawler/config"
 	"github.com/trawler-dev/trawler/crawl"
@@ -49,7 +50,7 @@ import (
 type Service struct {
 	Config   *config.Config
 	Store    *store.Store
-	Pool     *sessions.Pool
+	Pool     *browsers.Pool
 	Sessions *sessions.Manager
 	Proxy    *cdpproxy.Proxy
 	Crawler  *crawl.Service
@@ -134,7 +135,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 	} else if n > 0 {
 		log.Warn("reaped browsers left by an earlier run", "browsers", n)
 	}
-	pool := sessions.NewPool(rt, sessions.PoolOptions{Size: cfg.PoolSize, Warm: cfg.WarmBrowsers,
+	pool := browsers.NewPool(rt, browsers.PoolOptions{Size: cfg.PoolSize, Warm: cfg.WarmBrowsers,
 		QueueWait: cfg.QueueWait, Log: log})
 	mgr, err := sessions.NewManager(ctx, pool, st, log)
 	if err != nil {

@@ -1,3 +1,8 @@
+// Package sessions owns interactive browser sessions (POST /v2/browser):
+// each holds a lease from the browser pool for its life, with its tokens,
+// its ttl and activityTtl, its profile, the attached clients that must be
+// told of its end, and JavaScript execution in its active page. It knows
+// nothing of HTTP.
 package sessions
 
 import (
@@ -17,6 +22,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/google/uuid"
 
+	"github.com/trawler-dev/trawler/browsers"
 	"github.com/trawler-dev/trawler/cdp"
 	"github.com/trawler-dev/trawler/store"
 )
@@ -58,7 +64,7 @@ func reasonIdle(ttl time.Duration) string {
 
 // Manager runs interactive browser sessions on leases from the pool.
 type Manager struct {
-	pool  *Pool
+	pool  *browsers.Pool
 	store *store.Store
 	log   *slog.Logger
 
@@ -70,7 +76,7 @@ type Manager struct {
 
 // NewManager returns a manager. Sessions left active in the store by a
 // service that did not shut down cleanly are marked destroyed.
-func NewManager(ctx context.Context, pool *Pool, st *store.Store, log *slog.Logger) (*Manager, error) {
+func NewManager(ctx context.Context, pool *browsers.Pool, st *store.Store, log *slog.Logger) (*Manager, error) {
 	n, err := st.EndActiveSessions(ctx, "service restarted")
 	if err != nil {
 		return nil, err
@@ -115,7 +121,7 @@ const profileSaveTimeout = 50 * time.Second
 // Session is one live interactive session.
 type Session struct {
 	rec     store.Session
-	lease   *Lease
+	lease   *browsers.Lease
 	mgr     *Manager
 	profile Profile
 
@@ -237,7 +243,7 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (*Session, error)
 	// The pool's deadline is a backstop: the session's own ttl timer (in
 	// watch) ends it first, while its browser still runs, so that a
 	// profile can be saved.
-	lease, err := m.pool.Acquire(ctx, LeaseRequest{Team: o.Team, TeamLimit: o.TeamLimit, Lifetime: o.TTL + profileGrace})
+	lease, err := m.pool.Acquire(ctx, browsers.LeaseRequest{Team: o.Team, TeamLimit: o.TeamLimit, Lifetime: o.TTL + profileGrace})
 	if err != nil {
 		if o.Profile != nil {
 			o.Profile.Close(context.Background(), false)
@@ -301,9 +307,9 @@ func (m *Manager) watch(s *Session) {
 			cause := s.lease.Cause()
 			reason := cause.Error()
 			switch {
-			case errors.Is(cause, ErrLeaseExpired):
+			case errors.Is(cause, browsers.ErrLeaseExpired):
 				reason = reasonTTL(s.rec.TTL)
-			case errors.Is(cause, ErrPoolClosed):
+			case errors.Is(cause, browsers.ErrPoolClosed):
 				reason = ReasonShutdown
 			}
 			m.finish(s, reason)

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trawler-dev/trawler/browsers"
+	"github.com/trawler-dev/trawler/browsers/browserstest"
 	"github.com/trawler-dev/trawler/cdp"
 	"github.com/trawler-dev/trawler/store"
 )
@@ -34,9 +36,9 @@ func (p *fakeProfile) Close(ctx context.Context, save bool) error {
 	return nil
 }
 
-func newManager(t *testing.T, o PoolOptions) (*Manager, *Pool) {
+func newManager(t *testing.T, o browsers.PoolOptions) (*Manager, *browsers.Pool) {
 	t.Helper()
-	pool, _ := newPool(t, o)
+	pool, _ := browserstest.NewPool(t, o)
 	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "trawler.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +57,7 @@ func newManager(t *testing.T, o PoolOptions) (*Manager, *Pool) {
 // running, and released (never saved, never leaked with its lock) on every
 // way Create can fail.
 func TestSessionProfileSavedOrReleased(t *testing.T) {
-	m, _ := newManager(t, PoolOptions{Size: 1, QueueWait: 100 * time.Millisecond})
+	m, _ := newManager(t, browsers.PoolOptions{Size: 1, QueueWait: 100 * time.Millisecond})
 	opts := func(p Profile) CreateOptions {
 		return CreateOptions{Team: "t", TeamLimit: 1, TTL: time.Minute, ActivityTTL: time.Minute, Profile: p}
 	}

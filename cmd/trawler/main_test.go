@@ -105,9 +105,9 @@ func (p *proc) send(t *testing.T, method, path, body string) (int, map[string]an
 	return resp.StatusCode, out
 }
 
-// browsers lists the pids of Chromium processes using a directory under
+// browserPIDs lists the pids of Chromium processes using a directory under
 // dataDir.
-func browsers(dataDir string) []int {
+func browserPIDs(dataDir string) []int {
 	var pids []int
 	entries, _ := os.ReadDir("/proc")
 	marker := []byte("--user-data-dir=" + filepath.Join(dataDir, "browsers") + "/")
@@ -147,11 +147,11 @@ func TestRestartAfterKillReapsOrphans(t *testing.T) {
 		t.Fatalf("POST /v2/browser: %v", s)
 	}
 	waitUntil(t, 20*time.Second, "the warm browser and the session's browser", func() bool {
-		return len(browsers(dataDir)) >= 2
+		return len(browserPIDs(dataDir)) >= 2
 	})
 	p.cmd.Process.Signal(syscall.SIGKILL)
 	p.cmd.Wait()
-	orphans := browsers(dataDir)
+	orphans := browserPIDs(dataDir)
 	if len(orphans) == 0 {
 		t.Fatal("no browser outlived the killed service; the test cannot show reaping")
 	}
@@ -200,7 +200,7 @@ func TestSIGTERMClosesSessionsAndBrowsers(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("service did not exit after SIGTERM")
 	}
-	if left := browsers(dataDir); len(left) > 0 {
+	if left := browserPIDs(dataDir); len(left) > 0 {
 		t.Fatalf("browsers left after shutdown: %v", left)
 	}
 	if entries, _ := os.ReadDir(filepath.Join(dataDir, "browsers")); len(entries) > 0 {

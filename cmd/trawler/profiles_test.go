@@ -35,7 +35,7 @@ func TestProfileLockAcrossProcesses(t *testing.T) {
 	// The killed service leaves its browsers behind: stop them before the
 	// data directories go.
 	t.Cleanup(func() {
-		for _, pid := range append(browsers(dirA), browsers(dirB)...) {
+		for _, pid := range append(browserPIDs(dirA), browserPIDs(dirB)...) {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
 		time.Sleep(200 * time.Millisecond)

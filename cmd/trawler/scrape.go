@@ -12,10 +12,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trawler-dev/trawler/browsers"
 	"github.com/trawler-dev/trawler/config"
 	"github.com/trawler-dev/trawler/netguard"
 	"github.com/trawler-dev/trawler/scrape"
-	"github.com/trawler-dev/trawler/sessions"
 	"github.com/trawler-dev/trawler/store"
 )
 
@@ -91,9 +91,9 @@ func scrapeCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer st.Close()
-	rt := &sessions.ProcessRuntime{Chromium: cfg.ChromiumPath, Dir: filepath.Join(cfg.DataDir, "browsers"), ExtraFlags: cfg.ChromiumFlags,
+	rt := &browsers.ProcessRuntime{Chromium: cfg.ChromiumPath, Dir: filepath.Join(cfg.DataDir, "browsers"), ExtraFlags: cfg.ChromiumFlags,
 		StartTimeout: cfg.BrowserStartTimeout, Log: log}
-	pool := sessions.NewPool(rt, sessions.PoolOptions{Size: 1, Warm: 0, QueueWait: *timeout, Log: log})
+	pool := browsers.NewPool(rt, browsers.PoolOptions{Size: 1, Warm: 0, QueueWait: *timeout, Log: log})
 	defer pool.Close()
 	svc := &scrape.Service{Pool: pool, Store: st, Log: log, Guard: &netguard.Guard{AllowPrivate: cfg.AllowPrivateNetworks}}
 

@@ -1,9 +1,10 @@
-// Package sessions owns Trawler's browsers: the one pool that interactive
+// Package browsers owns Trawler's browsers: the one pool that interactive
 // sessions, scrapes and crawls all lease from (warm browsers, leases with
-// deadlines, per-team limits and a bounded queue), the Runtime interface with
-// its local-process implementation, and interactive browser sessions with
-// their ttl and activityTtl.
-package sessions
+// deadlines, per-team limits and a bounded queue), the Runtime and Browser
+// interfaces that the pool is written against, and the local-process
+// runtime (the docker package holds the other). It knows nothing of
+// sessions, HTTP or the store.
+package browsers
 
 import (
 	"context"

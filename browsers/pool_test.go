@@ -1,44 +1,27 @@
-package sessions
+package browsers_test
 
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/trawler-dev/trawler/browsers"
+	"github.com/trawler-dev/trawler/browsers/browserstest"
 )
 
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Fatal("no Chromium on PATH: install it with apt-get install chromium")
-	return ""
+func newPool(t *testing.T, o browsers.PoolOptions) (*browsers.Pool, *browsers.ProcessRuntime) {
+	return browserstest.NewPool(t, o)
 }
 
-func newRuntime(t *testing.T, dir string) *ProcessRuntime {
-	return &ProcessRuntime{Chromium: chromium(t), Dir: dir, StartTimeout: 30 * time.Second}
+func newRuntime(t *testing.T, dir string) *browsers.ProcessRuntime {
+	return &browsers.ProcessRuntime{Chromium: browserstest.Chromium(t), Dir: dir, StartTimeout: 30 * time.Second}
 }
 
-func newPool(t *testing.T, o PoolOptions) (*Pool, *ProcessRuntime) {
-	t.Helper()
-	rt := newRuntime(t, t.TempDir())
-	if o.Log == nil {
-		o.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	}
-	p := NewPool(rt, o)
-	t.Cleanup(p.Close)
-	return p, rt
-}
-
-func alive(b Browser) bool {
+func alive(b browsers.Browser) bool {
 	select {
 	case <-b.Done():
 		return false
@@ -47,7 +30,7 @@ func alive(b Browser) bool {
 	}
 }
 
-func waitStats(t *testing.T, p *Pool, what string, cond func(Stats) bool) {
+func waitStats(t *testing.T, p *browsers.Pool, what string, cond func(browsers.Stats) bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for !cond(p.Stats()) {
@@ -60,22 +43,22 @@ func waitStats(t *testing.T, p *Pool, what string, cond func(Stats) bool) {
 
 func TestLeaseReuseAndDestroy(t *testing.T) {
 	t.Parallel()
-	p, _ := newPool(t, PoolOptions{Size: 2, Warm: 1, QueueWait: time.Second, MaxUses: 2})
-	waitStats(t, p, "a warm browser", func(s Stats) bool { return s.Idle == 1 })
+	p, rt := newPool(t, browsers.PoolOptions{Size: 2, Warm: 1, QueueWait: time.Second, MaxUses: 2})
+	waitStats(t, p, "a warm browser", func(s browsers.Stats) bool { return s.Idle == 1 })
 	ctx := context.Background()
 
-	l1, err := p.Acquire(ctx, LeaseRequest{Team: "a", Reusable: true})
+	l1, err := p.Acquire(ctx, browsers.LeaseRequest{Team: "a", Reusable: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	b1 := l1.Browser()
 	l1.Release(true) // a short job: the browser goes back warm
-	if !errors.Is(l1.Cause(), ErrReleased) {
+	if !errors.Is(l1.Cause(), browsers.ErrReleased) {
 		t.Fatalf("cause after release: %v", l1.Cause())
 	}
 	// An interactive session never gets a browser a job used.
-	waitStats(t, p, "the warm browser to be replaced", func(s Stats) bool { return s.Idle == 2 })
-	s1, err := p.Acquire(ctx, LeaseRequest{Team: "a"})
+	waitStats(t, p, "the warm browser to be replaced", func(s browsers.Stats) bool { return s.Idle == 2 })
+	s1, err := p.Acquire(ctx, browsers.LeaseRequest{Team: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +66,7 @@ func TestLeaseReuseAndDestroy(t *testing.T) {
 		t.Fatal("an interactive lease got a browser a job had used")
 	}
 	s1.Release(false)
-	l2, err := p.Acquire(ctx, LeaseRequest{Team: "a", Reusable: true})
+	l2, err := p.Acquire(ctx, browsers.LeaseRequest{Team: "a", Reusable: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,25 +74,25 @@ func TestLeaseReuseAndDestroy(t *testing.T) {
 		t.Fatal("a released reusable browser was not reused")
 	}
 	l2.Release(true) // second use reaches MaxUses: recycled
-	waitStats(t, p, "the recycled browser to exit", func(Stats) bool { return !alive(b1) })
+	waitStats(t, p, "the recycled browser to exit", func(browsers.Stats) bool { return !alive(b1) })
 
-	l3, err := p.Acquire(ctx, LeaseRequest{Team: "a", Reusable: true})
+	l3, err := p.Acquire(ctx, browsers.LeaseRequest{Team: "a", Reusable: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	b3 := l3.Browser()
 	l3.Release(false) // an interactive session: never reused
-	waitStats(t, p, "the destroyed browser's user-data directory to go", func(Stats) bool {
-		_, err := os.Stat(b3.(*processBrowser).dir)
+	waitStats(t, p, "the destroyed browser's user-data directory to go", func(browsers.Stats) bool {
+		_, err := os.Stat(filepath.Join(rt.Dir, b3.ID()))
 		return !alive(b3) && os.IsNotExist(err)
 	})
-	waitStats(t, p, "the pool to refill", func(s Stats) bool { return s.Idle == 1 && s.Leased == 0 && s.Total == 1 })
+	waitStats(t, p, "the pool to refill", func(s browsers.Stats) bool { return s.Idle == 1 && s.Leased == 0 && s.Total == 1 })
 }
 
 func TestLeaseDeadline(t *testing.T) {
 	t.Parallel()
-	p, _ := newPool(t, PoolOptions{Size: 2, Warm: 0, QueueWait: time.Second})
-	l, err := p.Acquire(context.Background(), LeaseRequest{Team: "a", Lifetime: 500 * time.Millisecond})
+	p, _ := newPool(t, browsers.PoolOptions{Size: 2, Warm: 0, QueueWait: time.Second})
+	l, err := p.Acquire(context.Background(), browsers.LeaseRequest{Team: "a", Lifetime: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,8 +104,8 @@ func TestLeaseDeadline(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("lease outlived its deadline")
 	}
-	if !errors.Is(l.Cause(), ErrLeaseExpired) {
-		t.Fatalf("cause %v, want ErrLeaseExpired", l.Cause())
+	if !errors.Is(l.Cause(), browsers.ErrLeaseExpired) {
+		t.Fatalf("cause %v, want browsers.ErrLeaseExpired", l.Cause())
 	}
 	select {
 	case <-l.Browser().Done():
@@ -133,28 +116,28 @@ func TestLeaseDeadline(t *testing.T) {
 
 func TestTeamLimitWaitsThenRefuses(t *testing.T) {
 	t.Parallel()
-	p, _ := newPool(t, PoolOptions{Size: 3, Warm: 0, QueueWait: 300 * time.Millisecond})
+	p, _ := newPool(t, browsers.PoolOptions{Size: 3, Warm: 0, QueueWait: 300 * time.Millisecond})
 	ctx := context.Background()
-	l, err := p.Acquire(ctx, LeaseRequest{Team: "a", TeamLimit: 1})
+	l, err := p.Acquire(ctx, browsers.LeaseRequest{Team: "a", TeamLimit: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = p.Acquire(ctx, LeaseRequest{Team: "a", TeamLimit: 1})
-	var busy *BusyError
+	_, err = p.Acquire(ctx, browsers.LeaseRequest{Team: "a", TeamLimit: 1})
+	var busy *browsers.BusyError
 	if !errors.As(err, &busy) || busy.RetryAfter <= 0 {
-		t.Fatalf("over the team limit: %v, want a BusyError with RetryAfter", err)
+		t.Fatalf("over the team limit: %v, want a browsers.BusyError with RetryAfter", err)
 	}
 	// A caller that gives up stops waiting at once.
 	cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
-	if _, err := p.Acquire(cctx, LeaseRequest{Team: "a", TeamLimit: 1}); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := p.Acquire(cctx, browsers.LeaseRequest{Team: "a", TeamLimit: 1}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("cancelled wait: %v", err)
 	}
 	if s := p.Stats(); s.Waiters != 0 {
 		t.Fatalf("%d waiters left", s.Waiters)
 	}
 	l.Release(false)
-	l2, err := p.Acquire(ctx, LeaseRequest{Team: "a", TeamLimit: 1})
+	l2, err := p.Acquire(ctx, browsers.LeaseRequest{Team: "a", TeamLimit: 1})
 	if err != nil {
 		t.Fatalf("after release: %v", err)
 	}
@@ -163,36 +146,36 @@ func TestTeamLimitWaitsThenRefuses(t *testing.T) {
 
 func TestCrashEndsLeaseAndRefills(t *testing.T) {
 	t.Parallel()
-	p, _ := newPool(t, PoolOptions{Size: 2, Warm: 1, QueueWait: time.Second})
-	waitStats(t, p, "a warm browser", func(s Stats) bool { return s.Idle == 1 })
-	l, err := p.Acquire(context.Background(), LeaseRequest{Team: "a"})
+	p, rt := newPool(t, browsers.PoolOptions{Size: 2, Warm: 1, QueueWait: time.Second})
+	waitStats(t, p, "a warm browser", func(s browsers.Stats) bool { return s.Idle == 1 })
+	l, err := p.Acquire(context.Background(), browsers.LeaseRequest{Team: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid := l.Browser().(*processBrowser).cmd.Process.Pid
+	pid := browserstest.PID(t, rt, l.Browser())
 	syscall.Kill(pid, syscall.SIGKILL)
 	select {
 	case <-l.Done():
 	case <-time.After(10 * time.Second):
 		t.Fatal("the lease did not end when its browser died")
 	}
-	if !errors.Is(l.Cause(), ErrBrowserExited) {
-		t.Fatalf("cause %v, want ErrBrowserExited", l.Cause())
+	if !errors.Is(l.Cause(), browsers.ErrBrowserExited) {
+		t.Fatalf("cause %v, want browsers.ErrBrowserExited", l.Cause())
 	}
-	waitStats(t, p, "a warm browser again", func(s Stats) bool { return s.Idle == 1 && s.Leased == 0 && s.Total == 1 })
+	waitStats(t, p, "a warm browser again", func(s browsers.Stats) bool { return s.Idle == 1 && s.Leased == 0 && s.Total == 1 })
 }
 
 func TestCloseStopsEverything(t *testing.T) {
 	t.Parallel()
 	rt := newRuntime(t, t.TempDir())
-	p := NewPool(rt, PoolOptions{Size: 3, Warm: 2, QueueWait: time.Second})
-	waitStats(t, p, "warm browsers", func(s Stats) bool { return s.Idle == 2 })
-	l, err := p.Acquire(context.Background(), LeaseRequest{Team: "a"})
+	p := browsers.NewPool(rt, browsers.PoolOptions{Size: 3, Warm: 2, QueueWait: time.Second})
+	waitStats(t, p, "warm browsers", func(s browsers.Stats) bool { return s.Idle == 2 })
+	l, err := p.Acquire(context.Background(), browsers.LeaseRequest{Team: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.Close()
-	if !errors.Is(l.Cause(), ErrPoolClosed) {
+	if !errors.Is(l.Cause(), browsers.ErrPoolClosed) {
 		t.Fatalf("lease cause after Close: %v", l.Cause())
 	}
 	if alive(l.Browser()) {
@@ -201,7 +184,7 @@ func TestCloseStopsEverything(t *testing.T) {
 	if s := p.Stats(); s.Total != 0 {
 		t.Fatalf("stats after Close: %+v", s)
 	}
-	if _, err := p.Acquire(context.Background(), LeaseRequest{Team: "a"}); !errors.Is(err, ErrPoolClosed) {
+	if _, err := p.Acquire(context.Background(), browsers.LeaseRequest{Team: "a"}); !errors.Is(err, browsers.ErrPoolClosed) {
 		t.Fatalf("Acquire after Close: %v", err)
 	}
 	if entries, _ := os.ReadDir(rt.Dir); len(entries) != 0 {
@@ -234,13 +217,13 @@ func TestReapKillsBrowsersOfAnEarlierRun(t *testing.T) {
 
 func TestStartFailsClearly(t *testing.T) {
 	t.Parallel()
-	rt := &ProcessRuntime{Chromium: "/bin/false", Dir: t.TempDir(), StartTimeout: 5 * time.Second}
-	p := NewPool(rt, PoolOptions{Size: 1, Warm: 0, QueueWait: time.Second})
+	rt := &browsers.ProcessRuntime{Chromium: "/bin/false", Dir: t.TempDir(), StartTimeout: 5 * time.Second}
+	p := browsers.NewPool(rt, browsers.PoolOptions{Size: 1, Warm: 0, QueueWait: time.Second})
 	defer p.Close()
-	_, err := p.Acquire(context.Background(), LeaseRequest{Team: "a"})
-	var se *StartError
+	_, err := p.Acquire(context.Background(), browsers.LeaseRequest{Team: "a"})
+	var se *browsers.StartError
 	if !errors.As(err, &se) {
-		t.Fatalf("Acquire with a broken browser: %v, want a StartError", err)
+		t.Fatalf("Acquire with a broken browser: %v, want a browsers.StartError", err)
 	}
 	if s := p.Stats(); s.Total != 0 {
 		t.Fatalf("a failed start still counts: %+v", s)
@@ -249,16 +232,16 @@ func TestStartFailsClearly(t *testing.T) {
 
 func TestFullPoolEvictsUsedBrowsersForSessions(t *testing.T) {
 	t.Parallel()
-	p, _ := newPool(t, PoolOptions{Size: 1, Warm: 0, QueueWait: 10 * time.Second})
+	p, _ := newPool(t, browsers.PoolOptions{Size: 1, Warm: 0, QueueWait: 10 * time.Second})
 	ctx := context.Background()
-	job, err := p.Acquire(ctx, LeaseRequest{Team: "a", Reusable: true})
+	job, err := p.Acquire(ctx, browsers.LeaseRequest{Team: "a", Reusable: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	used := job.Browser()
 	job.Release(true)
 	// The pool is full of a used browser: a session gets a new one.
-	s, err := p.Acquire(ctx, LeaseRequest{Team: "a"})
+	s, err := p.Acquire(ctx, browsers.LeaseRequest{Team: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}
