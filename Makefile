@@ -52,7 +52,7 @@ test-docker: build
 
 bench: deps build
 	@scripts/install-deps.sh bench
-	$(GO) run ./bench
+	$(GO) run ./cmd/bench
 
 # images builds the browser, service and MinIO images offline with docker
 # import (scripts/images.sh); deploy/*.Dockerfile are the registry route.

@@ -16,11 +16,11 @@ import (
 
 	"github.com/trawler-dev/trawler/crawl"
 	"github.com/trawler-dev/trawler/profiles"
-	"github.com/trawler-dev/trawler/publicurl"
 	"github.com/trawler-dev/trawler/scrape"
 	"github.com/trawler-dev/trawler/sessions"
 	"github.com/trawler-dev/trawler/store"
 	"github.com/trawler-dev/trawler/teams"
+	"github.com/trawler-dev/trawler/wire"
 )
 
 // Deps are what the API serves.
@@ -30,7 +30,7 @@ type Deps struct {
 	Scraper  *scrape.Service
 	Crawler  *crawl.Service
 	Store    *store.Store
-	URLs     publicurl.Resolver
+	URLs     wire.PublicURL
 	Log      *slog.Logger
 	// Profiles opens the teams' browser profiles.
 	Profiles *profiles.Opener
@@ -136,9 +136,6 @@ func queryProblems(raw string, names ...string) []FieldProblem {
 	return problems
 }
 
-// App is the Fiber application.
-func (a *API) App() *fiber.App { return a.app }
-
 const teamKey = "trawler.team"
 
 func (a *API) authenticate(c *fiber.Ctx) error {
@@ -172,7 +169,7 @@ func (a *API) teamFor(auth string) (teams.Team, error) {
 func teamOf(c *fiber.Ctx) teams.Team { return c.Locals(teamKey).(teams.Team) }
 
 func (a *API) baseURL(c *fiber.Ctx) string {
-	return a.URLs.BaseURL(publicurl.Request{
+	return a.URLs.For(wire.Request{
 		RemoteAddr:     c.Context().RemoteAddr().String(),
 		TLS:            c.Protocol() == "https",
 		Host:           string(c.Request().Host()),

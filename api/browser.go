@@ -10,6 +10,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/trawler-dev/trawler/cdpproxy"
+	"github.com/trawler-dev/trawler/profiles"
 	"github.com/trawler-dev/trawler/sessions"
 	"github.com/trawler-dev/trawler/store"
 )
@@ -19,11 +20,11 @@ type createBrowserRequest struct {
 	ActivityTTL   *int            `json:"activityTtl"`
 	StreamWebView *bool           `json:"streamWebView"`
 	Profile       *profileRequest `json:"profile"`
-	Origin        *string         `json:"origin"`
-	Integration   *string         `json:"integration"`
+	clientTags
 }
 
 func (a *API) createBrowser(c *fiber.Ctx) error {
+	team := teamOf(c)
 	var req createBrowserRequest
 	if err := decodeBody(c, &req); err != nil {
 		return err
@@ -39,14 +40,13 @@ func (a *API) createBrowser(c *fiber.Ctx) error {
 	if req.StreamWebView != nil {
 		stream = *req.StreamWebView
 	}
-	team := teamOf(c)
 	opts := sessions.CreateOptions{
 		Team: team.ID, TeamLimit: team.Concurrency,
 		TTL: time.Duration(ttl) * time.Second, ActivityTTL: time.Duration(idle) * time.Second,
 		StreamWebView: stream,
 	}
 	if profile != nil {
-		use, err := a.Profiles.Open(context.Background(), team.ID, profile.Name, profile.SaveChanges)
+		use, err := a.Profiles.Open(context.Background(), team.ID, profile.Name, profiles.AccessFor(profile.SaveChanges))
 		if err != nil {
 			return err
 		}
@@ -130,11 +130,10 @@ func (a *API) deleteBrowser(c *fiber.Ctx) error {
 }
 
 type executeRequest struct {
-	Code        *string `json:"code"`
-	Language    *string `json:"language"`
-	Timeout     *int    `json:"timeout"`
-	Origin      *string `json:"origin"`
-	Integration *string `json:"integration"`
+	Code     *string `json:"code"`
+	Language *string `json:"language"`
+	Timeout  *int    `json:"timeout"`
+	clientTags
 }
 
 func (a *API) executeBrowser(c *fiber.Ctx) error {

@@ -41,8 +41,7 @@ type crawlRequest struct {
 	Webhook                json.RawMessage `json:"webhook"`
 	ScrapeOptions          json.RawMessage `json:"scrapeOptions"`
 	ZeroDataRetention      *bool           `json:"zeroDataRetention"`
-	Origin                 *string         `json:"origin"`
-	Integration            *string         `json:"integration"`
+	clientTags
 }
 
 // maxCrawlLimit bounds limit: a larger crawl is a mistake more often than not.
@@ -137,7 +136,8 @@ func (a *API) startCrawl(c *fiber.Ctx) error {
 		}
 		return featureError("robotsUserAgent")
 	}
-	if err := zdr(req.ZeroDataRetention, team, spec); err != nil {
+	var err error
+	if spec.ZeroDataRetention, err = zeroDataRetention(req.ZeroDataRetention, team, &spec.Scrape); err != nil {
 		return err
 	}
 	body, err := a.createJob(c, team, spec, spec.URL, "crawl")
@@ -184,18 +184,20 @@ func decodeWebhook(raw json.RawMessage, problems *[]FieldProblem) *webhook.Spec 
 	return spec
 }
 
-// zdr applies zeroDataRetention to a job for a team that has it.
-func zdr(v *bool, team teams.Team, spec *crawl.Spec) error {
-	if v == nil || !*v {
-		return nil
+// zeroDataRetention is the one gate of the zeroDataRetention option, for
+// every endpoint that takes it (scrape, parse, crawl, batch scrape): asked
+// for by a team that has the feature, o keeps nothing, not even a cache
+// entry; asked for by another team, it is a 403. on reports whether it was
+// asked for.
+func zeroDataRetention(asked *bool, team teams.Team, o *scrape.Options) (on bool, err error) {
+	if asked == nil || !*asked {
+		return false, nil
 	}
 	if !team.Features.ZeroDataRetention {
-		return featureError("zeroDataRetention")
+		return false, featureError("zeroDataRetention")
 	}
-	spec.ZeroDataRetention = true
-	spec.Scrape.ZeroDataRetention = true
-	spec.Scrape.StoreInCache = false
-	return nil
+	o.ZeroDataRetention, o.StoreInCache = true, false
+	return true, nil
 }
 
 // createJob starts a job (crawl or batch) and returns the answer's body:
@@ -230,9 +232,8 @@ type batchRequest struct {
 	IgnoreInvalidURLs *bool             `json:"ignoreInvalidURLs"`
 	AppendToID        *string           `json:"appendToId"`
 	scrapeOptionsRequest
-	ZeroDataRetention *bool   `json:"zeroDataRetention"`
-	Origin            *string `json:"origin"`
-	Integration       *string `json:"integration"`
+	ZeroDataRetention *bool `json:"zeroDataRetention"`
+	clientTags
 }
 
 // maxBatchURLs bounds one batch.
@@ -293,7 +294,8 @@ func (a *API) startBatch(c *fiber.Ctx) error {
 	if err := a.dropBlocked(spec, given, ignoreInvalid, &invalid); err != nil {
 		return err
 	}
-	if err := zdr(req.ZeroDataRetention, team, spec); err != nil {
+	var err error
+	if spec.ZeroDataRetention, err = zeroDataRetention(req.ZeroDataRetention, team, &spec.Scrape); err != nil {
 		return err
 	}
 	body, err := a.createJob(c, team, spec, spec.URLs[0], "batch_scrape")
@@ -424,10 +426,9 @@ func (a *API) activeCrawls(c *fiber.Ctx) error {
 
 // paramsPreviewRequest is POST /v2/crawl/params-preview.
 type paramsPreviewRequest struct {
-	URL         *string `json:"url"`
-	Prompt      *string `json:"prompt"`
-	Origin      *string `json:"origin"`
-	Integration *string `json:"integration"`
+	URL    *string `json:"url"`
+	Prompt *string `json:"prompt"`
+	clientTags
 }
 
 // paramsPreview checks the request like any other, so that a malformed one
@@ -464,8 +465,7 @@ type mapRequest struct {
 	Limit                 *int             `json:"limit"`
 	Timeout               *int             `json:"timeout"`
 	Location              *locationRequest `json:"location"`
-	Origin                *string          `json:"origin"`
-	Integration           *string          `json:"integration"`
+	clientTags
 }
 
 func (a *API) mapSite(c *fiber.Ctx) error {

@@ -91,13 +91,41 @@ func decodeJSON(data []byte, dst any, prefix string) error {
 			}
 			return badRequest(FieldProblem{Path: []string{}, Message: "request body must be a JSON object"})
 		}
-		name := prefix + typ.Field
+		name := prefix + jsonPath(reflect.TypeOf(dst), typ.Field)
 		return badRequest(fieldError(name, "%s must be %s", name, describeType(typ.Type)))
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		name := prefix + truncate(strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`), 100)
 		return badRequest(fieldError(name, "unknown key %q is not accepted here", name))
 	}
 	return &Error{Status: fiber.StatusBadRequest, Code: "BAD_REQUEST_INVALID_JSON", Message: "request body: " + err.Error()}
+}
+
+// clientTags are members that clients add to every request body (the
+// Firecrawl SDKs' origin, n8n's integration): accepted, and ignored.
+type clientTags struct {
+	Origin      *string `json:"origin"`
+	Integration *string `json:"integration"`
+}
+
+// jsonPath is a decoding error's field path as the client wrote it:
+// encoding/json names embedded structs in it (scrapeOptionsRequest.timeout),
+// which are no part of the JSON.
+func jsonPath(t reflect.Type, field string) string {
+	var out []string
+	for _, seg := range strings.Split(field, ".") {
+		t = concrete(t)
+		if t != nil && t.Kind() == reflect.Struct {
+			if f, ok := t.FieldByName(seg); ok && f.Anonymous {
+				t = f.Type
+				continue
+			}
+			t = structFields(t)[seg]
+		} else {
+			t = elemType(t)
+		}
+		out = append(out, seg)
+	}
+	return strings.Join(out, ".")
 }
 
 func describeType(t reflect.Type) string {

@@ -12,12 +12,11 @@ import (
 
 	"github.com/trawler-dev/trawler/browsers"
 	"github.com/trawler-dev/trawler/crawl"
-	"github.com/trawler-dev/trawler/netguard"
-	"github.com/trawler-dev/trawler/parse"
 	"github.com/trawler-dev/trawler/profiles"
 	"github.com/trawler-dev/trawler/scrape"
 	"github.com/trawler-dev/trawler/sessions"
 	"github.com/trawler-dev/trawler/store"
+	"github.com/trawler-dev/trawler/wire"
 )
 
 // Error is an error with its HTTP answer. The message is the user-facing
@@ -51,52 +50,33 @@ func fieldError(path, format string, args ...any) FieldProblem {
 	return FieldProblem{Path: strings.Split(path, "."), Message: fmt.Sprintf(format, args...)}
 }
 
-// errorHandler is the one place where errors become HTTP answers.
+// errorHandler is where errors become the answers of Fiber's routes; the
+// routes served on net/http (parse, watch) answer with toError too.
 func (a *API) errorHandler(c *fiber.Ctx, err error) error {
 	e := a.toError(err)
 	if e.RetryAfter > 0 {
 		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(e.RetryAfter))
 	}
-	body := fiber.Map{"success": false, "error": e.Message, "code": e.Code}
-	if e.Details != nil {
-		body["details"] = e.Details
-	}
-	return c.Status(e.Status).JSON(body)
+	return c.Status(e.Status).JSON(e.body())
 }
 
+// body is e's answer in the wire format.
+func (e *Error) body() wire.ErrorBody {
+	return wire.ErrorBody{Code: e.Code, Message: e.Message, Details: e.Details}
+}
+
+// toError is the one mapping from an error to its HTTP answer: a scrape's
+// failures as scrape.Classify says, then the API's own.
 func (a *API) toError(err error) *Error {
+	if f, ok := scrape.Classify(err); ok {
+		return &Error{Status: f.Status, Code: f.Code, Message: f.Message}
+	}
 	var e *Error
 	var fe *fiber.Error
 	var busy *browsers.BusyError
 	var destroyed *sessions.DestroyedError
 	var start *browsers.StartError
-	var blocked *netguard.BlockedError
-	var resolve *netguard.ResolveError
-	var load *scrape.LoadError
-	var action *scrape.ActionError
-	var parseErr *scrape.ParseError
-	var typeErr *parse.TypeError
 	switch {
-	case errors.As(err, &blocked):
-		return &Error{Status: fiber.StatusForbidden, Code: "URL_BLOCKED", Message: blocked.Error()}
-	case errors.As(err, &resolve):
-		return &Error{Status: fiber.StatusBadGateway, Code: "UPSTREAM_ERROR", Message: "the target's host name could not be resolved: " + resolve.Host}
-	case errors.Is(err, scrape.ErrTimeout):
-		return &Error{Status: fiber.StatusRequestTimeout, Code: "SCRAPE_TIMEOUT", Message: "Scrape timed out"}
-	case errors.Is(err, scrape.ErrNoCachedData):
-		return &Error{Status: fiber.StatusNotFound, Code: "SCRAPE_NO_CACHED_DATA", Message: "no cached data for this URL is at least minAge old"}
-	case errors.Is(err, scrape.ErrLockdownMiss):
-		return &Error{Status: fiber.StatusNotFound, Code: "SCRAPE_LOCKDOWN_CACHE_MISS", Message: "lockdown: the cache has no entry for this URL, and lockdown never contacts the target"}
-	case errors.Is(err, scrape.ErrPageCrashed):
-		return &Error{Status: fiber.StatusBadGateway, Code: "UPSTREAM_ERROR", Message: "the page crashed the browser tab"}
-	case errors.As(err, &load):
-		return &Error{Status: fiber.StatusBadGateway, Code: "UPSTREAM_ERROR", Message: load.Error()}
-	case errors.As(err, &action):
-		return &Error{Status: fiber.StatusUnprocessableEntity, Code: "SCRAPE_ACTION_ERROR", Message: action.Error()}
-	case errors.As(err, &typeErr):
-		return &Error{Status: fiber.StatusUnsupportedMediaType, Code: "UNSUPPORTED_FILE_TYPE", Message: typeErr.Error()}
-	case errors.As(err, &parseErr):
-		return &Error{Status: fiber.StatusUnprocessableEntity, Code: "PARSE_ERROR", Message: parseErr.Error()}
 	case errors.Is(err, profiles.ErrLocked):
 		return &Error{Status: fiber.StatusConflict, Code: "PROFILE_LOCKED",
 			Message: "the profile is locked: another session is writing it (saveChanges:true); open it with saveChanges:false to read its last saved version, or retry when that session ends"}

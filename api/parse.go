@@ -11,8 +11,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gofiber/fiber/v2"
-
 	"github.com/trawler-dev/trawler/parse"
 	"github.com/trawler-dev/trawler/scrape"
 )
@@ -21,20 +19,17 @@ import (
 // reads a whole body into memory before the handler runs, and an upload
 // must be refused as soon as it passes the limit, while it streams.
 
-// MaxUpload is the largest file POST /v2/parse accepts.
-const MaxUpload = 50 << 20
-
 const (
 	// maxOptionsPart caps the options part of an upload.
 	maxOptionsPart = 1 << 20
 	// maxDiscard is how much of a refused upload is read (and dropped) so
 	// that the client, still sending, reads the answer rather than a reset
 	// connection; beyond it the connection is closed.
-	maxDiscard = 2 * MaxUpload
+	maxDiscard = 2 * parse.MaxUpload
 )
 
-// IsParse reports whether r is a POST /v2/parse.
-func IsParse(r *http.Request) bool {
+// isParse reports whether r is for /v2/parse.
+func isParse(r *http.Request) bool {
 	return r.URL.Path == "/v2/parse"
 }
 
@@ -42,26 +37,21 @@ func IsParse(r *http.Request) bool {
 // make sense for bytes, plus those the service refuses by name.
 type parseRequest struct {
 	scrapeOptionsRequest
-	ZeroDataRetention *bool   `json:"zeroDataRetention"`
-	Origin            *string `json:"origin"`
-	Integration       *string `json:"integration"`
+	ZeroDataRetention *bool `json:"zeroDataRetention"`
+	clientTags
 }
 
-// Parse serves POST /v2/parse: a multipart upload with a file part and an
+// serveParse serves POST /v2/parse: a multipart upload with a file part and an
 // optional options part (JSON text), answered with the document a scrape of
 // the file would give.
-func (a *API) Parse(w http.ResponseWriter, r *http.Request) {
+func (a *API) serveParse(w http.ResponseWriter, r *http.Request) {
 	doc, err := a.parseUpload(w, r)
 	if err != nil {
 		e := a.toError(err)
-		body := map[string]any{"success": false, "error": e.Message, "code": e.Code}
-		if e.Details != nil {
-			body["details"] = e.Details
-		}
 		// Let a client that is still sending finish, within reason, so
 		// that it reads this answer rather than a reset connection.
 		io.CopyN(io.Discard, r.Body, maxDiscard)
-		writeJSON(w, e.Status, body)
+		e.body().Write(w, e.Status)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"success": true, "data": doc})
@@ -84,7 +74,7 @@ func (a *API) parseUpload(w http.ResponseWriter, r *http.Request) (*scrape.Docum
 	if problems := queryProblems(r.URL.RawQuery); len(problems) > 0 {
 		return nil, badRequest(problems...)
 	}
-	if r.ContentLength > MaxUpload+maxOptionsPart {
+	if r.ContentLength > parse.MaxUpload+maxOptionsPart {
 		return nil, fileTooLarge()
 	}
 	// Wait for a slot before reading the body, so that uploads waiting
@@ -156,12 +146,8 @@ func (a *API) parseUpload(w http.ResponseWriter, r *http.Request) (*scrape.Docum
 	if len(problems) > 0 {
 		return nil, badRequest(problems...)
 	}
-	if req.ZeroDataRetention != nil && *req.ZeroDataRetention {
-		if !team.Features.ZeroDataRetention {
-			return nil, &Error{Status: fiber.StatusForbidden, Code: "FEATURE_NOT_ENABLED",
-				Message: "zeroDataRetention is not enabled for this team; the operator enables it with TRAWLER_TEAM_FEATURES"}
-		}
-		opts.ZeroDataRetention = true
+	if _, err := zeroDataRetention(req.ZeroDataRetention, team, &opts); err != nil {
+		return nil, err
 	}
 	doc, err := a.Scraper.Parse(r.Context(), team.ID, *up, opts)
 	if err != nil {
@@ -175,11 +161,11 @@ func (a *API) parseUpload(w http.ResponseWriter, r *http.Request) (*scrape.Docum
 
 func fileTooLarge() *Error {
 	return &Error{Status: http.StatusRequestEntityTooLarge, Code: "FILE_TOO_LARGE",
-		Message: fmt.Sprintf("file is larger than %d MB, the most parse accepts", MaxUpload>>20)}
+		Message: fmt.Sprintf("file is larger than %d MB, the most parse accepts", parse.MaxUpload>>20)}
 }
 
 // readUpload reads the file part, refusing it as soon as it passes
-// MaxUpload, and checks that its content is what its extension says. The
+// parse.MaxUpload, and checks that its content is what its extension says. The
 // request's declared length, when there is one, sizes the buffer once, so
 // that a 50 MB upload costs 50 MB rather than the doublings of a growing
 // buffer.
@@ -195,13 +181,13 @@ func readUpload(part *multipart.Part, declared int64) (*scrape.Upload, error) {
 	}
 	var buf bytes.Buffer
 	if declared > 0 {
-		buf.Grow(int(min(declared, MaxUpload+1)))
+		buf.Grow(int(min(declared, parse.MaxUpload+1)))
 	}
-	n, err := io.Copy(&buf, io.LimitReader(part, MaxUpload+1))
+	n, err := io.Copy(&buf, io.LimitReader(part, parse.MaxUpload+1))
 	if err != nil {
 		return nil, badRequest(fieldError("file", "the file part cannot be read: %v", err))
 	}
-	if n > MaxUpload {
+	if n > parse.MaxUpload {
 		return nil, fileTooLarge()
 	}
 	if n == 0 {

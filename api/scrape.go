@@ -69,24 +69,60 @@ func (r *scrapeOptionsRequest) options(prefix string, team teams.Team, problems 
 	add := func(path, format string, args ...any) {
 		*problems = append(*problems, fieldError(prefix+path, prefix+format, args...))
 	}
-	if r.Formats != nil {
-		o.Formats = nil
-		seen := map[string]bool{}
-		for i, raw := range r.Formats {
-			f, msg := decodeFormat(raw)
-			name := fmt.Sprintf("formats[%d]", i)
-			switch {
-			case msg != "":
-				add(name, "%s %s", name, msg)
-				continue
-			case seen[f.Type]:
-				add(name, "%s repeats the format %q", name, f.Type)
-				continue
-			}
-			seen[f.Type] = true
-			o.Formats = append(o.Formats, f)
+	r.formats(&o, add)
+	r.content(&o, add)
+	r.timing(&o, add)
+	r.cache(&o, add)
+	r.fetching(&o, add)
+	o.Profile = profileOption(problems, prefix+"profile", r.Profile)
+	if len(r.RedactPII) > 0 && string(r.RedactPII) != "false" && string(r.RedactPII) != "null" {
+		add("redactPII", "redactPII needs a language model, which this server does not have; it is not supported yet")
+	}
+	if r.UseMock != nil {
+		add("useMock", "useMock is not supported by this server")
+	}
+	r.actions(&o, add)
+	// Sensitive scraping (a profile's pages are a user's own) is never
+	// cached, nor answered from the cache.
+	if len(o.Actions) > 0 || len(o.Headers) > 0 || o.Profile != nil {
+		o.StoreInCache = false
+		if o.MinAge == nil && !o.Lockdown {
+			o.MaxAge = 0
 		}
 	}
+	return o
+}
+
+// problemAdder records a problem with the option at path (relative to the
+// options' own prefix).
+type problemAdder func(path, format string, args ...any)
+
+// formats reads formats: each known, none twice.
+func (r *scrapeOptionsRequest) formats(o *scrape.Options, add problemAdder) {
+	if r.Formats == nil {
+		return
+	}
+	o.Formats = nil
+	seen := map[string]bool{}
+	for i, raw := range r.Formats {
+		f, msg := decodeFormat(raw)
+		name := fmt.Sprintf("formats[%d]", i)
+		switch {
+		case msg != "":
+			add(name, "%s %s", name, msg)
+			continue
+		case seen[f.Type]:
+			add(name, "%s repeats the format %q", name, f.Type)
+			continue
+		}
+		seen[f.Type] = true
+		o.Formats = append(o.Formats, f)
+	}
+}
+
+// content reads what of the page is kept: the main-content filter and the
+// tag selectors.
+func (r *scrapeOptionsRequest) content(o *scrape.Options, add problemAdder) {
 	if r.OnlyMainContent != nil {
 		o.OnlyMainContent = *r.OnlyMainContent
 	}
@@ -105,6 +141,13 @@ func (r *scrapeOptionsRequest) options(prefix string, team teams.Team, problems 
 		}
 		*f.dst = f.sels
 	}
+	if r.RemoveBase64Images != nil {
+		o.RemoveBase64Images = *r.RemoveBase64Images
+	}
+}
+
+// timing reads timeout and waitFor (at most half of it).
+func (r *scrapeOptionsRequest) timing(o *scrape.Options, add problemAdder) {
 	if r.Timeout != nil {
 		if *r.Timeout < 1000 || *r.Timeout > 300000 {
 			add("timeout", "timeout must be between 1000 and 300000 milliseconds")
@@ -120,6 +163,10 @@ func (r *scrapeOptionsRequest) options(prefix string, team teams.Team, problems 
 		}
 		o.WaitFor = time.Duration(*r.WaitFor) * time.Millisecond
 	}
+}
+
+// cache reads maxAge, minAge, storeInCache and lockdown.
+func (r *scrapeOptionsRequest) cache(o *scrape.Options, add problemAdder) {
 	if r.MaxAge != nil {
 		if *r.MaxAge < 0 {
 			add("maxAge", "maxAge must not be negative")
@@ -133,6 +180,21 @@ func (r *scrapeOptionsRequest) options(prefix string, team teams.Team, problems 
 		d := time.Duration(*r.MinAge) * time.Millisecond
 		o.MinAge = &d
 	}
+	if r.StoreInCache != nil {
+		o.StoreInCache = *r.StoreInCache
+	}
+	if r.Lockdown != nil && *r.Lockdown {
+		o.Lockdown = true
+		o.ZeroDataRetention = true // lockdown is treated as zero data retention
+		if r.MaxAge == nil {
+			o.MaxAge = 2 * 365 * 24 * time.Hour
+		}
+	}
+}
+
+// fetching reads how the page is fetched: headers, emulation, TLS,
+// parsers, location, ad blocking and proxy.
+func (r *scrapeOptionsRequest) fetching(o *scrape.Options, add problemAdder) {
 	checkHeaders(r.Headers, func(format string, args ...any) { add("headers", format, args...) })
 	o.Headers = r.Headers
 	if r.Mobile != nil {
@@ -141,47 +203,8 @@ func (r *scrapeOptionsRequest) options(prefix string, team teams.Team, problems 
 	if r.SkipTLSVerification != nil {
 		o.SkipTLSVerification = *r.SkipTLSVerification
 	}
-	if r.Parsers != nil {
-		o.PDF = false
-		for i, raw := range r.Parsers {
-			var name string
-			var obj struct {
-				Type     string `json:"type"`
-				MaxPages *int   `json:"maxPages"`
-			}
-			switch {
-			case json.Unmarshal(raw, &name) == nil:
-			case json.Unmarshal(raw, &obj) == nil && obj.Type != "":
-				name = obj.Type
-			default:
-				add(fmt.Sprintf("parsers[%d]", i), "parsers[%d] must be \"pdf\" or {\"type\": \"pdf\"}", i)
-				continue
-			}
-			if name != "pdf" {
-				add(fmt.Sprintf("parsers[%d]", i), "parsers[%d] must be \"pdf\", the only parser of scrapes, got %q", i, name)
-			}
-			o.PDF = true
-		}
-	}
-	if r.Location != nil {
-		loc := &scrape.Location{Country: "US", Languages: r.Location.Languages}
-		if r.Location.Country != nil {
-			c := strings.ToUpper(*r.Location.Country)
-			if len(c) != 2 || c[0] < 'A' || c[0] > 'Z' || c[1] < 'A' || c[1] > 'Z' {
-				add("location.country", "location.country must be a two-letter ISO 3166-1 country code, got %q", *r.Location.Country)
-			}
-			loc.Country = c
-		}
-		for i, l := range loc.Languages {
-			if l == "" || len(l) > 35 || strings.ContainsAny(l, " ,;") {
-				add(fmt.Sprintf("location.languages[%d]", i), "location.languages[%d] must be a language tag such as en-US, got %q", i, l)
-			}
-		}
-		o.Location = loc
-	}
-	if r.RemoveBase64Images != nil {
-		o.RemoveBase64Images = *r.RemoveBase64Images
-	}
+	r.parsers(o, add)
+	r.location(o, add)
 	if r.BlockAds != nil {
 		o.BlockAds = *r.BlockAds
 	}
@@ -193,23 +216,59 @@ func (r *scrapeOptionsRequest) options(prefix string, team teams.Team, problems 
 			add("proxy", "proxy must be basic, enhanced or auto, got %q", *r.Proxy)
 		}
 	}
-	if r.StoreInCache != nil {
-		o.StoreInCache = *r.StoreInCache
+}
+
+// parsers reads parsers: "pdf" or {"type": "pdf"}, the only parser of
+// scrapes; none returns a PDF as base64.
+func (r *scrapeOptionsRequest) parsers(o *scrape.Options, add problemAdder) {
+	if r.Parsers == nil {
+		return
 	}
-	if r.Lockdown != nil && *r.Lockdown {
-		o.Lockdown = true
-		o.ZeroDataRetention = true // lockdown is treated as zero data retention
-		if r.MaxAge == nil {
-			o.MaxAge = 2 * 365 * 24 * time.Hour
+	o.PDF = false
+	for i, raw := range r.Parsers {
+		var name string
+		var obj struct {
+			Type     string `json:"type"`
+			MaxPages *int   `json:"maxPages"`
+		}
+		switch {
+		case json.Unmarshal(raw, &name) == nil:
+		case json.Unmarshal(raw, &obj) == nil && obj.Type != "":
+			name = obj.Type
+		default:
+			add(fmt.Sprintf("parsers[%d]", i), "parsers[%d] must be \"pdf\" or {\"type\": \"pdf\"}", i)
+			continue
+		}
+		if name != "pdf" {
+			add(fmt.Sprintf("parsers[%d]", i), "parsers[%d] must be \"pdf\", the only parser of scrapes, got %q", i, name)
+		}
+		o.PDF = true
+	}
+}
+
+// location reads location: a country code and language tags.
+func (r *scrapeOptionsRequest) location(o *scrape.Options, add problemAdder) {
+	if r.Location == nil {
+		return
+	}
+	loc := &scrape.Location{Country: "US", Languages: r.Location.Languages}
+	if r.Location.Country != nil {
+		c := strings.ToUpper(*r.Location.Country)
+		if len(c) != 2 || c[0] < 'A' || c[0] > 'Z' || c[1] < 'A' || c[1] > 'Z' {
+			add("location.country", "location.country must be a two-letter ISO 3166-1 country code, got %q", *r.Location.Country)
+		}
+		loc.Country = c
+	}
+	for i, l := range loc.Languages {
+		if l == "" || len(l) > 35 || strings.ContainsAny(l, " ,;") {
+			add(fmt.Sprintf("location.languages[%d]", i), "location.languages[%d] must be a language tag such as en-US, got %q", i, l)
 		}
 	}
-	o.Profile = profileOption(problems, prefix+"profile", r.Profile)
-	if len(r.RedactPII) > 0 && string(r.RedactPII) != "false" && string(r.RedactPII) != "null" {
-		add("redactPII", "redactPII needs a language model, which this server does not have; it is not supported yet")
-	}
-	if r.UseMock != nil {
-		add("useMock", "useMock is not supported by this server")
-	}
+	o.Location = loc
+}
+
+// actions reads actions, at most 50.
+func (r *scrapeOptionsRequest) actions(o *scrape.Options, add problemAdder) {
 	for i, raw := range r.Actions {
 		a, msg := decodeAction(raw)
 		if msg != "" {
@@ -221,15 +280,6 @@ func (r *scrapeOptionsRequest) options(prefix string, team teams.Team, problems 
 	if len(r.Actions) > 50 {
 		add("actions", "actions must hold at most 50 actions")
 	}
-	// Sensitive scraping (a profile's pages are a user's own) is never
-	// cached, nor answered from the cache.
-	if len(o.Actions) > 0 || len(o.Headers) > 0 || o.Profile != nil {
-		o.StoreInCache = false
-		if o.MinAge == nil && !o.Lockdown {
-			o.MaxAge = 0
-		}
-	}
-	return o
 }
 
 // Limits on the headers a scrape sends.
@@ -385,20 +435,21 @@ func decodeAction(raw json.RawMessage) (scrape.Action, string) {
 			return scrape.Action{}, fmt.Sprintf("of type %s does not take %q", typ, k)
 		}
 	}
+	// The members of every action type, in the order of actionKeys.
 	var a struct {
-		Milliseconds *int     `json:"milliseconds"`
-		Selector     *string  `json:"selector"`
-		All          *bool    `json:"all"`
-		Text         *string  `json:"text"`
-		Key          *string  `json:"key"`
-		Direction    *string  `json:"direction"`
-		FullPage     *bool    `json:"fullPage"`
-		Quality      *int     `json:"quality"`
-		Script       *string  `json:"script"`
-		Format       *string  `json:"format"`
-		Landscape    *bool    `json:"landscape"`
-		Scale        *float64 `json:"scale"`
-		Viewport     json.RawMessage
+		Milliseconds *int            `json:"milliseconds"`
+		Selector     *string         `json:"selector"`
+		All          *bool           `json:"all"`
+		Text         *string         `json:"text"`
+		Key          *string         `json:"key"`
+		Direction    *string         `json:"direction"`
+		FullPage     *bool           `json:"fullPage"`
+		Quality      *int            `json:"quality"`
+		Viewport     json.RawMessage // decoded on its own: a screenshot format's viewport
+		Script       *string         `json:"script"`
+		Format       *string         `json:"format"`
+		Landscape    *bool           `json:"landscape"`
+		Scale        *float64        `json:"scale"`
 	}
 	if err := json.Unmarshal(raw, &a); err != nil {
 		return scrape.Action{}, "has a member of the wrong type: " + err.Error()
@@ -481,9 +532,8 @@ func decodeAction(raw json.RawMessage) (scrape.Action, string) {
 type scrapeRequest struct {
 	URL *string `json:"url"`
 	scrapeOptionsRequest
-	ZeroDataRetention *bool   `json:"zeroDataRetention"`
-	Origin            *string `json:"origin"`
-	Integration       *string `json:"integration"`
+	ZeroDataRetention *bool `json:"zeroDataRetention"`
+	clientTags
 }
 
 // maxURLLength bounds a target URL.
@@ -610,15 +660,8 @@ func (a *API) scrape(c *fiber.Ctx) error {
 	if len(problems) > 0 {
 		return badRequest(problems...)
 	}
-	if req.ZeroDataRetention != nil && *req.ZeroDataRetention {
-		if !team.Features.ZeroDataRetention {
-			return &Error{Status: fiber.StatusForbidden, Code: "FEATURE_NOT_ENABLED",
-				Message: "zeroDataRetention is not enabled for this team; the operator enables it with TRAWLER_TEAM_FEATURES"}
-		}
-		opts.ZeroDataRetention = true
-	}
-	if opts.ZeroDataRetention {
-		opts.StoreInCache = false
+	if _, err := zeroDataRetention(req.ZeroDataRetention, team, &opts); err != nil {
+		return err
 	}
 	doc, err := a.Scraper.Scrape(context.Background(), scrape.Request{Team: team.ID, TeamLimit: team.Concurrency, URL: target, Options: opts})
 	if err != nil {

@@ -1,9 +1,11 @@
 package api
 
 import (
-	"errors"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // Target URLs are read as a browser reads them, and what a browser would
@@ -95,51 +97,48 @@ func TestDecodeJSONStrictKeys(t *testing.T) {
 			t.Parallel()
 			var req scrapeRequest
 			err := decodeJSON([]byte(tc.body), &req, "")
-			switch {
-			case tc.want == "" && err != nil:
-				t.Fatalf("%v", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Fatalf("got %v, want %q", err, tc.want)
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
 			}
+			require.ErrorContains(t, err, tc.want)
 		})
 	}
 	// Nested objects are named by their prefix (the options of a parse).
 	var pr parseRequest
-	if err := decodeJSON([]byte(`{"timeout":1000,"timeout":2000}`), &pr, "options."); err == nil || !strings.Contains(err.Error(), "options.timeout is given twice") {
-		t.Errorf("parse options: %v", err)
-	}
+	assert.ErrorContains(t, decodeJSON([]byte(`{"timeout":1000,"timeout":2000}`), &pr, "options."), "options.timeout is given twice", "parse options")
 	// The deepest nesting encoding/json takes is walked without trouble.
 	deep := `{"formats":[` + strings.Repeat("[", 9990) + strings.Repeat("]", 9990) + `]}`
 	var req scrapeRequest
-	if err := decodeJSON([]byte(deep), &req, ""); err != nil {
-		t.Errorf("deep nesting: %v", err)
-	}
+	assert.NoError(t, decodeJSON([]byte(deep), &req, ""), "deep nesting")
 	var e *Error
-	if err := decodeJSON([]byte(`{"formats":`+strings.Repeat("[", 10001)+`}`), &req, ""); !errors.As(err, &e) || e.Code != "BAD_REQUEST_INVALID_JSON" {
-		t.Errorf("too deep: %v", err)
+	if assert.ErrorAs(t, decodeJSON([]byte(`{"formats":`+strings.Repeat("[", 10001)+`}`), &req, ""), &e, "too deep") {
+		assert.Equal(t, "BAD_REQUEST_INVALID_JSON", e.Code, "too deep")
 	}
 }
 
 func TestJSONMediaType(t *testing.T) {
 	t.Parallel()
-	for ct, want := range map[string]bool{
-		"application/json":                  true,
-		"Application/JSON; charset=utf-8":   true,
-		"application/json;charset=latin1":   true,
-		"application/merge-patch+json":      true,
-		"application/vnd.api+json ; q=1":    true,
-		"":                                  false,
-		"text/plain":                        false,
-		"application/x-www-form-urlencoded": false,
-		"multipart/form-data; boundary=x":   false,
-		"application/+json":                 false,
-		"application/jsonx":                 false,
-		"text/json":                         false,
-		"application/json/x":                false,
+	for _, ct := range []string{
+		"application/json",
+		"Application/JSON; charset=utf-8",
+		"application/json;charset=latin1",
+		"application/merge-patch+json",
+		"application/vnd.api+json ; q=1",
 	} {
-		if got := isJSONMediaType(ct); got != want {
-			t.Errorf("isJSONMediaType(%q) = %v, want %v", ct, got, want)
-		}
+		assert.True(t, isJSONMediaType(ct), "isJSONMediaType(%q)", ct)
+	}
+	for _, ct := range []string{
+		"",
+		"text/plain",
+		"application/x-www-form-urlencoded",
+		"multipart/form-data; boundary=x",
+		"application/+json",
+		"application/jsonx",
+		"text/json",
+		"application/json/x",
+	} {
+		assert.False(t, isJSONMediaType(ct), "isJSONMediaType(%q)", ct)
 	}
 }
 
@@ -164,9 +163,7 @@ func TestQueryProblems(t *testing.T) {
 		for _, p := range queryProblems(tc.raw, tc.names...) {
 			got = append(got, p.Message)
 		}
-		if strings.Join(got, "|") != strings.Join(tc.want, "|") {
-			t.Errorf("queryProblems(%q) = %q, want %q", tc.raw, got, tc.want)
-		}
+		assert.Equal(t, tc.want, got, "queryProblems(%q)", tc.raw)
 	}
 }
 
@@ -193,8 +190,10 @@ func TestCheckHeaders(t *testing.T) {
 			got = append(got, fieldError("headers", format, args...).Message)
 		})
 		msg := strings.Join(got, "; ")
-		if (tc.want == "") != (msg == "") || !strings.Contains(msg, tc.want) {
-			t.Errorf("checkHeaders(%q): %q, want %q", tc.headers, msg, tc.want)
+		if tc.want == "" {
+			assert.Empty(t, msg, "checkHeaders(%q)", tc.headers)
+		} else {
+			assert.Contains(t, msg, tc.want, "checkHeaders(%q)", tc.headers)
 		}
 	}
 	many := map[string]string{}
@@ -203,8 +202,8 @@ func TestCheckHeaders(t *testing.T) {
 	}
 	var got []string
 	checkHeaders(many, func(format string, args ...any) { got = append(got, format) })
-	if len(got) != 1 || !strings.Contains(got[0], "at most") {
-		t.Errorf("101 headers: %q", got)
+	if assert.Len(t, got, 1, "101 headers") {
+		assert.Contains(t, got[0], "at most", "101 headers")
 	}
 }
 
@@ -217,8 +216,17 @@ func TestRedactURL(t *testing.T) {
 		"http://example.org/@x":             "http://example.org/@x",
 		"nope":                              "nope",
 	} {
-		if got := redactURL(in); got != want {
-			t.Errorf("redactURL(%q) = %q, want %q", in, got, want)
-		}
+		assert.Equal(t, want, redactURL(in), "redactURL(%q)", in)
 	}
+}
+
+// TestWrongTypeNamesTheKey: a value of the wrong type in options that a
+// request shares with others (scrape options in a scrape, a batch, a
+// parse) is named by its key alone, not by the Go struct holding it.
+func TestWrongTypeNamesTheKey(t *testing.T) {
+	t.Parallel()
+	var s scrapeRequest
+	assert.EqualError(t, decodeJSON([]byte(`{"url":"https://example.org/","timeout":"x"}`), &s, ""), "timeout must be an integer")
+	var b batchRequest
+	assert.EqualError(t, decodeJSON([]byte(`{"urls":["https://example.org/"],"onlyMainContent":1}`), &b, ""), "onlyMainContent must be a boolean")
 }

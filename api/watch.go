@@ -11,12 +11,13 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/trawler-dev/trawler/crawl"
+	"github.com/trawler-dev/trawler/wire"
 )
 
 // The live-progress WebSocket of a job lives on the API's paths
 // (/v2/crawl/{id}, /v2/batch/scrape/{id}) but is served by net/http:
-// gorilla/websocket needs it, and Fiber's adaptor cannot hijack. The
-// service routes upgrade requests of those paths here.
+// gorilla/websocket needs it, and Fiber's adaptor cannot hijack. Handler
+// routes upgrade requests of those paths here.
 
 var watchUpgrader = websocket.Upgrader{
 	ReadBufferSize:  4 << 10,
@@ -29,13 +30,12 @@ var watchUpgrader = websocket.Upgrader{
 		if status == http.StatusMethodNotAllowed {
 			code = "METHOD_NOT_ALLOWED"
 		}
-		writeJSON(w, status, map[string]any{"success": false, "code": code,
-			"error": "the WebSocket handshake failed: " + reason.Error()})
+		wire.WriteError(w, status, code, "the WebSocket handshake failed: "+reason.Error())
 	},
 }
 
-// IsWatch reports whether r asks for a job's live-progress WebSocket.
-func IsWatch(r *http.Request) bool {
+// isWatch reports whether r asks for a job's live-progress WebSocket.
+func isWatch(r *http.Request) bool {
 	if !websocket.IsWebSocketUpgrade(r) {
 		return false
 	}
@@ -55,30 +55,23 @@ func watchPath(p string) (kind, id string, ok bool) {
 	return kind, id, id != "" && !strings.Contains(id, "/")
 }
 
-// Watch serves a job's live progress: a catchup message with the job's
+// serveWatch serves a job's live progress: a catchup message with the job's
 // status and the documents so far, then each new document as it is
 // scraped, then done (or cancelled, or error). The API key comes as the
 // WebSocket subprotocol (what the Firecrawl SDK sends) or as a bearer
 // token.
-func (a *API) Watch(w http.ResponseWriter, r *http.Request) {
+func (a *API) serveWatch(w http.ResponseWriter, r *http.Request) {
 	kind, id, _ := watchPath(r.URL.Path)
-	key := ""
 	protocols := websocket.Subprotocols(r)
-	if len(protocols) > 0 {
-		key = protocols[0]
-	}
-	if scheme, rest, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
-		key = strings.TrimSpace(rest)
-	}
-	team, ok := a.Teams.Authenticate(key)
+	team, ok := a.Teams.Authenticate(watchKey(r, protocols))
 	if !ok {
-		writeJSON(w, http.StatusUnauthorized, map[string]any{"success": false, "code": "UNAUTHORIZED",
-			"error": "invalid or missing API key: send it as the WebSocket subprotocol or as Authorization: Bearer"})
+		wire.WriteError(w, http.StatusUnauthorized, "UNAUTHORIZED",
+			"invalid or missing API key: send it as the WebSocket subprotocol or as Authorization: Bearer")
 		return
 	}
 	if problems := queryProblems(r.URL.RawQuery); len(problems) > 0 {
 		e := badRequest(problems...)
-		writeJSON(w, e.Status, map[string]any{"success": false, "code": e.Code, "error": e.Message, "details": e.Details})
+		e.body().Write(w, e.Status)
 		return
 	}
 	up := watchUpgrader
@@ -182,6 +175,18 @@ func (a *API) Watch(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+}
+
+// watchKey is the API key of a watch socket: the bearer token, else the
+// first of the WebSocket subprotocols.
+func watchKey(r *http.Request, protocols []string) string {
+	if scheme, rest, ok := strings.Cut(r.Header.Get("Authorization"), " "); ok && strings.EqualFold(scheme, "Bearer") {
+		return strings.TrimSpace(rest)
+	}
+	if len(protocols) > 0 {
+		return protocols[0]
+	}
+	return ""
 }
 
 func statusMessage(st *crawl.Status, docs []json.RawMessage) map[string]any {

@@ -114,7 +114,7 @@ type LeaseRequest struct {
 	// ErrLeaseExpired and its browser is destroyed. Zero means no bound.
 	Lifetime time.Duration
 	// Reusable marks a short job that will give the browser back with
-	// Release(true); it may get a browser other jobs used.
+	// Release(Reuse); it may get a browser other jobs used.
 	Reusable bool
 }
 
@@ -461,12 +461,22 @@ func (l *Lease) Cause() error {
 	}
 }
 
-// Release gives the browser back. With reuse, a healthy browser that has not
-// served MaxUses leases goes back to the warm set (for short page jobs whose
-// state lives in a browser context they disposed of); otherwise the browser
-// is destroyed, as after an interactive session whose user could have
-// changed anything in it. Releasing an ended lease does nothing.
-func (l *Lease) Release(reuse bool) {
+// Disposal says what Release does with the leased browser.
+type Disposal int
+
+const (
+	// Destroy stops the browser, as after an interactive session whose user
+	// could have changed anything in it, or after a browser that failed.
+	Destroy Disposal = iota
+	// Reuse puts a healthy browser that has not served MaxUses leases back
+	// in the warm set, for short page jobs whose state lived in a browser
+	// context they disposed of; any other browser is destroyed.
+	Reuse
+)
+
+// Release gives the browser back, to be reused or destroyed as d says.
+// Releasing an ended lease does nothing.
+func (l *Lease) Release(d Disposal) {
 	p := l.pool
 	p.mu.Lock()
 	if !p.endLocked(l, ErrReleased) {
@@ -479,7 +489,7 @@ func (l *Lease) Release(reuse bool) {
 		alive = false
 	default:
 	}
-	if reuse && alive && !p.closed && l.pb.uses < p.opts.MaxUses && len(p.idle) < p.opts.Size {
+	if d == Reuse && alive && !p.closed && l.pb.uses < p.opts.MaxUses && len(p.idle) < p.opts.Size {
 		l.pb.used = true
 		p.idle = append(p.idle, l.pb)
 		p.broadcastLocked()

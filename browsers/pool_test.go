@@ -2,15 +2,18 @@ package browsers_test
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/trawler-dev/trawler/browsers"
 	"github.com/trawler-dev/trawler/browsers/browserstest"
+	"github.com/trawler-dev/trawler/test/polltest"
 )
 
 func newPool(t *testing.T, o browsers.PoolOptions) (*browsers.Pool, *browsers.ProcessRuntime) {
@@ -32,13 +35,8 @@ func alive(b browsers.Browser) bool {
 
 func waitStats(t *testing.T, p *browsers.Pool, what string, cond func(browsers.Stats) bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond(p.Stats()) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s; stats %+v", what, p.Stats())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	polltest.UntilState(t, 20*time.Second, what, func() bool { return cond(p.Stats()) },
+		func() string { return fmt.Sprintf("stats %+v", p.Stats()) })
 }
 
 func TestLeaseReuseAndDestroy(t *testing.T) {
@@ -48,40 +46,26 @@ func TestLeaseReuseAndDestroy(t *testing.T) {
 	ctx := context.Background()
 
 	l1, err := p.Acquire(ctx, browsers.LeaseRequest{Team: "a", Reusable: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	b1 := l1.Browser()
-	l1.Release(true) // a short job: the browser goes back warm
-	if !errors.Is(l1.Cause(), browsers.ErrReleased) {
-		t.Fatalf("cause after release: %v", l1.Cause())
-	}
+	l1.Release(browsers.Reuse) // a short job: the browser goes back warm
+	require.ErrorIs(t, l1.Cause(), browsers.ErrReleased, "cause after release")
 	// An interactive session never gets a browser a job used.
 	waitStats(t, p, "the warm browser to be replaced", func(s browsers.Stats) bool { return s.Idle == 2 })
 	s1, err := p.Acquire(ctx, browsers.LeaseRequest{Team: "a"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s1.Browser() == b1 {
-		t.Fatal("an interactive lease got a browser a job had used")
-	}
-	s1.Release(false)
+	require.NoError(t, err)
+	require.True(t, s1.Browser() != b1, "an interactive lease got a browser a job had used")
+	s1.Release(browsers.Destroy)
 	l2, err := p.Acquire(ctx, browsers.LeaseRequest{Team: "a", Reusable: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l2.Browser() != b1 {
-		t.Fatal("a released reusable browser was not reused")
-	}
-	l2.Release(true) // second use reaches MaxUses: recycled
+	require.NoError(t, err)
+	require.True(t, l2.Browser() == b1, "a released reusable browser was not reused")
+	l2.Release(browsers.Reuse) // second use reaches MaxUses: recycled
 	waitStats(t, p, "the recycled browser to exit", func(browsers.Stats) bool { return !alive(b1) })
 
 	l3, err := p.Acquire(ctx, browsers.LeaseRequest{Team: "a", Reusable: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	b3 := l3.Browser()
-	l3.Release(false) // an interactive session: never reused
+	l3.Release(browsers.Destroy) // an interactive session: never reused
 	waitStats(t, p, "the destroyed browser's user-data directory to go", func(browsers.Stats) bool {
 		_, err := os.Stat(filepath.Join(rt.Dir, b3.ID()))
 		return !alive(b3) && os.IsNotExist(err)
@@ -93,20 +77,15 @@ func TestLeaseDeadline(t *testing.T) {
 	t.Parallel()
 	p, _ := newPool(t, browsers.PoolOptions{Size: 2, Warm: 0, QueueWait: time.Second})
 	l, err := p.Acquire(context.Background(), browsers.LeaseRequest{Team: "a", Lifetime: 500 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := time.Until(l.Deadline()); d <= 0 || d > 500*time.Millisecond {
-		t.Fatalf("deadline in %s", d)
-	}
+	require.NoError(t, err)
+	d := time.Until(l.Deadline())
+	require.True(t, d > 0 && d <= 500*time.Millisecond, "deadline in %s", d)
 	select {
 	case <-l.Done():
 	case <-time.After(5 * time.Second):
 		t.Fatal("lease outlived its deadline")
 	}
-	if !errors.Is(l.Cause(), browsers.ErrLeaseExpired) {
-		t.Fatalf("cause %v, want browsers.ErrLeaseExpired", l.Cause())
-	}
+	require.ErrorIs(t, l.Cause(), browsers.ErrLeaseExpired, "cause")
 	select {
 	case <-l.Browser().Done():
 	case <-time.After(5 * time.Second):
@@ -119,29 +98,21 @@ func TestTeamLimitWaitsThenRefuses(t *testing.T) {
 	p, _ := newPool(t, browsers.PoolOptions{Size: 3, Warm: 0, QueueWait: 300 * time.Millisecond})
 	ctx := context.Background()
 	l, err := p.Acquire(ctx, browsers.LeaseRequest{Team: "a", TeamLimit: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	_, err = p.Acquire(ctx, browsers.LeaseRequest{Team: "a", TeamLimit: 1})
 	var busy *browsers.BusyError
-	if !errors.As(err, &busy) || busy.RetryAfter <= 0 {
-		t.Fatalf("over the team limit: %v, want a browsers.BusyError with RetryAfter", err)
-	}
+	require.ErrorAs(t, err, &busy, "over the team limit")
+	require.Positive(t, busy.RetryAfter, "over the team limit: RetryAfter")
 	// A caller that gives up stops waiting at once.
 	cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
-	if _, err := p.Acquire(cctx, browsers.LeaseRequest{Team: "a", TeamLimit: 1}); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("cancelled wait: %v", err)
-	}
-	if s := p.Stats(); s.Waiters != 0 {
-		t.Fatalf("%d waiters left", s.Waiters)
-	}
-	l.Release(false)
+	_, err = p.Acquire(cctx, browsers.LeaseRequest{Team: "a", TeamLimit: 1})
+	require.ErrorIs(t, err, context.DeadlineExceeded, "cancelled wait")
+	require.Zero(t, p.Stats().Waiters, "waiters left")
+	l.Release(browsers.Destroy)
 	l2, err := p.Acquire(ctx, browsers.LeaseRequest{Team: "a", TeamLimit: 1})
-	if err != nil {
-		t.Fatalf("after release: %v", err)
-	}
-	l2.Release(false)
+	require.NoError(t, err, "after release")
+	l2.Release(browsers.Destroy)
 }
 
 func TestCrashEndsLeaseAndRefills(t *testing.T) {
@@ -149,9 +120,7 @@ func TestCrashEndsLeaseAndRefills(t *testing.T) {
 	p, rt := newPool(t, browsers.PoolOptions{Size: 2, Warm: 1, QueueWait: time.Second})
 	waitStats(t, p, "a warm browser", func(s browsers.Stats) bool { return s.Idle == 1 })
 	l, err := p.Acquire(context.Background(), browsers.LeaseRequest{Team: "a"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	pid := browserstest.PID(t, rt, l.Browser())
 	syscall.Kill(pid, syscall.SIGKILL)
 	select {
@@ -159,9 +128,7 @@ func TestCrashEndsLeaseAndRefills(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the lease did not end when its browser died")
 	}
-	if !errors.Is(l.Cause(), browsers.ErrBrowserExited) {
-		t.Fatalf("cause %v, want browsers.ErrBrowserExited", l.Cause())
-	}
+	require.ErrorIs(t, l.Cause(), browsers.ErrBrowserExited, "cause")
 	waitStats(t, p, "a warm browser again", func(s browsers.Stats) bool { return s.Idle == 1 && s.Leased == 0 && s.Total == 1 })
 }
 
@@ -171,25 +138,16 @@ func TestCloseStopsEverything(t *testing.T) {
 	p := browsers.NewPool(rt, browsers.PoolOptions{Size: 3, Warm: 2, QueueWait: time.Second})
 	waitStats(t, p, "warm browsers", func(s browsers.Stats) bool { return s.Idle == 2 })
 	l, err := p.Acquire(context.Background(), browsers.LeaseRequest{Team: "a"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	p.Close()
-	if !errors.Is(l.Cause(), browsers.ErrPoolClosed) {
-		t.Fatalf("lease cause after Close: %v", l.Cause())
-	}
-	if alive(l.Browser()) {
-		t.Fatal("a leased browser outlived Close")
-	}
-	if s := p.Stats(); s.Total != 0 {
-		t.Fatalf("stats after Close: %+v", s)
-	}
-	if _, err := p.Acquire(context.Background(), browsers.LeaseRequest{Team: "a"}); !errors.Is(err, browsers.ErrPoolClosed) {
-		t.Fatalf("Acquire after Close: %v", err)
-	}
-	if entries, _ := os.ReadDir(rt.Dir); len(entries) != 0 {
-		t.Fatalf("%d user-data directories left", len(entries))
-	}
+	require.ErrorIs(t, l.Cause(), browsers.ErrPoolClosed, "lease cause after Close")
+	require.False(t, alive(l.Browser()), "a leased browser outlived Close")
+	s := p.Stats()
+	require.Zero(t, s.Total, "stats after Close: %+v", s)
+	_, err = p.Acquire(context.Background(), browsers.LeaseRequest{Team: "a"})
+	require.ErrorIs(t, err, browsers.ErrPoolClosed, "Acquire after Close")
+	entries, _ := os.ReadDir(rt.Dir)
+	require.Empty(t, entries, "user-data directories left")
 }
 
 func TestReapKillsBrowsersOfAnEarlierRun(t *testing.T) {
@@ -197,22 +155,17 @@ func TestReapKillsBrowsersOfAnEarlierRun(t *testing.T) {
 	dir := t.TempDir()
 	earlier := newRuntime(t, dir)
 	b, err := earlier.Start(context.Background(), "left-behind")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	// The earlier run dies without closing b; a new run reaps it.
 	n, err := newRuntime(t, dir).Reap(context.Background())
-	if err != nil || n != 1 {
-		t.Fatalf("Reap = %d, %v; want 1", n, err)
-	}
+	require.NoError(t, err, "Reap")
+	require.Equal(t, 1, n, "browsers Reap killed")
 	select {
 	case <-b.Done():
 	case <-time.After(5 * time.Second):
 		t.Fatal("the reaped browser still runs")
 	}
-	if _, err := os.Stat(filepath.Join(dir, "left-behind")); !os.IsNotExist(err) {
-		t.Fatal("the reaped browser's directory is still there")
-	}
+	require.NoDirExists(t, filepath.Join(dir, "left-behind"), "the reaped browser's directory is still there")
 }
 
 func TestStartFailsClearly(t *testing.T) {
@@ -222,12 +175,9 @@ func TestStartFailsClearly(t *testing.T) {
 	defer p.Close()
 	_, err := p.Acquire(context.Background(), browsers.LeaseRequest{Team: "a"})
 	var se *browsers.StartError
-	if !errors.As(err, &se) {
-		t.Fatalf("Acquire with a broken browser: %v, want a browsers.StartError", err)
-	}
-	if s := p.Stats(); s.Total != 0 {
-		t.Fatalf("a failed start still counts: %+v", s)
-	}
+	require.ErrorAs(t, err, &se, "Acquire with a broken browser")
+	s := p.Stats()
+	require.Zero(t, s.Total, "a failed start still counts: %+v", s)
 }
 
 func TestFullPoolEvictsUsedBrowsersForSessions(t *testing.T) {
@@ -235,18 +185,12 @@ func TestFullPoolEvictsUsedBrowsersForSessions(t *testing.T) {
 	p, _ := newPool(t, browsers.PoolOptions{Size: 1, Warm: 0, QueueWait: 10 * time.Second})
 	ctx := context.Background()
 	job, err := p.Acquire(ctx, browsers.LeaseRequest{Team: "a", Reusable: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	used := job.Browser()
-	job.Release(true)
+	job.Release(browsers.Reuse)
 	// The pool is full of a used browser: a session gets a new one.
 	s, err := p.Acquire(ctx, browsers.LeaseRequest{Team: "a"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.Browser() == used || alive(used) {
-		t.Fatal("the used browser was not replaced for the session")
-	}
-	s.Release(false)
+	require.NoError(t, err)
+	require.True(t, s.Browser() != used && !alive(used), "the used browser was not replaced for the session")
+	s.Release(browsers.Destroy)
 }

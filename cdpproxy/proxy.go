@@ -23,10 +23,9 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/trawler-dev/trawler/browsers"
 	"github.com/trawler-dev/trawler/cdp"
-	"github.com/trawler-dev/trawler/publicurl"
 	"github.com/trawler-dev/trawler/sessions"
+	"github.com/trawler-dev/trawler/wire"
 )
 
 // Sessions finds sessions; it is implemented by *sessions.Manager.
@@ -37,7 +36,7 @@ type Sessions interface {
 // Proxy serves /cdp/{id}...
 type Proxy struct {
 	sessions Sessions
-	urls     publicurl.Resolver
+	urls     wire.PublicURL
 	log      *slog.Logger
 	upgrader websocket.Upgrader
 
@@ -46,7 +45,7 @@ type Proxy struct {
 }
 
 // New returns a proxy.
-func New(s Sessions, urls publicurl.Resolver, log *slog.Logger) *Proxy {
+func New(s Sessions, urls wire.PublicURL, log *slog.Logger) *Proxy {
 	return &Proxy{
 		sessions: s, urls: urls, log: log,
 		upgrader: websocket.Upgrader{
@@ -66,40 +65,43 @@ func (p *Proxy) Wait() { p.wg.Wait() }
 // CDPURL is the cdpUrl of session id for a client that reached the service
 // at base (http(s)://host).
 func CDPURL(base, id, token string) string {
-	return publicurl.WebSocket(base) + "/cdp/" + id + "?token=" + url.QueryEscape(token)
+	return wire.WebSocket(base) + "/cdp/" + id + "?token=" + url.QueryEscape(token)
 }
 
-func (p *Proxy) baseURL(r *http.Request) string {
-	return p.urls.BaseURL(publicurl.Request{RemoteAddr: r.RemoteAddr, TLS: r.TLS != nil, Host: r.Host,
-		ForwardedProto: r.Header.Get("X-Forwarded-Proto"), ForwardedHost: r.Header.Get("X-Forwarded-Host")})
+// Refusal is the answer to a request for a session that is not live.
+type Refusal struct {
+	Status        int
+	Code, Message string
 }
 
-// LookupSession finds live session id for an HTTP handler of the session's
-// URLs (CDP here, the live view too), answering the request itself when
-// there is none: 404 unknown, 410 destroyed with the reason, 500 otherwise.
-func LookupSession(w http.ResponseWriter, r *http.Request, s Sessions, id string, log *slog.Logger) (*sessions.Session, bool) {
-	sess, err := s.Lookup(r.Context(), id)
+// FindSession finds live session id for an HTTP handler of the session's
+// URLs (CDP here, the live view too); when there is none, it returns the
+// answer to give instead: 404 unknown, 410 destroyed with the reason, 500
+// otherwise.
+func FindSession(ctx context.Context, s Sessions, id string, log *slog.Logger) (*sessions.Session, *Refusal) {
+	sess, err := s.Lookup(ctx, id)
 	var destroyed *sessions.DestroyedError
 	switch {
 	case errors.Is(err, sessions.ErrNotFound):
-		WriteError(w, http.StatusNotFound, "NOT_FOUND", "browser session not found")
-		return nil, false
+		return nil, &Refusal{http.StatusNotFound, "NOT_FOUND", "browser session not found"}
 	case errors.As(err, &destroyed):
-		WriteError(w, http.StatusGone, "SESSION_DESTROYED", "browser session was destroyed: "+destroyed.Reason)
-		return nil, false
+		return nil, &Refusal{http.StatusGone, "SESSION_DESTROYED", "browser session was destroyed: " + destroyed.Reason}
 	case err != nil:
 		log.Error("looking up a session", "session", id, "err", err)
-		WriteError(w, http.StatusInternalServerError, "INTERNAL", "could not look up the session")
+		return nil, &Refusal{http.StatusInternalServerError, "INTERNAL", "could not look up the session"}
+	}
+	return sess, nil
+}
+
+// LookupSession is FindSession answering the request itself, in the wire
+// format, when there is no live session.
+func LookupSession(w http.ResponseWriter, r *http.Request, s Sessions, id string, log *slog.Logger) (*sessions.Session, bool) {
+	sess, no := FindSession(r.Context(), s, id, log)
+	if no != nil {
+		wire.WriteError(w, no.Status, no.Code, no.Message)
 		return nil, false
 	}
 	return sess, true
-}
-
-// WriteError answers with the API's error shape.
-func WriteError(w http.ResponseWriter, status int, code, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]any{"success": false, "error": msg, "code": code})
 }
 
 // ServeHTTP routes /cdp/{id}, /cdp/{id}/json/version, /cdp/{id}/json/list and
@@ -109,7 +111,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id, sub, _ := strings.Cut(rest, "/")
 	sub = strings.TrimSuffix("/"+sub, "/")
 	if id == "" {
-		WriteError(w, http.StatusNotFound, "NOT_FOUND", "no browser session id in the path")
+		wire.WriteError(w, http.StatusNotFound, "NOT_FOUND", "no browser session id in the path")
 		return
 	}
 	s, ok := LookupSession(w, r, p.sessions, id, p.log)
@@ -118,11 +120,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	token := r.URL.Query().Get("token")
 	if token == "" {
-		WriteError(w, http.StatusUnauthorized, "UNAUTHORIZED", "token query parameter is required: use the cdpUrl returned by POST /v2/browser")
+		wire.WriteError(w, http.StatusUnauthorized, "UNAUTHORIZED", "token query parameter is required: use the cdpUrl returned by POST /v2/browser")
 		return
 	}
 	if !s.CheckCDPToken(token) {
-		WriteError(w, http.StatusUnauthorized, "UNAUTHORIZED", "token does not match this browser session")
+		wire.WriteError(w, http.StatusUnauthorized, "UNAUTHORIZED", "token does not match this browser session")
 		return
 	}
 	upgrade := websocket.IsWebSocketUpgrade(r)
@@ -136,7 +138,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case sub == "/json/list" || sub == "/json":
 		p.list(w, r, s, token)
 	default:
-		WriteError(w, http.StatusNotFound, "NOT_FOUND", "unknown CDP path "+sub)
+		wire.WriteError(w, http.StatusNotFound, "NOT_FOUND", "unknown CDP path "+sub)
 	}
 }
 
@@ -144,7 +146,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // endpoint.
 func (p *Proxy) version(w http.ResponseWriter, r *http.Request, s *sessions.Session, token string) {
 	v := s.CDP().Version()
-	v["webSocketDebuggerUrl"] = CDPURL(p.baseURL(r), s.ID(), token)
+	v["webSocketDebuggerUrl"] = CDPURL(p.urls.ForHTTP(r), s.ID(), token)
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(v)
 }
@@ -152,7 +154,7 @@ func (p *Proxy) version(w http.ResponseWriter, r *http.Request, s *sessions.Sess
 // list answers /json/list as the browser would, front tab first, with the
 // proxy's page endpoints.
 func (p *Proxy) list(w http.ResponseWriter, r *http.Request, s *sessions.Session, token string) {
-	ws := publicurl.WebSocket(p.baseURL(r))
+	ws := wire.WebSocket(p.urls.ForHTTP(r))
 	targets := s.CDP().Targets(r.Context())
 	list := make([]cdp.Target, 0, len(targets))
 	for _, t := range targets {
@@ -163,30 +165,19 @@ func (p *Proxy) list(w http.ResponseWriter, r *http.Request, s *sessions.Session
 	json.NewEncoder(w).Encode(list)
 }
 
-// closeCode maps a session's end reason to a WebSocket close code.
-func closeCode(reason string) int {
-	switch {
-	case reason == sessions.ReasonShutdown:
-		return websocket.CloseGoingAway
-	case strings.Contains(reason, browsers.ErrBrowserExited.Error()):
-		return websocket.CloseInternalServerErr
-	default:
-		return websocket.CloseNormalClosure
-	}
-}
-
-func closeMessage(code int, reason string) []byte {
-	reason = "session ended: " + reason
+// closeMessage is the close frame that tells a client of the session's end.
+func closeMessage(end sessions.End) []byte {
+	reason := "session ended: " + end.Text
 	if len(reason) > 123 {
 		reason = reason[:123]
 	}
-	return websocket.FormatCloseMessage(code, reason)
+	return websocket.FormatCloseMessage(end.CloseCode(), reason)
 }
 
 func (p *Proxy) proxy(w http.ResponseWriter, r *http.Request, s *sessions.Session, target string) {
 	detach, ok := s.Attach()
 	if !ok {
-		WriteError(w, http.StatusGone, "SESSION_DESTROYED", "browser session was destroyed: "+s.Reason())
+		wire.WriteError(w, http.StatusGone, "SESSION_DESTROYED", "browser session was destroyed: "+s.Ended().Text)
 		return
 	}
 	defer detach()
@@ -195,10 +186,10 @@ func (p *Proxy) proxy(w http.ResponseWriter, r *http.Request, s *sessions.Sessio
 	cancel()
 	if err != nil {
 		if target != "" {
-			WriteError(w, http.StatusNotFound, "NOT_FOUND", "no target "+target+" in the session's browser")
+			wire.WriteError(w, http.StatusNotFound, "NOT_FOUND", "no target "+target+" in the session's browser")
 			return
 		}
-		WriteError(w, http.StatusBadGateway, "UPSTREAM_ERROR", "could not reach the session's browser: "+err.Error())
+		wire.WriteError(w, http.StatusBadGateway, "UPSTREAM_ERROR", "could not reach the session's browser: "+err.Error())
 		return
 	}
 	client, err := p.upgrader.Upgrade(w, r, nil)
@@ -225,7 +216,7 @@ func (p *Proxy) proxy(w http.ResponseWriter, r *http.Request, s *sessions.Sessio
 	var msg []byte
 	select {
 	case <-s.Done():
-		msg = closeMessage(closeCode(s.Reason()), s.Reason())
+		msg = closeMessage(s.Ended())
 	case err := <-errc:
 		// One side went away. If the browser went, the session is ending
 		// (its watcher sees the exit): wait a moment to name the reason.
@@ -236,7 +227,7 @@ func (p *Proxy) proxy(w http.ResponseWriter, r *http.Request, s *sessions.Sessio
 		default:
 			select {
 			case <-s.Done():
-				msg = closeMessage(closeCode(s.Reason()), s.Reason())
+				msg = closeMessage(s.Ended())
 			case <-time.After(time.Second):
 				msg = websocket.FormatCloseMessage(websocket.CloseInternalServerErr, "connection to the browser lost")
 			}
@@ -281,7 +272,7 @@ func (p *Proxy) fromClient(up *cdp.Channel, client *websocket.Conn, s *sessions.
 			}
 			if json.Unmarshal(msg, &m) == nil && m.Method == "Browser.close" {
 				p.log.Info("client closed the browser", "session", s.ID())
-				go s.End(sessions.ReasonClientClosed)
+				go s.End(sessions.ClientClosed)
 				continue
 			}
 		}

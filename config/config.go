@@ -173,9 +173,36 @@ const LocalTeam = "local"
 func (c *Config) LocalMode() bool { return len(c.APIKeys) == 0 }
 
 // FromEnv reads the configuration from getenv (os.Getenv in production) and
-// validates it.
+// validates it. Every malformed setting is reported, not only the first.
 func FromEnv(getenv func(string) string) (*Config, error) {
-	c := &Config{
+	c := defaults()
+	e := &envReader{getenv: getenv}
+	e.str("TRAWLER_ADDR", &c.Addr)
+	e.str("TRAWLER_DATA_DIR", &c.DataDir)
+	e.chromium(c)
+	e.str("TRAWLER_LOG_LEVEL", &c.LogLevel)
+	e.str("TRAWLER_INSTANCE", &c.Instance)
+	e.str("TRAWLER_RUNTIME", &c.Runtime)
+	e.docker(&c.Docker)
+	e.profiles(c)
+	e.boolean("TRAWLER_ALLOW_PRIVATE_NETWORKS", &c.AllowPrivateNetworks)
+	e.boolean("TRAWLER_SHARED_CACHE", &c.SharedCache)
+	e.boolean("TRAWLER_ALLOW_PUBLIC_LOCAL_MODE", &c.AllowPublicLocalMode)
+	e.limits(c)
+	e.teams(c)
+	e.publicURL(c)
+	if err := errors.Join(e.errs...); err != nil {
+		return nil, err
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// defaults is the configuration with no TRAWLER_ variable set.
+func defaults() *Config {
+	return &Config{
 		Addr:                "127.0.0.1:3002",
 		DataDir:             "./data",
 		PoolSize:            8,
@@ -191,171 +218,178 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 		Docker: Docker{Image: "trawler/browser:latest", Memory: 2 << 30, CPUs: 1,
 			Pids: 1024, Shm: 256 << 20},
 	}
-	var errs []error
-	str := func(name string, dst *string) {
-		if v := strings.TrimSpace(getenv(name)); v != "" {
-			*dst = v
-		}
-	}
-	boolean := func(name string, dst *bool) {
-		v := strings.TrimSpace(getenv(name))
-		if v == "" {
-			return
-		}
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s must be true or false, got %q", name, v))
-			return
-		}
-		*dst = b
-	}
-	integer := func(name string, dst *int) {
-		v := strings.TrimSpace(getenv(name))
-		if v == "" {
-			return
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s must be a whole number, got %q", name, v))
-			return
-		}
-		*dst = n
-	}
-	duration := func(name string, dst *time.Duration) {
-		v := strings.TrimSpace(getenv(name))
-		if v == "" {
-			return
-		}
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s must be a duration such as 10s or 500ms, got %q", name, v))
-			return
-		}
-		*dst = d
-	}
+}
 
-	str("TRAWLER_ADDR", &c.Addr)
-	str("TRAWLER_DATA_DIR", &c.DataDir)
-	str("TRAWLER_CHROMIUM_PATH", &c.ChromiumPath)
-	if v := strings.TrimSpace(getenv("TRAWLER_CHROMIUM_FLAGS")); v != "" {
-		for _, f := range splitFlags(v) {
-			if !strings.HasPrefix(f, "--") {
-				errs = append(errs, fmt.Errorf("TRAWLER_CHROMIUM_FLAGS must be flags starting with --, separated by spaces, got %q", f))
-				continue
-			}
-			if browsers.ReservedFlag(f) {
-				errs = append(errs, fmt.Errorf("TRAWLER_CHROMIUM_FLAGS must not set %s: Trawler sets it for each browser (DevTools on a pipe, every request through its egress proxy)", strings.SplitN(f, "=", 2)[0]))
-				continue
-			}
-			c.ChromiumFlags = append(c.ChromiumFlags, f)
-		}
+// envReader reads settings from the environment, collecting an error for each
+// malformed one; an unset or blank variable leaves its setting alone.
+type envReader struct {
+	getenv func(string) string
+	errs   []error
+}
+
+// get is name's value without surrounding space.
+func (e *envReader) get(name string) string { return strings.TrimSpace(e.getenv(name)) }
+
+func (e *envReader) fail(format string, args ...any) {
+	e.errs = append(e.errs, fmt.Errorf(format, args...))
+}
+
+func (e *envReader) str(name string, dst *string) {
+	if v := e.get(name); v != "" {
+		*dst = v
 	}
-	str("TRAWLER_LOG_LEVEL", &c.LogLevel)
-	str("TRAWLER_INSTANCE", &c.Instance)
-	str("TRAWLER_RUNTIME", &c.Runtime)
-	str("TRAWLER_DOCKER_IMAGE", &c.Docker.Image)
-	size := func(name string, dst *int64) {
-		v := strings.TrimSpace(getenv(name))
-		if v == "" {
-			return
-		}
-		n, err := units.RAMInBytes(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s must be a size such as 512m or 2g, got %q", name, v))
-			return
-		}
-		*dst = n
+}
+
+func (e *envReader) boolean(name string, dst *bool) {
+	read(e, name, dst, strconv.ParseBool, "true or false")
+}
+
+func (e *envReader) integer(name string, dst *int) {
+	read(e, name, dst, strconv.Atoi, "a whole number")
+}
+
+func (e *envReader) duration(name string, dst *time.Duration) {
+	read(e, name, dst, time.ParseDuration, "a duration such as 10s or 500ms")
+}
+
+// size reads a byte size such as 512m or 2g.
+func (e *envReader) size(name string, dst *int64) {
+	read(e, name, dst, units.RAMInBytes, "a size such as 512m or 2g")
+}
+
+// read sets *dst to name's value as parse reads it; a value parse refuses
+// is reported as not being what (e.g. "a whole number").
+func read[T any](e *envReader, name string, dst *T, parse func(string) (T, error), what string) {
+	v := e.get(name)
+	if v == "" {
+		return
 	}
-	size("TRAWLER_DOCKER_MEMORY", &c.Docker.Memory)
-	size("TRAWLER_DOCKER_SHM", &c.Docker.Shm)
-	if v := strings.TrimSpace(getenv("TRAWLER_DOCKER_CPUS")); v != "" {
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("TRAWLER_DOCKER_CPUS must be a number of CPUs such as 1 or 0.5, got %q", v))
-		}
-		c.Docker.CPUs = f
+	x, err := parse(v)
+	if err != nil {
+		e.fail("%s must be %s, got %q", name, what, v)
+		return
 	}
-	pids := int(c.Docker.Pids)
-	integer("TRAWLER_DOCKER_PIDS", &pids)
-	c.Docker.Pids = int64(pids)
-	str("TRAWLER_PROFILES", &c.Profiles)
-	str("TRAWLER_S3_ACCESS_KEY", &c.S3.AccessKey)
-	str("TRAWLER_S3_SECRET_KEY", &c.S3.SecretKey)
-	str("TRAWLER_S3_REGION", &c.S3.Region)
-	if v := strings.TrimSpace(getenv("TRAWLER_S3_ENDPOINT")); v != "" {
+	*dst = x
+}
+
+// chromium reads the browser binary and its extra flags, refusing the
+// flags Trawler sets itself.
+func (e *envReader) chromium(c *Config) {
+	e.str("TRAWLER_CHROMIUM_PATH", &c.ChromiumPath)
+	v := e.get("TRAWLER_CHROMIUM_FLAGS")
+	if v == "" {
+		return
+	}
+	for _, f := range splitFlags(v) {
+		if !strings.HasPrefix(f, "--") {
+			e.fail("TRAWLER_CHROMIUM_FLAGS must be flags starting with --, separated by spaces, got %q", f)
+			continue
+		}
+		if browsers.ReservedFlag(f) {
+			e.fail("TRAWLER_CHROMIUM_FLAGS must not set %s: Trawler sets it for each browser (DevTools on a pipe, every request through its egress proxy)", strings.SplitN(f, "=", 2)[0])
+			continue
+		}
+		c.ChromiumFlags = append(c.ChromiumFlags, f)
+	}
+}
+
+// docker reads the settings of the docker runtime.
+func (e *envReader) docker(d *Docker) {
+	e.str("TRAWLER_DOCKER_IMAGE", &d.Image)
+	e.size("TRAWLER_DOCKER_MEMORY", &d.Memory)
+	e.size("TRAWLER_DOCKER_SHM", &d.Shm)
+	read(e, "TRAWLER_DOCKER_CPUS", &d.CPUs, func(v string) (float64, error) { return strconv.ParseFloat(v, 64) },
+		"a number of CPUs such as 1 or 0.5")
+	pids := int(d.Pids)
+	e.integer("TRAWLER_DOCKER_PIDS", &pids)
+	d.Pids = int64(pids)
+}
+
+// profiles reads where profiles are kept, the S3 store's settings and the
+// writers' lock lifetime.
+func (e *envReader) profiles(c *Config) {
+	e.str("TRAWLER_PROFILES", &c.Profiles)
+	e.str("TRAWLER_S3_ACCESS_KEY", &c.S3.AccessKey)
+	e.str("TRAWLER_S3_SECRET_KEY", &c.S3.SecretKey)
+	e.str("TRAWLER_S3_REGION", &c.S3.Region)
+	if v := e.get("TRAWLER_S3_ENDPOINT"); v != "" {
 		c.S3.Endpoint, c.S3.Secure = v, true
 		if u, err := url.Parse(v); err == nil && (u.Scheme == "http" || u.Scheme == "https") {
 			c.S3.Endpoint, c.S3.Secure = u.Host, u.Scheme == "https"
 		}
 	}
-	duration("TRAWLER_PROFILE_LOCK_TTL", &c.ProfileLockTTL)
-	boolean("TRAWLER_ALLOW_PRIVATE_NETWORKS", &c.AllowPrivateNetworks)
-	boolean("TRAWLER_SHARED_CACHE", &c.SharedCache)
-	boolean("TRAWLER_ALLOW_PUBLIC_LOCAL_MODE", &c.AllowPublicLocalMode)
-	integer("TRAWLER_POOL_SIZE", &c.PoolSize)
-	integer("TRAWLER_WARM_BROWSERS", &c.WarmBrowsers)
-	integer("TRAWLER_TEAM_CONCURRENCY", &c.TeamConcurrency)
-	duration("TRAWLER_QUEUE_WAIT", &c.QueueWait)
-	duration("TRAWLER_BROWSER_START_TIMEOUT", &c.BrowserStartTimeout)
-	duration("TRAWLER_RESULT_RETENTION", &c.ResultRetention)
-	integer("TRAWLER_JOB_WORKERS", &c.JobWorkers)
-	integer("TRAWLER_HOST_CONCURRENCY", &c.HostConcurrency)
-	if v := strings.TrimSpace(getenv("TRAWLER_WEBHOOK_SECRETS")); v != "" {
+	e.duration("TRAWLER_PROFILE_LOCK_TTL", &c.ProfileLockTTL)
+}
+
+// limits reads the sizes and timeouts of the pool and the jobs.
+func (e *envReader) limits(c *Config) {
+	e.integer("TRAWLER_POOL_SIZE", &c.PoolSize)
+	e.integer("TRAWLER_WARM_BROWSERS", &c.WarmBrowsers)
+	e.integer("TRAWLER_TEAM_CONCURRENCY", &c.TeamConcurrency)
+	e.duration("TRAWLER_QUEUE_WAIT", &c.QueueWait)
+	e.duration("TRAWLER_BROWSER_START_TIMEOUT", &c.BrowserStartTimeout)
+	e.duration("TRAWLER_RESULT_RETENTION", &c.ResultRetention)
+	e.integer("TRAWLER_JOB_WORKERS", &c.JobWorkers)
+	e.integer("TRAWLER_HOST_CONCURRENCY", &c.HostConcurrency)
+}
+
+// teams reads the per-team settings: webhook secrets, features and API keys.
+func (e *envReader) teams(c *Config) {
+	if v := e.get("TRAWLER_WEBHOOK_SECRETS"); v != "" {
 		c.WebhookSecrets = map[string]string{}
 		for _, entry := range strings.Split(v, ",") {
 			team, secret, ok := strings.Cut(strings.TrimSpace(entry), ":")
 			if !ok || strings.TrimSpace(team) == "" || secret == "" {
-				errs = append(errs, fmt.Errorf("TRAWLER_WEBHOOK_SECRETS must be a comma-separated list of team:secret entries, got %q", entry))
+				e.fail("TRAWLER_WEBHOOK_SECRETS must be a comma-separated list of team:secret entries, got %q", entry)
 				continue
 			}
 			c.WebhookSecrets[strings.TrimSpace(team)] = secret
 		}
 	}
-	if v := strings.TrimSpace(getenv("TRAWLER_TEAM_FEATURES")); v != "" {
+	if v := e.get("TRAWLER_TEAM_FEATURES"); v != "" {
 		f, err := parseFeatures(v)
 		if err != nil {
-			errs = append(errs, err)
+			e.errs = append(e.errs, err)
 		}
 		c.TeamFeatures = f
 	}
-
-	if v := strings.TrimSpace(getenv("TRAWLER_API_KEYS")); v != "" {
+	if v := e.get("TRAWLER_API_KEYS"); v != "" {
 		keys, err := parseKeys(v)
 		if err != nil {
-			errs = append(errs, err)
+			e.errs = append(e.errs, err)
 		}
 		c.APIKeys = keys
 	}
-	if v := strings.TrimSpace(getenv("TRAWLER_PUBLIC_URL")); v != "" {
+}
+
+// publicURL reads how the URLs handed to clients are built: the public base
+// URL and the proxies whose forwarded headers are trusted.
+func (e *envReader) publicURL(c *Config) {
+	if v := e.get("TRAWLER_PUBLIC_URL"); v != "" {
 		u, err := url.Parse(strings.TrimRight(v, "/"))
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			errs = append(errs, fmt.Errorf("TRAWLER_PUBLIC_URL must be an absolute http or https URL, got %q", v))
+			e.fail("TRAWLER_PUBLIC_URL must be an absolute http or https URL, got %q", v)
 		} else {
 			c.PublicURL = u
 		}
 	}
-	if v := strings.TrimSpace(getenv("TRAWLER_TRUSTED_PROXIES")); v != "" {
-		for _, s := range strings.Split(v, ",") {
-			s = strings.TrimSpace(s)
-			p, err := netip.ParsePrefix(s)
-			if err != nil {
-				a, aerr := netip.ParseAddr(s)
-				if aerr != nil {
-					errs = append(errs, fmt.Errorf("TRAWLER_TRUSTED_PROXIES must list IP addresses or CIDR prefixes, got %q", s))
-					continue
-				}
-				p = netip.PrefixFrom(a, a.BitLen())
+	v := e.get("TRAWLER_TRUSTED_PROXIES")
+	if v == "" {
+		return
+	}
+	for _, s := range strings.Split(v, ",") {
+		s = strings.TrimSpace(s)
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			a, aerr := netip.ParseAddr(s)
+			if aerr != nil {
+				e.fail("TRAWLER_TRUSTED_PROXIES must list IP addresses or CIDR prefixes, got %q", s)
+				continue
 			}
-			c.TrustedProxies = append(c.TrustedProxies, p)
+			p = netip.PrefixFrom(a, a.BitLen())
 		}
+		c.TrustedProxies = append(c.TrustedProxies, p)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	if err := c.Validate(); err != nil {
-		return nil, err
-	}
-	return c, nil
 }
 
 func parseKeys(v string) ([]TeamKey, error) {

@@ -4,6 +4,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func env(m map[string]string) func(string) string {
@@ -13,16 +16,12 @@ func env(m map[string]string) func(string) string {
 func TestDefaults(t *testing.T) {
 	t.Parallel()
 	c, err := FromEnv(env(map[string]string{"TRAWLER_CHROMIUM_PATH": "/bin/sh"}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if c.Addr != "127.0.0.1:3002" || !c.LocalMode() || c.PoolSize != 8 || c.WarmBrowsers != 1 ||
 		c.TeamConcurrency != 4 || c.QueueWait != 10*time.Second || c.AllowPrivateNetworks || c.SharedCache || c.PublicURL != nil {
 		t.Fatalf("defaults: %+v", c)
 	}
-	if !strings.HasSuffix(c.DataDir, "/data") || !strings.HasPrefix(c.DataDir, "/") {
-		t.Fatalf("data dir %q should be ./data made absolute", c.DataDir)
-	}
+	require.True(t, strings.HasSuffix(c.DataDir, "/data") && strings.HasPrefix(c.DataDir, "/"), "data dir %q should be ./data made absolute", c.DataDir)
 }
 
 func TestSettings(t *testing.T) {
@@ -40,9 +39,7 @@ func TestSettings(t *testing.T) {
 		"TRAWLER_QUEUE_WAIT":             "1500ms",
 		"TRAWLER_CHROMIUM_PATH":          "sh",
 	}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if c.LocalMode() || len(c.APIKeys) != 2 || c.APIKeys[1] != (TeamKey{"globex", "key-bbbbbbbb"}) {
 		t.Fatalf("keys: %+v", c.APIKeys)
 	}
@@ -50,9 +47,7 @@ func TestSettings(t *testing.T) {
 		c.PoolSize != 3 || c.WarmBrowsers != 2 || c.TeamConcurrency != 2 || c.QueueWait != 1500*time.Millisecond {
 		t.Fatalf("settings: %+v", c)
 	}
-	if !strings.HasPrefix(c.ChromiumPath, "/") {
-		t.Fatalf("chromium path %q not resolved on PATH", c.ChromiumPath)
-	}
+	require.True(t, strings.HasPrefix(c.ChromiumPath, "/"), "chromium path %q not resolved on PATH", c.ChromiumPath)
 }
 
 func TestErrorsNameTheSetting(t *testing.T) {
@@ -85,9 +80,7 @@ func TestErrorsNameTheSetting(t *testing.T) {
 				tc.env["TRAWLER_CHROMIUM_PATH"] = "/bin/sh"
 			}
 			_, err := FromEnv(env(tc.env))
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("error %v, want it to contain %q", err, tc.want)
-			}
+			require.ErrorContains(t, err, tc.want)
 		})
 	}
 }
@@ -95,9 +88,7 @@ func TestErrorsNameTheSetting(t *testing.T) {
 func TestPublicLocalModeNeedsExplicitConsent(t *testing.T) {
 	t.Parallel()
 	_, err := FromEnv(env(map[string]string{"TRAWLER_ADDR": "0.0.0.0:3002", "TRAWLER_ALLOW_PUBLIC_LOCAL_MODE": "true", "TRAWLER_CHROMIUM_PATH": "/bin/sh"}))
-	if err != nil {
-		t.Fatalf("explicitly allowed public local mode: %v", err)
-	}
+	require.NoError(t, err, "explicitly allowed public local mode")
 }
 
 func TestChromiumFlags(t *testing.T) {
@@ -113,15 +104,10 @@ func TestChromiumFlags(t *testing.T) {
 		}
 	}
 	c, err := FromEnv(env(`--host-resolver-rules="MAP *.crawl.test 127.0.0.1"  --lang=fr`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(c.ChromiumFlags) != 2 || c.ChromiumFlags[0] != "--host-resolver-rules=MAP *.crawl.test 127.0.0.1" || c.ChromiumFlags[1] != "--lang=fr" {
-		t.Errorf("flags %q", c.ChromiumFlags)
-	}
+	require.NoError(t, err)
+	assert.Equal(t, []string{"--host-resolver-rules=MAP *.crawl.test 127.0.0.1", "--lang=fr"}, c.ChromiumFlags, "flags")
 	for v, want := range map[string]string{"lang=fr": "must be flags starting with --", "--user-data-dir=/x": "must not set --user-data-dir"} {
-		if _, err := FromEnv(env(v)); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: %v", v, err)
-		}
+		_, err := FromEnv(env(v))
+		assert.ErrorContains(t, err, want, v)
 	}
 }

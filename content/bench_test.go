@@ -9,6 +9,7 @@ import (
 	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/base"
 	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/commonmark"
 	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/table"
+	"github.com/stretchr/testify/require"
 )
 
 // benchCorpus loads every testdata page.
@@ -21,9 +22,7 @@ func benchCorpus(b *testing.B) [][]byte {
 	pages := make([][]byte, 0, len(paths))
 	for _, p := range paths {
 		raw, err := os.ReadFile(p)
-		if err != nil {
-			b.Fatal(err)
-		}
+		require.NoError(b, err)
 		pages = append(pages, raw)
 	}
 	return pages
@@ -46,9 +45,8 @@ func BenchmarkTransform(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		for _, p := range pages {
-			if _, err := Transform(p, "https://example.com/docs/page.html", opts); err != nil {
-				b.Fatal(err)
-			}
+			_, err := Transform(p, "https://example.com/docs/page.html", opts)
+			require.NoError(b, err)
 		}
 	}
 }
@@ -68,9 +66,8 @@ func BenchmarkBareMarkdown(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		for _, s := range strs {
-			if _, err := conv.ConvertString(s, converter.WithDomain("https://example.com/docs/page.html")); err != nil {
-				b.Fatal(err)
-			}
+			_, err := conv.ConvertString(s, converter.WithDomain("https://example.com/docs/page.html"))
+			require.NoError(b, err)
 		}
 	}
 }

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestLinks(t *testing.T) {
@@ -76,12 +78,8 @@ func TestLinks(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			res, err := Transform([]byte(tc.html), tc.pageURL, Options{OnlyMainContent: true, Want: Want{Links: true, Markdown: true}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(res.Links, tc.want) {
-				t.Errorf("links = %q, want %q", res.Links, tc.want)
-			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, res.Links, "links")
 		})
 	}
 }
@@ -128,12 +126,8 @@ func TestImages(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			res, err := Transform([]byte(tc.html), "https://example.com/p/index.html", Options{Want: Want{Images: true}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(res.Images, tc.want) {
-				t.Errorf("images = %q, want %q", res.Images, tc.want)
-			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, res.Images, "images")
 		})
 	}
 }
@@ -155,9 +149,7 @@ func TestLargestCandidate(t *testing.T) {
 		{"a.jpg 100w 50h, b.jpg 90w (junk, more)", "a.jpg"},
 	}
 	for _, tc := range tests {
-		if got := largestCandidate(tc.srcset); got != tc.want {
-			t.Errorf("largestCandidate(%q) = %q, want %q", tc.srcset, got, tc.want)
-		}
+		assert.Equal(t, tc.want, largestCandidate(tc.srcset), "largestCandidate(%q)", tc.srcset)
 	}
 }
 
@@ -177,9 +169,7 @@ func TestMetadata(t *testing.T) {
 <link rel="shortcut icon" href="/fav.png">
 </head><body><svg><title>Icon</title></svg></body></html>`
 	res, err := Transform([]byte(page), "https://example.de/a/b", Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	want := map[string]any{
 		"title":               "Titel",
 		"language":            "de",
@@ -194,9 +184,7 @@ func TestMetadata(t *testing.T) {
 		"dcTermsCreated":      "2020-01-01",
 		"favicon":             "https://example.de/fav.png",
 	}
-	if !reflect.DeepEqual(res.Metadata, want) {
-		t.Errorf("metadata = %#v\nwant %#v", res.Metadata, want)
-	}
+	assert.Equal(t, want, res.Metadata, "metadata")
 	if res.Markdown != "" || res.HTML != "" || res.Links != nil || res.Images != nil {
 		t.Error("outputs not asked for were computed")
 	}
@@ -209,9 +197,7 @@ func TestInvalidSelector(t *testing.T) {
 		{ExcludeTags: []string{">>"}},
 	} {
 		_, err := Transform([]byte("<p>x</p>"), "", opts)
-		if !errors.Is(err, ErrInvalidSelector) {
-			t.Errorf("Transform(%v) error = %v, want ErrInvalidSelector", opts, err)
-		}
+		assert.ErrorIs(t, err, ErrInvalidSelector, "Transform(%v)", opts)
 	}
 }
 
@@ -293,18 +279,12 @@ func TestMainContentFilter(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			res, err := Transform([]byte(tc.html), "https://example.com/", DefaultOptions())
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			for _, w := range tc.want {
-				if !strings.Contains(res.Markdown, w) {
-					t.Errorf("markdown lacks %q:\n%s", w, res.Markdown)
-				}
+				assert.Contains(t, res.Markdown, w, "markdown")
 			}
 			for _, w := range tc.wantNot {
-				if strings.Contains(res.Markdown, w) {
-					t.Errorf("markdown holds %q:\n%s", w, res.Markdown)
-				}
+				assert.NotContains(t, res.Markdown, w, "markdown")
 			}
 		})
 	}
@@ -313,13 +293,9 @@ func TestMainContentFilter(t *testing.T) {
 func TestOnlyMainContentOff(t *testing.T) {
 	t.Parallel()
 	raw, err := os.ReadFile(filepath.Join("testdata", "chrome.html"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	res, err := Transform(raw, "https://news.example.com/", Options{Want: Want{Markdown: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for _, w := range []string{"Most read", "Example News Ltd.", "Fishing fleets", "Skip to content"} {
 		if !strings.Contains(res.Markdown, w) {
 			t.Errorf("markdown lacks %q", w)
@@ -340,26 +316,18 @@ func TestHTMLOutput(t *testing.T) {
 	res, err := Transform([]byte(page), "https://example.com/d/", Options{
 		OnlyMainContent: true, RemoveBase64Images: true, Want: Want{HTML: true, Markdown: true},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for _, w := range []string{
 		`<a href="https://example.com/d/x">x</a>`,
 		`src="data:image/png;base64,AAAA"`,
 		`srcset="https://example.com/d/i.png 1x, https://example.com/d/i2.png 2x"`,
 	} {
-		if !strings.Contains(res.HTML, w) {
-			t.Errorf("html lacks %q:\n%s", w, res.HTML)
-		}
+		assert.Contains(t, res.HTML, w, "html")
 	}
 	for _, w := range []string{"comment", "alert", "enable js", "<title>", "<style>"} {
-		if strings.Contains(res.HTML, w) {
-			t.Errorf("html holds %q:\n%s", w, res.HTML)
-		}
+		assert.NotContains(t, res.HTML, w, "html")
 	}
-	if want := "[x](https://example.com/d/x) ![b](<Base64-Image-Removed>) ![](https://example.com/d/i.png)"; res.Markdown != want {
-		t.Errorf("markdown = %q, want %q", res.Markdown, want)
-	}
+	assert.Equal(t, "[x](https://example.com/d/x) ![b](<Base64-Image-Removed>) ![](https://example.com/d/i.png)", res.Markdown, "markdown")
 }
 
 func TestMarkdownLinks(t *testing.T) {
@@ -367,22 +335,16 @@ func TestMarkdownLinks(t *testing.T) {
 	page := `<p><a name="anchor">Named anchor</a>, <a href="javascript:go()">a script</a>, <a href="/ok">ok</a>, <a href="/icon"><svg><title>icon</title></svg></a>.</p>
 <h2 id="s">Section<a class="headerlink" href="#s" title="Permalink">¶</a></h2><h3 id="t">Other <a href="#t">#</a></h3>`
 	res, err := Transform([]byte(page), "https://example.com/", Options{Want: Want{Markdown: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	want := "Named anchor, a script, [ok](https://example.com/ok), .\n\n## Section\n\n### Other"
-	if res.Markdown != want {
-		t.Errorf("markdown = %q, want %q", res.Markdown, want)
-	}
+	assert.Equal(t, want, res.Markdown, "markdown")
 }
 
 func TestTidy(t *testing.T) {
 	t.Parallel()
 	in := "- a\n  \n  b\n\n| x | p1<br /><br />p2 |\n\n```\n| x | <br /> |\n   \n```"
 	want := "- a\n\n  b\n\n| x | p1 p2 |\n\n```\n| x | <br /> |\n   \n```"
-	if got := tidy(in); got != want {
-		t.Errorf("tidy = %q, want %q", got, want)
-	}
+	assert.Equal(t, want, tidy(in), "tidy")
 }
 
 // TestConcurrentTransforms runs the testdata pages through Transform from
@@ -391,20 +353,14 @@ func TestTidy(t *testing.T) {
 func TestConcurrentTransforms(t *testing.T) {
 	t.Parallel()
 	paths, err := filepath.Glob(filepath.Join("testdata", "*.html"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	want := make(map[string]string, len(paths))
 	pages := make(map[string][]byte, len(paths))
 	for _, p := range paths {
 		raw, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		res, err := Transform(raw, "https://example.com/", DefaultOptions())
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		pages[p], want[p] = raw, res.Markdown
 	}
 	errs := make(chan error, 4)
@@ -424,8 +380,6 @@ func TestConcurrentTransforms(t *testing.T) {
 		}()
 	}
 	for range 4 {
-		if err := <-errs; err != nil {
-			t.Error(err)
-		}
+		assert.NoError(t, <-errs)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -244,18 +246,14 @@ func TestGolden(t *testing.T) {
 				input = tc.name
 			}
 			raw, err := os.ReadFile(filepath.Join("testdata", input+".html"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			opts := DefaultOptions()
 			if tc.opts != nil {
 				opts = *tc.opts
 			}
 			opts.Want = Want{Markdown: true, Links: true, Images: true, HTML: slices.Contains(tc.extras, "html")}
 			res, err := Transform(raw, tc.url, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 
 			checkGolden(t, tc.name+".md", []byte(res.Markdown+"\n"))
 			for _, extra := range tc.extras {
@@ -337,9 +335,7 @@ func leftoverHTML(md string) string {
 func jsonBytes(t *testing.T, v any) []byte {
 	t.Helper()
 	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return append(b, '\n')
 }
 
@@ -347,15 +343,11 @@ func checkGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
 	path := filepath.Join("testdata", name)
 	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.WriteFile(path, got, 0o644))
 		return
 	}
 	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./content -update to create it)", err)
-	}
+	require.NoError(t, err, "run go test ./content -update to create it")
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s differs from the golden file (run go test ./content -update and review the diff):\n%s", name, firstDiff(string(want), string(got)))
 	}

@@ -359,7 +359,7 @@ func (f *flattener) start(selfClosing bool) {
 
 	if !f.flat() && !(isIndent(a) && f.nindent >= flattenIndent) {
 		f.closeImplied(a, 0)
-		f.push(n, verbatim, false)
+		f.push(n, verbatim)
 		f.emit(raw)
 		return
 	}
@@ -371,15 +371,16 @@ func (f *flattener) start(selfClosing bool) {
 	}
 	switch {
 	case f.silent > 0 || isSilent(a):
-		f.push(n, dropped, true)
+		f.push(n, dropped)
+		f.silenceTop()
 	case isRawText(a):
 		// Text only, up to its own end tag: it cannot nest.
-		f.push(n, kept, false)
+		f.push(n, kept)
 		f.emit(raw)
 	case isKeptInline(a) && !f.keptOf[n]:
 		f.flush()
 		f.keptOf[n] = true
-		f.push(n, kept, false)
+		f.push(n, kept)
 		f.emit(raw)
 	case isKeptBlock(a) && !f.block:
 		f.block, f.inPre = true, a == atom.Pre || a == atom.Listing
@@ -395,7 +396,7 @@ func (f *flattener) start(selfClosing bool) {
 		// itself, which the parser moves before it.
 		f.keepBlock(n, raw)
 	default:
-		f.push(n, dropped, false)
+		f.push(n, dropped)
 		if !isInline(a) {
 			f.pending = true
 		}
@@ -406,7 +407,7 @@ func (f *flattener) start(selfClosing bool) {
 // paragraph of the flattener's.
 func (f *flattener) keepBlock(n nameID, raw []byte) {
 	f.pending, f.pOpen = false, false
-	f.push(n, kept, false)
+	f.push(n, kept)
 	f.emit(raw)
 }
 
@@ -536,13 +537,10 @@ func (f *flattener) popTo(i int) {
 	}
 }
 
-func (f *flattener) push(n nameID, m mode, silent bool) {
+func (f *flattener) push(n nameID, m mode) {
 	i := int32(len(f.stack))
-	f.stack = append(f.stack, entry{name: n, prev: f.topOr(n), mode: m, silent: silent})
+	f.stack = append(f.stack, entry{name: n, prev: f.topOr(n), mode: m})
 	f.top[n] = i
-	if silent {
-		f.silent++
-	}
 	if m != dropped {
 		f.passed = append(f.passed, i)
 	}
@@ -560,6 +558,13 @@ func (f *flattener) push(n nameID, m mode, silent bool) {
 	if isSpecial(a) {
 		f.specials = append(f.specials, i)
 	}
+}
+
+// silenceTop marks the element just pushed as silent: its content is not
+// page text, up to its end tag.
+func (f *flattener) silenceTop() {
+	f.stack[len(f.stack)-1].silent = true
+	f.silent++
 }
 
 // closeImplied pops what a start tag of a closes in the parser: the

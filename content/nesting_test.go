@@ -10,9 +10,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/trawler-dev/trawler/content/contenttest"
-
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"golang.org/x/net/html"
+
+	"github.com/trawler-dev/trawler/content/contenttest"
 )
 
 // repeated is a page whose body is format (given the index) n times.
@@ -201,9 +203,7 @@ line two</code></pre><svg><title>drawing</title><text>not text</text></svg><temp
 			t.Parallel()
 			res, err := Transform(tc.page, "https://example.com/page", Options{OnlyMainContent: true,
 				Want: Want{Markdown: true, HTML: true, Links: true, Images: true}})
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			if missing := inOrder(res.Markdown, tc.want); missing != "" {
 				t.Errorf("markdown lacks %q (in order); it ends:\n%s", missing, res.Markdown[max(0, len(res.Markdown)-300):])
 			}
@@ -288,28 +288,12 @@ func TestTransformDeepLists(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var before, after runtime.MemStats
-			runtime.GC()
-			runtime.ReadMemStats(&before)
-			res, err := Transform(tc.page, "https://example.com/", DefaultOptions())
-			if err != nil {
-				t.Fatal(err)
-			}
-			runtime.ReadMemStats(&after)
-			ratio := float64(after.TotalAlloc-before.TotalAlloc) / float64(len(tc.page))
-			t.Logf("%d bytes, allocated %.0f times that", len(tc.page), ratio)
-			if ratio > allocLimit {
-				t.Errorf("converting %d bytes allocated %.0f times that, more than %d", len(tc.page), ratio, allocLimit)
-			}
+			res := transformWithinAllocLimit(t, tc.page)
 			if missing := inOrder(res.Markdown, tc.want); missing != "" {
 				t.Errorf("markdown lacks %q (in order); it ends:\n%s", missing, res.Markdown[max(0, len(res.Markdown)-300):])
 			}
-			if !strings.Contains(res.Warning, tc.warning) {
-				t.Errorf("warning %q, want it to hold %q", res.Warning, tc.warning)
-			}
-			if n := strings.Count(res.Warning, "lists and quotes"); n != 1 {
-				t.Errorf("warning %q speaks of lists and quotes %d times", res.Warning, n)
-			}
+			assert.Contains(t, res.Warning, tc.warning, "warning")
+			assert.Equal(t, 1, strings.Count(res.Warning, "lists and quotes"), "times warning %q speaks of lists and quotes", res.Warning)
 			if n := maxPrefix(res.Markdown, tc.prefix); n > tc.indent {
 				t.Errorf("a line is indented %d characters, more than %d", n, tc.indent)
 			}
@@ -382,12 +366,8 @@ func TestTransformListsWithinTheBound(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			res, err := Transform([]byte(tc.page), "https://example.com/", DefaultOptions())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.Warning != "" {
-				t.Errorf("warning %q, want none", res.Warning)
-			}
+			require.NoError(t, err)
+			assert.Empty(t, res.Warning, "warning")
 			if res.Markdown != tc.want {
 				t.Errorf("markdown differs:\n%s", firstDiff(tc.want, res.Markdown))
 			}
@@ -414,13 +394,9 @@ func TestTransformKeepsTheRestOfADeepPage(t *testing.T) {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			t.Parallel()
 			page, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			want, err := Transform(page, "https://example.com/", opts)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			start := bytes.Index(page, []byte("<body"))
 			end := bytes.LastIndex(page, []byte("</body>"))
 			if start < 0 || end < 0 {
@@ -430,12 +406,8 @@ func TestTransformKeepsTheRestOfADeepPage(t *testing.T) {
 			for _, at := range []int{start, end} {
 				deepPage := slices.Concat(page[:at], []byte(deep), page[at:])
 				got, err := Transform(deepPage, "https://example.com/", opts)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got.Warning == "" {
-					t.Error("no warning")
-				}
+				require.NoError(t, err)
+				assert.NotEmpty(t, got.Warning, "no warning")
 				rest, ok := strings.CutSuffix(got.Markdown, alone.Markdown)
 				if at == start {
 					rest, ok = strings.CutPrefix(got.Markdown, alone.Markdown)
@@ -453,19 +425,13 @@ func TestTransformKeepsTheRestOfADeepPage(t *testing.T) {
 func TestTransformWideTable(t *testing.T) {
 	t.Parallel()
 	res, err := Transform(contenttest.WideTable(5000, 10), "https://example.com/table", DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Warning != "" {
-		t.Errorf("warning %q", res.Warning)
-	}
+	require.NoError(t, err)
+	assert.Empty(t, res.Warning, "warning")
 	// The first row is promoted to the header.
 	if !strings.HasPrefix(res.Markdown, "| r0c0 | r0c1 | r0c2 | r0c3 | r0c4 | r0c5 | r0c6 | r0c7 | r0c8 | r0c9 |\n|---|") {
 		t.Errorf("markdown starts %q", res.Markdown[:min(len(res.Markdown), 200)])
 	}
-	if rows := strings.Count(res.Markdown, "\n| r"); rows != 4999 {
-		t.Errorf("%d body rows, want 4999", rows)
-	}
+	assert.Equal(t, 4999, strings.Count(res.Markdown, "\n| r"), "body rows")
 	if !strings.HasSuffix(res.Markdown, "| r4999c0 | r4999c1 | r4999c2 | r4999c3 | r4999c4 | r4999c5 | r4999c6 | r4999c7 | r4999c8 | r4999c9 |") {
 		t.Errorf("markdown ends %q", res.Markdown[max(0, len(res.Markdown)-200):])
 	}
@@ -491,20 +457,27 @@ func TestTransformMemoryOfLargePages(t *testing.T) {
 		{"2,000 nested lists", repeated("<ul><li>item %d", 2000)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var before, after runtime.MemStats
-			runtime.GC()
-			runtime.ReadMemStats(&before)
-			if _, err := Transform(tc.page, "https://example.com/", DefaultOptions()); err != nil {
-				t.Fatal(err)
-			}
-			runtime.ReadMemStats(&after)
-			ratio := float64(after.TotalAlloc-before.TotalAlloc) / float64(len(tc.page))
-			t.Logf("%d bytes, allocated %.0f times that", len(tc.page), ratio)
-			if ratio > allocLimit {
-				t.Errorf("converting %d bytes allocated %.0f times that, more than %d", len(tc.page), ratio, allocLimit)
-			}
+			transformWithinAllocLimit(t, tc.page)
 		})
 	}
+}
+
+// transformWithinAllocLimit converts page with the default options and
+// checks that it allocated at most allocLimit times the page's size.
+func transformWithinAllocLimit(t *testing.T, page []byte) *Result {
+	t.Helper()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	res, err := Transform(page, "https://example.com/", DefaultOptions())
+	require.NoError(t, err)
+	runtime.ReadMemStats(&after)
+	ratio := float64(after.TotalAlloc-before.TotalAlloc) / float64(len(page))
+	t.Logf("%d bytes, allocated %.0f times that", len(page), ratio)
+	if ratio > allocLimit {
+		t.Errorf("converting %d bytes allocated %.0f times that, more than %d", len(page), ratio, allocLimit)
+	}
+	return res
 }
 
 // FuzzFlattenThroughout checks the promise parseHTML's last resort makes:
@@ -519,12 +492,10 @@ func FuzzFlattenThroughout(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, page []byte) {
-		if _, err := html.Parse(newFlattener(page, 0)); err != nil {
-			t.Fatalf("flattened throughout, the page does not parse: %v", err)
-		}
-		if _, _, err := parseHTML(page); err != nil {
-			t.Fatalf("parseHTML: %v", err)
-		}
+		_, err := html.Parse(newFlattener(page, 0))
+		require.NoError(t, err, "flattened throughout, the page does not parse")
+		_, _, err = parseHTML(page)
+		require.NoError(t, err, "parseHTML")
 	})
 }
 
@@ -535,9 +506,8 @@ func BenchmarkTransformDeep(b *testing.B) {
 	b.SetBytes(int64(len(page)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Transform(page, "https://example.com/", DefaultOptions()); err != nil {
-			b.Fatal(err)
-		}
+		_, err := Transform(page, "https://example.com/", DefaultOptions())
+		require.NoError(b, err)
 	}
 }
 
@@ -547,9 +517,8 @@ func BenchmarkTransformWideTable(b *testing.B) {
 	b.SetBytes(int64(len(page)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Transform(page, "https://example.com/", DefaultOptions()); err != nil {
-			b.Fatal(err)
-		}
+		_, err := Transform(page, "https://example.com/", DefaultOptions())
+		require.NoError(b, err)
 	}
 }
 
@@ -560,8 +529,7 @@ func BenchmarkTransformNestedLists(b *testing.B) {
 	b.SetBytes(int64(len(page)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Transform(page, "https://example.com/", DefaultOptions()); err != nil {
-			b.Fatal(err)
-		}
+		_, err := Transform(page, "https://example.com/", DefaultOptions())
+		require.NoError(b, err)
 	}
 }

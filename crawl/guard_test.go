@@ -2,8 +2,10 @@ package crawl
 
 import (
 	"context"
-	"errors"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/trawler-dev/trawler/netguard"
 	"github.com/trawler-dev/trawler/webhook"
@@ -20,15 +22,11 @@ func TestBlocked(t *testing.T) {
 	s := &Service{Guard: &netguard.Guard{}}
 	got := s.Blocked(context.Background(), urls)
 	for i, want := range []bool{false, true, false, true, true, true, true} {
-		if (got[i] != nil) != want {
-			t.Errorf("%s: blocked %v, want %v", urls[i], got[i], want)
-		}
+		assert.Equal(t, want, got[i] != nil, "%s blocked: %v", urls[i], got[i])
 	}
 	open := &Service{Guard: &netguard.Guard{AllowPrivate: true}}
 	for i, b := range open.Blocked(context.Background(), urls) {
-		if b != nil {
-			t.Errorf("%s blocked with private networks allowed: %v", urls[i], b)
-		}
+		assert.Nil(t, b, "%s blocked with private networks allowed", urls[i])
 	}
 }
 
@@ -39,12 +37,9 @@ func TestStartURLBlockedAtCreation(t *testing.T) {
 	s := &Service{Guard: &netguard.Guard{}}
 	var blocked *netguard.BlockedError
 	_, err := s.Create(ctx, "acme", &Spec{Kind: KindCrawl, URL: "http://127.0.0.1:8080/", Crawl: DefaultCrawlOptions()}, "")
-	if !errors.As(err, &blocked) {
-		t.Fatalf("crawl of a loopback start URL: %v, want a BlockedError", err)
-	}
-	if _, err := s.Map(ctx, "acme", 1, MapRequest{URL: "http://10.0.0.1/", Sitemap: "include", Limit: 10}); !errors.As(err, &blocked) {
-		t.Fatalf("map of a private start URL: %v, want a BlockedError", err)
-	}
+	require.ErrorAs(t, err, &blocked, "crawl of a loopback start URL")
+	_, err = s.Map(ctx, "acme", 1, MapRequest{URL: "http://10.0.0.1/", Sitemap: "include", Limit: 10})
+	require.ErrorAs(t, err, &blocked, "map of a private start URL")
 }
 
 func TestCheckWebhook(t *testing.T) {
@@ -65,12 +60,9 @@ func TestCheckWebhook(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			if got := guarded.CheckWebhook(ctx, tc.spec); (got != nil) != tc.blocked {
-				t.Fatalf("guard on: %v, want blocked %v", got, tc.blocked)
-			}
-			if got := open.CheckWebhook(ctx, tc.spec); got != nil {
-				t.Fatalf("private networks allowed: %v", got)
-			}
+			got := guarded.CheckWebhook(ctx, tc.spec)
+			require.Equal(t, tc.blocked, got != nil, "blocked with the guard on: %v", got)
+			require.Nil(t, open.CheckWebhook(ctx, tc.spec), "blocked with private networks allowed")
 		})
 	}
 }

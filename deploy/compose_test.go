@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/trawler-dev/trawler/docker/dockertest"
 )
 
 func run(t *testing.T, env []string, name string, args ...string) string {
@@ -41,14 +43,6 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
-}
-
-func containers(t *testing.T, filter string) []string {
-	out, err := exec.Command("docker", "ps", "-aq", "--filter", filter).Output()
-	if err != nil {
-		t.Fatalf("docker ps: %v", err)
-	}
-	return strings.Fields(string(out))
 }
 
 func TestComposeRig(t *testing.T) {
@@ -108,7 +102,7 @@ func TestComposeRig(t *testing.T) {
 			}
 			exec.Command("docker-compose", "-f", "docker-compose.yml", "-p", project, "down", "-v", "-t", "30").Run()
 		}
-		for _, c := range containers(t, "label=dev.trawler.instance="+project) {
+		for _, c := range dockertest.InstanceContainers(t, project) {
 			exec.Command("docker", "rm", "-f", c).Run()
 		}
 	})
@@ -135,7 +129,7 @@ func TestComposeRig(t *testing.T) {
 		}
 		time.Sleep(time.Second)
 	}
-	if n := len(containers(t, "label=dev.trawler.instance="+project)); n < 1 {
+	if n := len(dockertest.InstanceContainers(t, project)); n < 1 {
 		t.Fatalf("the rig's Trawler runs no browser container (want its warm browser)")
 	}
 
@@ -149,10 +143,10 @@ func TestComposeRig(t *testing.T) {
 
 	compose("down", "-v", "-t", "30")
 	downed = true
-	if left := containers(t, "label=dev.trawler.instance="+project); len(left) > 0 {
+	if left := dockertest.InstanceContainers(t, project); len(left) > 0 {
 		t.Fatalf("browser containers left after docker-compose down: %v", left)
 	}
-	if left := containers(t, "label=com.docker.compose.project="+project); len(left) > 0 {
+	if left := dockertest.Containers(t, "label=com.docker.compose.project="+project); len(left) > 0 {
 		t.Fatalf("rig containers left after docker-compose down: %v", left)
 	}
 }

@@ -1,7 +1,6 @@
 package docker
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -17,50 +16,25 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
 	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/trawler-dev/trawler/browsers"
+	"github.com/trawler-dev/trawler/docker/dockertest"
 	"github.com/trawler-dev/trawler/docker/shim"
 	"github.com/trawler-dev/trawler/egress"
 	"github.com/trawler-dev/trawler/netguard"
+	"github.com/trawler-dev/trawler/test/logtest"
+	"github.com/trawler-dev/trawler/test/polltest"
 )
-
-var (
-	setupOnce sync.Once
-	setupErr  error
-)
-
-// requireEngine makes sure a Docker engine answers and the browser image is
-// built, once per test binary. A machine without Docker fails the tests
-// rather than skipping them: CI installs it.
-func requireEngine(t testing.TB) {
-	t.Helper()
-	setupOnce.Do(func() {
-		if _, err := exec.LookPath("docker"); err != nil {
-			setupErr = fmt.Errorf("docker is not installed (Debian: apt-get install docker.io); these tests need a real engine")
-			return
-		}
-		for _, script := range [][]string{{"../scripts/start-dockerd.sh"}, {"../scripts/images.sh", "browser"}} {
-			out, err := exec.Command("bash", script...).CombinedOutput()
-			if err != nil {
-				setupErr = fmt.Errorf("%s: %v\n%s", strings.Join(script, " "), err, out)
-				return
-			}
-		}
-	})
-	if setupErr != nil {
-		t.Fatal(setupErr)
-	}
-}
 
 // newRuntime returns a runtime of its own instance, so that parallel tests
 // and earlier runs never see each other's containers; whatever a test leaves
 // behind is reaped at its end.
 func newRuntime(t testing.TB, cfg Config) *Runtime {
 	t.Helper()
-	requireEngine(t)
+	dockertest.RequireEngine(t)
 	if cfg.Instance == "" {
 		cfg.Instance = "test-" + uuid.NewString()[:8]
 	}
@@ -74,13 +48,10 @@ func newRuntime(t testing.TB, cfg Config) *Runtime {
 		cfg.Egress = out.ServeConn
 	}
 	r, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() {
-		if _, err := r.Reap(context.Background()); err != nil {
-			t.Error(err)
-		}
+		_, err := r.Reap(context.Background())
+		assert.NoError(t, err)
 		r.Close()
 	})
 	return r
@@ -89,30 +60,9 @@ func newRuntime(t testing.TB, cfg Config) *Runtime {
 func start(t testing.TB, r *Runtime) browsers.Browser {
 	t.Helper()
 	b, err := r.Start(context.Background(), uuid.NewString())
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() })
 	return b
-}
-
-// lockedBuffer is a log destination that the log follower and the test may
-// use at once.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func containerID(b browsers.Browser) string { return b.(*browser).containerID }
@@ -123,15 +73,13 @@ func exists(t *testing.T, r *Runtime, id string) bool {
 	if cerrdefs.IsNotFound(err) {
 		return false
 	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return true
 }
 
 func TestStart(t *testing.T) {
 	t.Parallel()
-	var logs lockedBuffer
+	var logs logtest.Buffer
 	cfg := Config{
 		Memory: 1 << 30, CPUs: 0.5, PidsLimit: 512, ShmSize: 128 << 20,
 		Log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
@@ -142,19 +90,13 @@ func TestStart(t *testing.T) {
 
 	t.Run("answers CDP", func(t *testing.T) {
 		conn, err := b.CDP().Dial(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		defer conn.Close()
 		var v struct {
 			Product string `json:"product"`
 		}
-		if err := conn.Call(ctx, "", "Browser.getVersion", nil, &v); err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(v.Product, "Chrome/") {
-			t.Errorf("product = %q, want Chrome/...", v.Product)
-		}
+		require.NoError(t, conn.Call(ctx, "", "Browser.getVersion", nil, &v))
+		assert.Contains(t, v.Product, "Chrome/", "product")
 	})
 
 	t.Run("loads a page served on loopback", func(t *testing.T) {
@@ -167,40 +109,24 @@ func TestStart(t *testing.T) {
 		}))
 		defer srv.Close()
 		conn, err := b.CDP().Dial(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		defer conn.Close()
 		var created struct {
 			TargetID string `json:"targetId"`
 		}
-		if err := conn.Call(ctx, "", "Target.createTarget", map[string]any{"url": srv.URL + "/page"}, &created); err != nil {
-			t.Fatal(err)
-		}
-		deadline := time.Now().Add(20 * time.Second)
-		for hits.Load() == 0 && time.Now().Before(deadline) {
-			time.Sleep(50 * time.Millisecond)
-		}
-		if hits.Load() == 0 {
-			t.Fatalf("the browser never requested %s/page", srv.URL)
-		}
+		require.NoError(t, conn.Call(ctx, "", "Target.createTarget", map[string]any{"url": srv.URL + "/page"}, &created))
+		polltest.Until(t, 20*time.Second, "the browser to request "+srv.URL+"/page", func() bool { return hits.Load() > 0 })
 	})
 
 	t.Run("logs the container's output at debug level", func(t *testing.T) {
-		deadline := time.Now().Add(10 * time.Second)
-		for !strings.Contains(logs.String(), shim.Protocol) && time.Now().Before(deadline) {
-			time.Sleep(50 * time.Millisecond)
-		}
-		if !strings.Contains(logs.String(), shim.Protocol) {
-			t.Errorf("the log lacks the shim's first line:\n%s", logs.String())
-		}
+		polltest.UntilState(t, 10*time.Second, "the shim's first line in the log",
+			func() bool { return strings.Contains(logs.String(), shim.Protocol) },
+			func() string { return "the log:\n" + logs.String() })
 	})
 
 	t.Run("container settings", func(t *testing.T) {
 		info, err := r.cli.ContainerInspect(ctx, containerID(b))
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		hc := info.HostConfig
 		for _, tc := range []struct {
 			name      string
@@ -222,9 +148,7 @@ func TestStart(t *testing.T) {
 			{"running", info.State.Running, true},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				if tc.got != tc.want {
-					t.Errorf("got %v, want %v", tc.got, tc.want)
-				}
+				assert.Equal(t, tc.want, tc.got)
 			})
 		}
 	})
@@ -239,9 +163,7 @@ func TestCloseRemovesContainer(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 3 {
 		wg.Go(func() {
-			if err := b.Close(); err != nil {
-				t.Error(err)
-			}
+			assert.NoError(t, b.Close())
 		})
 	}
 	wg.Wait()
@@ -250,39 +172,26 @@ func TestCloseRemovesContainer(t *testing.T) {
 	default:
 		t.Fatal("Done is open after Close returned")
 	}
-	if b.Err() == nil {
-		t.Error("Err is nil after Close")
-	}
+	assert.Error(t, b.Err(), "Err is nil after Close")
 	t.Log(b.Err())
-	if exists(t, r, id) {
-		t.Error("the container is still there after Close")
-	}
-	if err := b.Close(); err != nil {
-		t.Errorf("second Close: %v", err)
-	}
+	assert.False(t, exists(t, r, id), "the container is still there after Close")
+	assert.NoError(t, b.Close(), "second Close")
 }
 
 func TestKilledFromOutside(t *testing.T) {
 	t.Parallel()
 	r := newRuntime(t, Config{})
 	b := start(t, r)
-	if out, err := exec.Command("docker", "kill", containerID(b)).CombinedOutput(); err != nil {
-		t.Fatalf("docker kill: %v\n%s", err, out)
-	}
+	out, err := exec.Command("docker", "kill", containerID(b)).CombinedOutput()
+	require.NoError(t, err, "docker kill: %s", out)
 	select {
 	case <-b.Done():
 	case <-time.After(30 * time.Second):
 		t.Fatal("Done stayed open after docker kill")
 	}
-	if err := b.Err(); err == nil || !strings.Contains(err.Error(), "exited with code 137 (killed)") {
-		t.Errorf("Err = %v, want the exit with code 137 (killed)", err)
-	}
-	if err := b.Close(); err != nil {
-		t.Error(err)
-	}
-	if exists(t, r, containerID(b)) {
-		t.Error("the container is still there after Close")
-	}
+	assert.ErrorContains(t, b.Err(), "exited with code 137 (killed)", "Err after docker kill")
+	assert.NoError(t, b.Close())
+	assert.False(t, exists(t, r, containerID(b)), "the container is still there after Close")
 }
 
 func TestReap(t *testing.T) {
@@ -296,33 +205,25 @@ func TestReap(t *testing.T) {
 
 	restarted := newRuntime(t, Config{Instance: instance})
 	n, err := restarted.Reap(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n != len(left) {
-		t.Errorf("Reap removed %d containers, want %d", n, len(left))
-	}
+	require.NoError(t, err)
+	assert.Equal(t, len(left), n, "containers Reap removed")
 	for _, b := range left {
-		if exists(t, restarted, containerID(b)) {
-			t.Errorf("container of %s survived Reap", b.ID())
-		}
+		assert.False(t, exists(t, restarted, containerID(b)), "container of %s survived Reap", b.ID())
 		select {
 		case <-b.Done():
 		case <-time.After(30 * time.Second):
 			t.Errorf("Done of %s stayed open after Reap removed its container", b.ID())
 		}
 	}
-	if !exists(t, restarted, containerID(other)) {
-		t.Error("Reap removed the container of another instance")
-	}
+	assert.True(t, exists(t, restarted, containerID(other)), "Reap removed the container of another instance")
 	select {
 	case <-other.Done():
 		t.Errorf("the other instance's browser exited: %v", other.Err())
 	default:
 	}
-	if n, err := restarted.Reap(context.Background()); n != 0 || err != nil {
-		t.Errorf("second Reap = %d, %v; want 0, nil", n, err)
-	}
+	n, err = restarted.Reap(context.Background())
+	assert.NoError(t, err, "second Reap")
+	assert.Zero(t, n, "containers the second Reap removed")
 }
 
 func TestStartFailureRemovesContainer(t *testing.T) {
@@ -350,19 +251,8 @@ func TestStartFailureRemovesContainer(t *testing.T) {
 				t.Fatal("Start succeeded")
 			}
 			t.Log(err)
-			if !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("error = %q, want it to contain %q", err, tc.want)
-			}
-			list, err := r.cli.ContainerList(context.Background(), container.ListOptions{
-				All:     true,
-				Filters: filters.NewArgs(filters.Arg("label", labelInstance+"="+r.cfg.Instance)),
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(list) != 0 {
-				t.Errorf("%d containers left behind", len(list))
-			}
+			assert.ErrorContains(t, err, tc.want)
+			assert.Empty(t, dockertest.InstanceContainers(t, r.cfg.Instance), "containers left behind")
 		})
 	}
 }
@@ -381,9 +271,7 @@ func TestDescribeExit(t *testing.T) {
 		{143, false, "browser container exited with code 143 (terminated)"},
 	} {
 		t.Run(tc.want, func(t *testing.T) {
-			if got := describeExit(tc.code, tc.oom); got != tc.want {
-				t.Errorf("describeExit(%d, %v) = %q, want %q", tc.code, tc.oom, got, tc.want)
-			}
+			assert.Equal(t, tc.want, describeExit(tc.code, tc.oom), "describeExit(%d, %v)", tc.code, tc.oom)
 		})
 	}
 }
@@ -403,14 +291,10 @@ func TestConfigValidate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.cfg.Validate()
 			if tc.want == "" {
-				if err != nil {
-					t.Errorf("Validate() = %v, want nil", err)
-				}
+				assert.NoError(t, err, "Validate()")
 				return
 			}
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("Validate() = %v, want it to contain %q", err, tc.want)
-			}
+			assert.ErrorContains(t, err, tc.want, "Validate()")
 		})
 	}
 }
@@ -423,13 +307,9 @@ func BenchmarkStart(b *testing.B) {
 	for b.Loop() {
 		began := time.Now()
 		br, err := r.Start(context.Background(), uuid.NewString())
-		if err != nil {
-			b.Fatal(err)
-		}
+		require.NoError(b, err)
 		took = append(took, time.Since(began))
-		if err := br.Close(); err != nil {
-			b.Fatal(err)
-		}
+		require.NoError(b, br.Close())
 	}
 	sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
 	b.ReportMetric(float64(took[len(took)/2].Milliseconds()), "ms/start-median")

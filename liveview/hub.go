@@ -16,7 +16,6 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/trawler-dev/trawler/browsers"
 	"github.com/trawler-dev/trawler/cdp"
 	"github.com/trawler-dev/trawler/sessions"
 )
@@ -229,14 +228,14 @@ func (hb *hub) run() {
 		case <-front.C:
 			hb.lookUpFront(context.Background())
 		case <-hb.sess.Done():
-			hb.end(endNote{code: closeCode(hb.sess.Reason()), reason: hb.sess.Reason(), ended: true})
+			hb.end(endedNote(hb.sess.Ended()))
 			return
 		case <-hb.conn.Done():
 			// A browser that went away ends its session: wait a moment to
 			// name the reason.
 			select {
 			case <-hb.sess.Done():
-				hb.end(endNote{code: closeCode(hb.sess.Reason()), reason: hb.sess.Reason(), ended: true})
+				hb.end(endedNote(hb.sess.Ended()))
 			case <-time.After(time.Second):
 				hb.end(endNote{code: websocket.CloseInternalServerErr, reason: "connection to the browser lost"})
 			}
@@ -802,6 +801,7 @@ func (hb *hub) dispatcher() {
 	}
 }
 
+// dispatch carries out one viewer's input on the tab it watches.
 func (hb *hub) dispatch(in inputReq) {
 	hb.mu.Lock()
 	tabID := hb.watchedLocked(in.v)
@@ -828,32 +828,8 @@ func (hb *hub) dispatch(in inputReq) {
 			in.v.sendError("INPUT_FAILED", what+": "+err.Error())
 		}
 	}
-	switch m.Type {
-	case "newTab":
-		u := "about:blank"
-		if m.URL != "" {
-			var err error
-			if u, err = checkURL(m.URL); err != nil {
-				in.v.sendError("BAD_URL", err.Error())
-				return
-			}
-		}
-		params := map[string]any{"url": u}
-		if contextID != "" {
-			params["browserContextId"] = contextID
-		}
-		hb.mu.Lock()
-		in.v.pick = "" // see the new tab, which becomes the active one
-		hb.mu.Unlock()
-		fail("opening a tab", hb.conn.Call(ctx, "", "Target.createTarget", params, nil))
-		return
-	case "closeTab":
-		hb.mu.Lock()
-		known := hb.tabs[m.Tab] != nil
-		hb.mu.Unlock()
-		if known {
-			fail("closing the tab", hb.conn.Call(ctx, "", "Target.closeTarget", map[string]any{"targetId": m.Tab}, nil))
-		}
+	if m.Type == "newTab" || m.Type == "closeTab" {
+		hb.dispatchTab(ctx, in, contextID, fail)
 		return
 	}
 	if session == "" {
@@ -873,60 +849,89 @@ func (hb *hub) dispatch(in inputReq) {
 			fail("text", hb.conn.Call(ctx, session, "Input.insertText", map[string]any{"text": m.Text}, nil))
 		}
 	case "navigate":
-		u, err := checkURL(m.URL)
-		if err != nil {
-			in.v.sendError("BAD_URL", err.Error())
-			return
-		}
-		// A navigation answers once the page commits, which can take long:
-		// it must not hold up the input behind it.
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			var res struct {
-				ErrorText string `json:"errorText"`
-			}
-			err := hb.conn.Call(ctx, session, "Page.navigate", map[string]any{"url": u}, &res)
-			if err == nil && res.ErrorText != "" {
-				err = errors.New(res.ErrorText)
-			}
-			fail("navigating to "+u, err)
-		}()
+		hb.navigate(in, session, fail)
 	case "reload":
 		fail("reloading", hb.conn.Call(ctx, session, "Page.reload", map[string]any{}, nil))
 	case "back", "forward":
-		var hist struct {
-			CurrentIndex int `json:"currentIndex"`
-			Entries      []struct {
-				ID int64 `json:"id"`
-			} `json:"entries"`
-		}
-		if err := hb.conn.Call(ctx, session, "Page.getNavigationHistory", nil, &hist); err != nil {
-			fail("reading the history", err)
-			return
-		}
-		i := hist.CurrentIndex - 1
-		if m.Type == "forward" {
-			i = hist.CurrentIndex + 1
-		}
-		if i < 0 || i >= len(hist.Entries) {
-			return
-		}
-		fail("going "+m.Type, hb.conn.Call(ctx, session, "Page.navigateToHistoryEntry", map[string]any{"entryId": hist.Entries[i].ID}, nil))
+		hb.goInHistory(ctx, session, m.Type, fail)
 	}
 }
 
-// closeCode maps a session's end reason to a WebSocket close code, as the
-// CDP proxy does.
-func closeCode(reason string) int {
-	switch {
-	case reason == sessions.ReasonShutdown:
-		return websocket.CloseGoingAway
-	case strings.Contains(reason, browsers.ErrBrowserExited.Error()):
-		return websocket.CloseInternalServerErr
-	default:
-		return websocket.CloseNormalClosure
+// dispatchTab opens a tab (in the watched tab's browser context) or closes
+// one, for a viewer's newTab or closeTab.
+func (hb *hub) dispatchTab(ctx context.Context, in inputReq, contextID string, fail func(string, error)) {
+	m := in.m
+	if m.Type == "closeTab" {
+		hb.mu.Lock()
+		known := hb.tabs[m.Tab] != nil
+		hb.mu.Unlock()
+		if known {
+			fail("closing the tab", hb.conn.Call(ctx, "", "Target.closeTarget", map[string]any{"targetId": m.Tab}, nil))
+		}
+		return
 	}
+	u := "about:blank"
+	if m.URL != "" {
+		var err error
+		if u, err = checkURL(m.URL); err != nil {
+			in.v.sendError("BAD_URL", err.Error())
+			return
+		}
+	}
+	params := map[string]any{"url": u}
+	if contextID != "" {
+		params["browserContextId"] = contextID
+	}
+	hb.mu.Lock()
+	in.v.pick = "" // see the new tab, which becomes the active one
+	hb.mu.Unlock()
+	fail("opening a tab", hb.conn.Call(ctx, "", "Target.createTarget", params, nil))
+}
+
+// navigate loads a viewer's URL in the watched tab. A navigation answers
+// once the page commits, which can take long: it must not hold up the
+// input behind it.
+func (hb *hub) navigate(in inputReq, session string, fail func(string, error)) {
+	u, err := checkURL(in.m.URL)
+	if err != nil {
+		in.v.sendError("BAD_URL", err.Error())
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		var res struct {
+			ErrorText string `json:"errorText"`
+		}
+		err := hb.conn.Call(ctx, session, "Page.navigate", map[string]any{"url": u}, &res)
+		if err == nil && res.ErrorText != "" {
+			err = errors.New(res.ErrorText)
+		}
+		fail("navigating to "+u, err)
+	}()
+}
+
+// goInHistory goes one entry back or forward in the watched tab's history,
+// when there is one.
+func (hb *hub) goInHistory(ctx context.Context, session, direction string, fail func(string, error)) {
+	var hist struct {
+		CurrentIndex int `json:"currentIndex"`
+		Entries      []struct {
+			ID int64 `json:"id"`
+		} `json:"entries"`
+	}
+	if err := hb.conn.Call(ctx, session, "Page.getNavigationHistory", nil, &hist); err != nil {
+		fail("reading the history", err)
+		return
+	}
+	i := hist.CurrentIndex - 1
+	if direction == "forward" {
+		i = hist.CurrentIndex + 1
+	}
+	if i < 0 || i >= len(hist.Entries) {
+		return
+	}
+	fail("going "+direction, hb.conn.Call(ctx, session, "Page.navigateToHistoryEntry", map[string]any{"entryId": hist.Entries[i].ID}, nil))
 }
 
 func truncate(s string, n int) string {

@@ -22,7 +22,6 @@ import (
 	"embed"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"html/template"
 	"io/fs"
 	"log/slog"
@@ -36,8 +35,8 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/trawler-dev/trawler/cdpproxy"
-	"github.com/trawler-dev/trawler/publicurl"
 	"github.com/trawler-dev/trawler/sessions"
+	"github.com/trawler-dev/trawler/wire"
 )
 
 // Handler serves /live/{id} (the page), /live/{id}/ws (the page's socket),
@@ -45,7 +44,7 @@ import (
 // dropped socket) and /live/static/ (the page's script and style sheet).
 type Handler struct {
 	sessions cdpproxy.Sessions
-	urls     publicurl.Resolver
+	urls     wire.PublicURL
 	log      *slog.Logger
 	upgrader websocket.Upgrader
 
@@ -55,7 +54,7 @@ type Handler struct {
 
 // New returns a handler for the sessions of s. urls tells which origin the
 // page is served from when a proxy forwards it, for the socket's origin check.
-func New(s cdpproxy.Sessions, urls publicurl.Resolver, log *slog.Logger) *Handler {
+func New(s cdpproxy.Sessions, urls wire.PublicURL, log *slog.Logger) *Handler {
 	h := &Handler{sessions: s, urls: urls, log: log, hubs: map[string]*hub{}}
 	h.upgrader = websocket.Upgrader{
 		ReadBufferSize: 4 << 10, WriteBufferSize: 64 << 10,
@@ -138,18 +137,9 @@ func (h *Handler) lookup(w http.ResponseWriter, r *http.Request, id string) (*se
 	if !wantsHTML(r) {
 		return cdpproxy.LookupSession(w, r, h.sessions, id, h.log)
 	}
-	s, err := h.sessions.Lookup(r.Context(), id)
-	var destroyed *sessions.DestroyedError
-	switch {
-	case errors.Is(err, sessions.ErrNotFound):
-		writeError(w, r, http.StatusNotFound, "NOT_FOUND", "browser session not found")
-		return nil, false
-	case errors.As(err, &destroyed):
-		writeError(w, r, http.StatusGone, "SESSION_DESTROYED", "browser session was destroyed: "+destroyed.Reason)
-		return nil, false
-	case err != nil:
-		h.log.Error("looking up a session", "session", id, "err", err)
-		writeError(w, r, http.StatusInternalServerError, "INTERNAL", "could not look up the session")
+	s, no := cdpproxy.FindSession(r.Context(), h.sessions, id, h.log)
+	if no != nil {
+		writeError(w, r, no.Status, no.Code, no.Message)
 		return nil, false
 	}
 	return s, true
@@ -177,9 +167,7 @@ func (h *Handler) sameOrigin(r *http.Request) bool {
 	if strings.EqualFold(u.Host, r.Host) {
 		return true
 	}
-	base := h.urls.BaseURL(publicurl.Request{RemoteAddr: r.RemoteAddr, TLS: r.TLS != nil, Host: r.Host,
-		ForwardedProto: r.Header.Get("X-Forwarded-Proto"), ForwardedHost: r.Header.Get("X-Forwarded-Host")})
-	b, err := url.Parse(base)
+	b, err := url.Parse(h.urls.ForHTTP(r))
 	return err == nil && strings.EqualFold(u.Host, b.Host)
 }
 
@@ -195,7 +183,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func writeError(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
 	if !wantsHTML(r) {
 		w.Header().Set("Cache-Control", "no-store")
-		cdpproxy.WriteError(w, status, code, msg)
+		wire.WriteError(w, status, code, msg)
 		return
 	}
 	secureHeaders(w)

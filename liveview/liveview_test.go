@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/chromedp/cdproto/input"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestLiveViewMouseMapsFractionsOntoTheViewport(t *testing.T) {
@@ -40,21 +42,19 @@ func TestLiveViewMouseMapsFractionsOntoTheViewport(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got, ok := mouseParams(tc.m, meta)
-			if ok != tc.ok {
-				t.Fatalf("ok = %v, want %v", ok, tc.ok)
-			}
-			if ok && got != tc.want {
-				t.Fatalf("got %+v\nwant %+v", got, tc.want)
+			require.Equal(t, tc.ok, ok, "ok")
+			if ok {
+				require.Equal(t, tc.want, got)
 			}
 		})
 	}
 	p, _ := mouseParams(clientMsg{Action: "wheel", X: 0.5, Y: 0.5, DeltaY: 100}, meta)
-	if b, _ := json.Marshal(mouseEvent(p)); !strings.Contains(string(b), `"deltaX":0`) || !strings.Contains(string(b), `"deltaY":100`) {
-		t.Fatalf("a wheel event must carry both deltas: %s", b)
+	b, _ := json.Marshal(mouseEvent(p))
+	for _, delta := range []string{`"deltaX":0`, `"deltaY":100`} {
+		require.Contains(t, string(b), delta, "a wheel event must carry both deltas")
 	}
-	if _, ok := mouseParams(clientMsg{Action: "move"}, frameMeta{}); ok {
-		t.Fatal("input before the first frame has nowhere to go")
-	}
+	_, ok := mouseParams(clientMsg{Action: "move"}, frameMeta{})
+	require.False(t, ok, "input before the first frame has nowhere to go")
 }
 
 func TestLiveViewKeys(t *testing.T) {
@@ -79,11 +79,12 @@ func TestLiveViewKeys(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			p, ok := keyParams(tc.m)
-			if ok != tc.ok {
-				t.Fatalf("ok = %v, want %v", ok, tc.ok)
-			}
-			if ok && (p.Type != tc.typ || p.Text != tc.text || p.Modifiers != tc.modifier || p.WindowsVirtualKeyCode != tc.m.KeyCode) {
-				t.Fatalf("got %+v", p)
+			require.Equal(t, tc.ok, ok, "ok")
+			if ok {
+				require.Equal(t, tc.typ, p.Type, "type")
+				require.Equal(t, tc.text, p.Text, "text")
+				require.Equal(t, tc.modifier, p.Modifiers, "modifiers")
+				require.Equal(t, tc.m.KeyCode, p.WindowsVirtualKeyCode, "key code")
 			}
 		})
 	}
@@ -103,31 +104,23 @@ func TestLiveViewURLBarAcceptsOnlyWebURLs(t *testing.T) {
 		"example.com":                            false,
 		"https://" + strings.Repeat("a", maxURL): false,
 	} {
-		if _, err := checkURL(raw); (err == nil) != ok {
-			t.Errorf("checkURL(%q) = %v, want ok %v", raw, err, ok)
-		}
+		_, err := checkURL(raw)
+		assert.Equal(t, ok, err == nil, "checkURL(%q): %v", raw, err)
 	}
 }
 
 func TestLiveViewFrameSizeFollowsTheWindow(t *testing.T) {
 	t.Parallel()
 	small := paramsFor(640, 400, 1)
-	if small.maxWidth != 640 || small.maxHeight != 416 || small.quality != 80 {
-		t.Fatalf("640x400@1: %+v", small)
-	}
-	retina := paramsFor(1440, 900, 2)
-	if retina.maxWidth != maxCastSide || retina.maxHeight != 1824 || retina.quality != 60 {
-		t.Fatalf("1440x900@2: %+v", retina)
-	}
+	require.Equal(t, castParams{maxWidth: 640, maxHeight: 416, quality: 80}, small, "640x400@1")
+	require.Equal(t, castParams{maxWidth: maxCastSide, maxHeight: 1824, quality: 60}, paramsFor(1440, 900, 2), "1440x900@2")
 	if d := paramsFor(0, 0, 0); d.maxWidth != 1280 || d.maxHeight != 800 {
 		t.Fatalf("default: %+v", d)
 	}
 	if u := small.union(paramsFor(300, 900, 1)); u.maxWidth != 640 || u.maxHeight != 928 {
 		t.Fatalf("union: %+v", u)
 	}
-	if paramsFor(1000, 690, 1) != paramsFor(1010, 700, 1) {
-		t.Fatal("a few pixels of resize restart the screencast")
-	}
+	require.Equal(t, paramsFor(1000, 690, 1), paramsFor(1010, 700, 1), "a few pixels of resize restart the screencast")
 }
 
 // A slow viewer keeps only the newest frame; every frame is acknowledged
@@ -140,9 +133,8 @@ func TestLiveViewMailboxDropsOldFramesAndAcksEachOnce(t *testing.T) {
 	newFrame := func(n int) *frame {
 		f := &frame{ack: func() {
 			total.Add(1)
-			if _, dup := acks.LoadOrStore(n, true); dup {
-				t.Errorf("frame %d acknowledged twice", n)
-			}
+			_, dup := acks.LoadOrStore(n, true)
+			assert.False(t, dup, "frame %d acknowledged twice", n)
 		}}
 		f.claims.Add(1) // the hub's
 		return f
@@ -155,42 +147,34 @@ func TestLiveViewMailboxDropsOldFramesAndAcksEachOnce(t *testing.T) {
 		v.offer(f)
 		f.release() // the hub lets go
 	}
-	if total.Load() != 4 {
-		t.Fatalf("%d acks after five frames, one unsent: want 4 (the dropped ones)", total.Load())
-	}
+	require.Equal(t, int32(4), total.Load(), "acks after five frames, one unsent: the dropped ones")
 	v.mu.Lock()
 	pending := v.frame
 	v.frame = nil
 	v.mu.Unlock()
-	if pending != frames[4] {
-		t.Fatal("the mailbox does not hold the newest frame")
-	}
+	require.True(t, pending == frames[4], "the mailbox does not hold the newest frame")
 	pending.sent()
-	if total.Load() != 5 {
-		t.Fatalf("%d acks after the newest was sent", total.Load())
-	}
+	require.Equal(t, int32(5), total.Load(), "acks after the newest was sent")
 	// A viewer that is gone releases at once.
 	v.drop()
 	f := newFrame(9)
 	f.claims.Add(1)
 	v.offer(f)
 	f.release()
-	if total.Load() != 6 {
-		t.Fatal("a frame offered to a gone viewer was not acknowledged")
-	}
+	require.Equal(t, int32(6), total.Load(), "a frame offered to a gone viewer was not acknowledged")
 }
 
 func TestLiveViewFrameMessage(t *testing.T) {
 	t.Parallel()
 	msg := encodeFrame(frameHeader{Tab: "T", Seq: 7, frameMeta: frameMeta{DeviceWidth: 800, DeviceHeight: 600}}, []byte{0xff, 0xd8, 1})
 	n := binary.BigEndian.Uint32(msg)
+	header := msg[4 : 4+n]
 	var h map[string]any
-	if err := json.Unmarshal(msg[4:4+n], &h); err != nil || h["tab"] != "T" || h["deviceWidth"] != float64(800) || h["seq"] != float64(7) {
-		t.Fatalf("header %s: %v", msg[4:4+n], err)
-	}
-	if string(msg[4+n:]) != "\xff\xd8\x01" {
-		t.Fatal("the JPEG does not follow the header")
-	}
+	require.NoError(t, json.Unmarshal(header, &h), "header %s", header)
+	require.Equal(t, "T", h["tab"], "header %s", header)
+	require.Equal(t, float64(800), h["deviceWidth"], "header %s", header)
+	require.Equal(t, float64(7), h["seq"], "header %s", header)
+	require.Equal(t, "\xff\xd8\x01", string(msg[4+n:]), "the JPEG does not follow the header")
 }
 
 func TestLiveViewStaticAssetsAndPage(t *testing.T) {
@@ -198,16 +182,12 @@ func TestLiveViewStaticAssetsAndPage(t *testing.T) {
 	for _, name := range []string{"liveview.js", "liveview.css"} {
 		w := httptest.NewRecorder()
 		serveStatic(w, httptest.NewRequest("GET", "/live/static/"+name, nil), name)
-		if w.Code != 200 || w.Header().Get("ETag") == "" || w.Header().Get("Content-Security-Policy") != contentSecurityPolicy {
-			t.Fatalf("%s: %d %v", name, w.Code, w.Header())
-		}
-		if !strings.Contains(string(page), `"`+assetPath(name)+`"`) {
-			t.Fatalf("the page does not link %s", assetPath(name))
-		}
+		require.Equal(t, 200, w.Code, name)
+		require.NotEmpty(t, w.Header().Get("ETag"), "%s: ETag", name)
+		require.Equal(t, contentSecurityPolicy, w.Header().Get("Content-Security-Policy"), name)
+		require.Contains(t, string(page), `"`+assetPath(name)+`"`, "the page does not link %s", assetPath(name))
 	}
 	w := httptest.NewRecorder()
 	serveStatic(w, httptest.NewRequest("GET", "/live/static/index.html", nil), "index.html")
-	if w.Code != 404 {
-		t.Fatal("index.html is served only as the page")
-	}
+	require.Equal(t, 404, w.Code, "index.html is served only as the page")
 }

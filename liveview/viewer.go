@@ -61,6 +61,11 @@ type endNote struct {
 	ended  bool
 }
 
+// endedNote tells of the session's end.
+func endedNote(e sessions.End) endNote {
+	return endNote{code: e.CloseCode(), reason: e.Text, ended: true}
+}
+
 func newViewer(ws *websocket.Conn, interactive bool) *viewer {
 	return &viewer{ws: ws, interactive: interactive, quit: make(chan struct{}), wakeup: make(chan struct{}, 1)}
 }
@@ -279,7 +284,7 @@ func (v *viewer) readLoop(hb *hub) {
 func (h *Handler) serveViewer(w http.ResponseWriter, r *http.Request, s *sessions.Session, interactive bool) {
 	detach, ok := s.Attach()
 	if !ok {
-		writeError(w, r, http.StatusGone, "SESSION_DESTROYED", "browser session was destroyed: "+s.Reason())
+		writeError(w, r, http.StatusGone, "SESSION_DESTROYED", "browser session was destroyed: "+s.Ended().Text)
 		return
 	}
 	defer detach()
@@ -307,7 +312,7 @@ func (h *Handler) serveViewer(w http.ResponseWriter, r *http.Request, s *session
 	if err != nil {
 		select {
 		case <-s.Done():
-			v.finish(endNote{code: closeCode(s.Reason()), reason: s.Reason(), ended: true})
+			v.finish(endedNote(s.Ended()))
 		default:
 			h.log.Warn("live view: could not reach the session's browser", "session", s.ID(), "err", err)
 			v.finish(endNote{code: websocket.CloseInternalServerErr, reason: "could not reach the session's browser"})

@@ -10,11 +10,22 @@ import (
 	"time"
 )
 
+// TLSCheck says whether a client checks the certificates servers show it.
+type TLSCheck int
+
+const (
+	// VerifyTLS refuses a certificate that does not verify.
+	VerifyTLS TLSCheck = iota
+	// SkipTLSVerify accepts any certificate, as a scrape does with its
+	// skipTlsVerification option.
+	SkipTLSVerify
+)
+
 // Client returns an HTTP client whose every connection, redirects included,
 // is checked against the guard at the moment it is dialled, on the address
 // actually dialled: a name that resolves to a private address is refused
 // even when it resolved to a public one a moment earlier.
-func (g *Guard) Client(timeout time.Duration, skipTLSVerify bool) *http.Client {
+func (g *Guard) Client(timeout time.Duration, tlsCheck TLSCheck) *http.Client {
 	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	d.ControlContext = func(ctx context.Context, network, address string, _ syscall.RawConn) error {
 		ap, err := netip.ParseAddrPort(address)
@@ -33,7 +44,7 @@ func (g *Guard) Client(timeout time.Duration, skipTLSVerify bool) *http.Client {
 			host, _, _ := net.SplitHostPort(addr)
 			return d.DialContext(context.WithValue(ctx, hostKey{}, host), network, addr)
 		},
-		TLSClientConfig:       &tls.Config{InsecureSkipVerify: skipTLSVerify}, //nolint:gosec // the scrape option skipTlsVerification
+		TLSClientConfig:       &tls.Config{InsecureSkipVerify: tlsCheck == SkipTLSVerify}, //nolint:gosec // the scrape option skipTlsVerification
 		MaxIdleConnsPerHost:   16,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,

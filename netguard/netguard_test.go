@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 )
 
 func TestCheckHost(t *testing.T) {
@@ -14,22 +16,14 @@ func TestCheckHost(t *testing.T) {
 	for _, host := range []string{"127.0.0.1", "localhost", "LOCALHOST.", "foo.localhost", "10.1.2.3", "172.20.0.1", "192.168.1.1",
 		"169.254.169.254", "metadata.google.internal", "::1", "[::1]", "fe80::1", "fd00::1", "0.0.0.0", "100.64.0.1", "::ffff:127.0.0.1"} {
 		var b *BlockedError
-		if err := g.CheckHost(ctx, host); !errors.As(err, &b) {
-			t.Errorf("%s: %v, want a BlockedError", host, err)
-		}
+		assert.ErrorAs(t, g.CheckHost(ctx, host), &b, host)
 	}
 	for _, host := range []string{"93.184.216.34", "2606:2800:220:1:248:1893:25c8:1946", "8.8.8.8"} {
-		if err := g.CheckHost(ctx, host); err != nil {
-			t.Errorf("%s: %v, want allowed", host, err)
-		}
+		assert.NoError(t, g.CheckHost(ctx, host), "%s, want allowed", host)
 	}
-	if err := (&Guard{AllowPrivate: true}).CheckHost(ctx, "127.0.0.1"); err != nil {
-		t.Errorf("AllowPrivate still blocks: %v", err)
-	}
+	assert.NoError(t, (&Guard{AllowPrivate: true}).CheckHost(ctx, "127.0.0.1"), "AllowPrivate still blocks")
 	// A name is judged by what it resolves to.
-	if err := g.CheckHost(ctx, "no-such-host.invalid"); err == nil {
-		t.Error("an unresolvable name was allowed")
-	}
+	assert.Error(t, g.CheckHost(ctx, "no-such-host.invalid"), "an unresolvable name was allowed")
 }
 
 // Every notation a browser reads as an IPv4 address is judged as that
@@ -74,22 +68,14 @@ func TestIPv4Notations(t *testing.T) {
 		if ok {
 			got = a.String()
 		}
-		if got != tc.want {
-			t.Errorf("ParseIPv4(%q) = %q, want %q", tc.host, got, tc.want)
-		}
+		assert.Equal(t, tc.want, got, "ParseIPv4(%q)", tc.host)
 		if tc.want == "" || tc.want == "8.8.8.8" {
 			continue
 		}
 		var b *BlockedError
-		if err := g.CheckHost(context.Background(), tc.host); !errors.As(err, &b) {
-			t.Errorf("CheckHost(%q): %v, want a BlockedError", tc.host, err)
-		}
+		assert.ErrorAs(t, g.CheckHost(context.Background(), tc.host), &b, "CheckHost(%q)", tc.host)
 	}
-	if err := g.CheckHost(context.Background(), "8.8.8.8"); err != nil {
-		t.Errorf("8.8.8.8: %v", err)
-	}
+	assert.NoError(t, g.CheckHost(context.Background(), "8.8.8.8"), "8.8.8.8")
 	var b *BlockedError
-	if err := g.CheckHost(context.Background(), "::7f00:1"); !errors.As(err, &b) {
-		t.Errorf("an IPv4-compatible IPv6 address: %v, want a BlockedError", err)
-	}
+	assert.ErrorAs(t, g.CheckHost(context.Background(), "::7f00:1"), &b, "an IPv4-compatible IPv6 address")
 }

@@ -423,7 +423,8 @@ func readsAsColumns(rows []*row, g gutter) bool {
 		}
 		return n*2 >= len(sides) && long*2 >= len(sides)
 	}
-	return full(ls, lMin, g.x0, false) && full(rs, g.x1, rMax, true)
+	const leftSide, rightSide = false, true
+	return full(ls, lMin, g.x0, leftSide) && full(rs, g.x1, rMax, rightSide)
 }
 
 // line is one row of a flow, read as text.

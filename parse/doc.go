@@ -75,8 +75,8 @@ func DOC(ctx context.Context, data []byte) (doc *Document, err error) {
 	}
 	d.readStyles()
 	d.readLists()
-	d.papx = d.readBins(13, true)
-	d.chpx = d.readBins(12, false)
+	d.papx = d.readBins(plcBtePapx)
+	d.chpx = d.readBins(plcBteChpx)
 	body, err := d.body()
 	if err != nil {
 		return nil, err
@@ -411,9 +411,16 @@ var docCP1252 = func() (t [256]uint16) {
 	return t
 }()
 
-// readBins reads the FKPs that PlcBtePapx (i = 13) or PlcBteChpx (12)
+// The FIB's indexes of the bin tables of paragraph and character formatting.
+const (
+	plcBteChpx = 12
+	plcBtePapx = 13
+)
+
+// readBins reads the FKPs that the bin table PlcBtePapx or PlcBteChpx (i)
 // points to into runs sorted by offset.
-func (d *docReader) readBins(i int, para bool) []docRun {
+func (d *docReader) readBins(i int) []docRun {
+	para := i == plcBtePapx
 	plc := d.tableData(i)
 	if len(plc) < 12 {
 		return nil
@@ -460,7 +467,7 @@ func (d *docReader) papxPage(page []byte, crun int) []docRun {
 			}
 			if len(g) >= 2 {
 				r.pap.istd = docU16(g, 0)
-				d.papSprms(r.pap, g[2:], true)
+				d.papSprms(r.pap, g[2:], papxInBin)
 			}
 		}
 		runs = append(runs, r)
@@ -531,8 +538,17 @@ func docSprms(g []byte, fn func(op uint16, arg []byte)) {
 	}
 }
 
+// papxOrigin says where paragraph modifiers were read: from a bin, where a
+// sprmPHugePapx may point to more in the Data stream, or from there.
+type papxOrigin bool
+
+const (
+	papxInBin  papxOrigin = true
+	papxInData papxOrigin = false
+)
+
 // papSprms applies paragraph and table modifiers to p.
-func (d *docReader) papSprms(p *docPap, g []byte, huge bool) {
+func (d *docReader) papSprms(p *docPap, g []byte, origin papxOrigin) {
 	docSprms(g, func(op uint16, arg []byte) {
 		switch op {
 		case 0x2416:
@@ -555,11 +571,11 @@ func (d *docReader) papSprms(p *docPap, g []byte, huge bool) {
 			p.istd = docU16(arg, 0)
 		case 0x6646:
 			// sprmPHugePapx: the properties are in the Data stream.
-			if huge {
+			if origin == papxInBin {
 				fc := docU32(arg, 0)
 				cb := uint32(docU16(docSpan(d.data, fc, 2), 0))
 				if g := docSpan(d.data, fc+2, cb); g != nil {
-					d.papSprms(p, g, false)
+					d.papSprms(p, g, papxInData)
 				}
 			}
 		case 0xD608:
@@ -786,9 +802,9 @@ func (d *docReader) body() (*Body, error) {
 	var order []*docNoteRef
 	// Footnotes follow the main text, endnotes the footnotes, headers and
 	// comments.
-	d.noteRefs(refs, false, 2, 3, ccpText)
+	d.noteRefs(refs, docFootnotes, 2, 3, ccpText)
 	if len(d.fcLcb) > 47 {
-		d.noteRefs(refs, true, 46, 47, ccpText+d.ccp(4)+d.ccp(5)+d.ccp(7))
+		d.noteRefs(refs, docEndnotes, 46, 47, ccpText+d.ccp(4)+d.ccp(5)+d.ccp(7))
 	}
 	main, err := d.readRange(0, ccpText, func(cp uint32) int {
 		r := refs[cp]
@@ -815,9 +831,17 @@ func (d *docReader) body() (*Body, error) {
 	return body, nil
 }
 
+// docNoteKind is footnotes or endnotes.
+type docNoteKind bool
+
+const (
+	docFootnotes docNoteKind = false
+	docEndnotes  docNoteKind = true
+)
+
 // noteRefs reads the references (PLC ref) and text ranges (PLC txt) of the
-// footnotes or endnotes, whose text starts at CP base.
-func (d *docReader) noteRefs(refs map[uint32]*docNoteRef, end bool, ref, txt int, base uint32) {
+// footnotes or endnotes (kind), whose text starts at CP base.
+func (d *docReader) noteRefs(refs map[uint32]*docNoteRef, kind docNoteKind, ref, txt int, base uint32) {
 	rp, tp := d.tableData(ref), d.tableData(txt)
 	if len(rp) < 4 || len(tp) < 8 {
 		return
@@ -831,7 +855,7 @@ func (d *docReader) noteRefs(refs map[uint32]*docNoteRef, end bool, ref, txt int
 		}
 		cp := docU32(rp, 4*k)
 		if refs[cp] == nil {
-			refs[cp] = &docNoteRef{end: end, k: k, from: base + from, to: base + to}
+			refs[cp] = &docNoteRef{end: kind == docEndnotes, k: k, from: base + from, to: base + to}
 		}
 	}
 }

@@ -268,9 +268,9 @@ func writeMarkdownBlocks(sb *strings.Builder, blocks []Block, indent string, dep
 		switch b.Kind {
 		case Heading:
 			l := min(max(b.Level, 1), 6)
-			sb.WriteString(strings.Repeat("#", l) + " " + markdownInlines(b.Inlines, false, indent))
+			sb.WriteString(strings.Repeat("#", l) + " " + markdownInlines(b.Inlines, midLine, indent))
 		case Paragraph:
-			sb.WriteString(markdownInlines(b.Inlines, true, indent))
+			sb.WriteString(markdownInlines(b.Inlines, atLineStart, indent))
 		case List:
 			if depth >= maxRenderDepth {
 				writeMarkdownBlocks(sb, flattenList(b), indent, depth)
@@ -294,7 +294,7 @@ func writeMarkdownBlocks(sb *strings.Builder, blocks []Block, indent string, dep
 				inner := indent + "    "
 				rest := it.Blocks
 				if len(rest) > 0 && rest[0].Kind == Paragraph {
-					sb.WriteString(markdownInlines(rest[0].Inlines, false, inner))
+					sb.WriteString(markdownInlines(rest[0].Inlines, midLine, inner))
 					rest = rest[1:]
 				}
 				for _, nb := range rest {
@@ -317,12 +317,13 @@ func writeMarkdownBlocks(sb *strings.Builder, blocks []Block, indent string, dep
 }
 
 // markdownInlines writes inlines on one line (breaks become indented hard
-// breaks); lineStart guards text that would otherwise start a block.
+// breaks); at a line's start (pos) it guards text that would otherwise
+// start a block.
 //
 // Emphasis is opened and closed only where it changes between runs, so a
 // bold run that goes on in bold italic reads **a *b*** rather than markers
 // butting into each other; markers hug the text, with spaces outside.
-func markdownInlines(ins []Inline, lineStart bool, indent string) string {
+func markdownInlines(ins []Inline, pos linePos, indent string) string {
 	var sb strings.Builder
 	var open []string // open emphasis markers, innermost last
 	pending := ""     // spaces after the last text, written once it is known whether markers close first
@@ -354,11 +355,11 @@ func markdownInlines(ins []Inline, lineStart bool, indent string) string {
 			continue
 		case in.Image != "":
 			closeAll()
-			fmt.Fprintf(&sb, "![%s](%s)", mdEscape(in.Text, false), markdownURL(in.Image))
+			fmt.Fprintf(&sb, "![%s](%s)", mdEscape(in.Text, midLine), markdownURL(in.Image))
 			continue
 		}
 		text := strings.ReplaceAll(in.Text, "\n", " ")
-		s := mdEscape(text, lineStart && sb.Len() == 0 && pending == "")
+		s := mdEscape(text, pos == atLineStart && sb.Len() == 0 && pending == "")
 		core := strings.TrimSpace(s)
 		if core == "" {
 			pending += s
@@ -451,7 +452,7 @@ func tableGrid(rows [][]Cell) [][]string {
 // items, with their markers) joined by <br>.
 func cellMarkdown(c Cell) string {
 	if len(c.Blocks) == 0 {
-		return strings.ReplaceAll(mdEscape(strings.ReplaceAll(strings.TrimSpace(c.Text), "\n", " "), false), "|", `\|`)
+		return strings.ReplaceAll(mdEscape(strings.ReplaceAll(strings.TrimSpace(c.Text), "\n", " "), midLine), "|", `\|`)
 	}
 	var parts []string
 	for _, b := range c.Blocks {
@@ -465,7 +466,7 @@ func cellMarkdown(c Cell) string {
 					}
 				}
 				if t := plainText(it.Blocks); t != "" {
-					parts = append(parts, marker+mdEscape(t, false))
+					parts = append(parts, marker+mdEscape(t, midLine))
 				}
 			}
 			continue

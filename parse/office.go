@@ -192,9 +192,17 @@ func (t *officeTable) newRow() {
 	t.col = 0
 }
 
-// add places c at the current column; restart marks it as the start of a
+// mergeMark says whether a cell starts a vertical merge.
+type mergeMark bool
+
+const (
+	noMergeStart mergeMark = false
+	mergeStart   mergeMark = true
+)
+
+// add places c at the current column; mark says whether it starts a
 // vertical merge.
-func (t *officeTable) add(c Cell, restart bool) {
+func (t *officeTable) add(c Cell, mark mergeMark) {
 	if len(t.rows) == 0 {
 		t.newRow()
 	}
@@ -208,7 +216,7 @@ func (t *officeTable) add(c Cell, restart bool) {
 	if t.vopen == nil {
 		t.vopen = map[int][2]int{}
 	}
-	if restart {
+	if mark == mergeStart {
 		t.vopen[t.col] = [2]int{r, len(t.rows[r])}
 	} else {
 		delete(t.vopen, t.col)
@@ -393,14 +401,14 @@ func (b *bodyBuilder) startPara(kind Kind, level int) (nested bool) {
 		return false
 	}
 	if f.para != nil && f.para.implicit {
-		b.endPara(false)
+		b.endPara(outerPara)
 	}
 	if f.para != nil {
 		if b.startBox() {
 			nested = true
 			f = b.top()
 		} else {
-			b.endPara(false)
+			b.endPara(outerPara)
 		}
 	}
 	f.para = &officePara{kind: kind, level: level, collapse: b.collapse, space: true}
@@ -428,8 +436,16 @@ func (b *bodyBuilder) para() *officePara {
 	return f.para
 }
 
+// paraNesting says whether a paragraph nests in another one's flow.
+type paraNesting bool
+
+const (
+	outerPara  paraNesting = false
+	nestedPara paraNesting = true
+)
+
 // endPara closes the open paragraph into its flow.
-func (b *bodyBuilder) endPara(nested bool) {
+func (b *bodyBuilder) endPara(nesting paraNesting) {
 	f := b.flow()
 	if f == nil {
 		return
@@ -454,7 +470,7 @@ func (b *bodyBuilder) endPara(nested bool) {
 		}
 		f.deferred = nil
 	}
-	if nested {
+	if nesting == nestedPara {
 		b.endBox()
 	}
 }
@@ -675,7 +691,7 @@ func (b *bodyBuilder) closeLists(f *flowFrame) {
 func (b *bodyBuilder) finishFlow(f *flowFrame) []Block {
 	if f.para != nil {
 		// endPara works on the top frame, which f is.
-		b.endPara(false)
+		b.endPara(outerPara)
 	}
 	b.closeLists(f)
 	return f.blocks
@@ -765,7 +781,7 @@ func (b *bodyBuilder) startTable() officeTableMode {
 		return officeTableFlattened
 	}
 	if f.para != nil {
-		b.endPara(false)
+		b.endPara(outerPara)
 	}
 	if !b.push(&flowFrame{kind: officeTableFrame}) {
 		b.flat++
@@ -825,7 +841,7 @@ func (b *bodyBuilder) skipColumns(n int) {
 // (DOCX's gridBefore).
 func (b *bodyBuilder) gapCell(n int) {
 	if f := b.top(); b.flat == 0 && f.kind == officeTableFrame && n > 0 {
-		f.table.add(Cell{ColSpan: n}, false)
+		f.table.add(Cell{ColSpan: n}, noMergeStart)
 	}
 }
 
@@ -860,7 +876,7 @@ func (b *bodyBuilder) endCell() {
 	c := Cell{Blocks: blocks, ColSpan: f.colSpan, RowSpan: f.rowSpan}
 	t.add(c, f.vmerge == 1)
 	for i := 1; i < min(f.repeat, maxOfficeRepeat); i++ {
-		t.add(Cell{Blocks: blocks, ColSpan: f.colSpan, RowSpan: f.rowSpan}, false)
+		t.add(Cell{Blocks: blocks, ColSpan: f.colSpan, RowSpan: f.rowSpan}, noMergeStart)
 	}
 }
 
@@ -872,7 +888,7 @@ func (b *bodyBuilder) listStart(lv odtListLevel) bool {
 		return false
 	}
 	if f.para != nil {
-		b.endPara(false)
+		b.endPara(outerPara)
 	}
 	if n := len(f.odt); n > 0 {
 		p := &f.odt[n-1]
@@ -907,7 +923,7 @@ func (b *bodyBuilder) itemStart(start int, restart bool) {
 func (b *bodyBuilder) itemEnd() {
 	if f := b.flow(); f != nil && len(f.odt) > 0 {
 		if f.para != nil {
-			b.endPara(false)
+			b.endPara(outerPara)
 		}
 		f.odt[len(f.odt)-1].itemOpen = false
 	}

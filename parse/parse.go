@@ -33,6 +33,10 @@ type Document struct {
 	Warnings []string
 }
 
+// MaxUpload is the largest document file Trawler takes to parse: an upload
+// to POST /v2/parse, or a local file given to trawler parse.
+const MaxUpload = 50 << 20
+
 // Errors that callers branch on; all are client errors (the document, not the
 // service, is at fault), so the API can map them to 4xx statuses.
 var (

@@ -238,7 +238,10 @@ func (w *walker) run(strm, res pdf.Value, ctm matrix, depth int) {
 		path = path[:0]
 		box = rect{math.Inf(1), math.Inf(1), math.Inf(-1), math.Inf(-1)}
 	}
-	flushPath := func(stroke, fill bool) {
+	// How a path is painted: stroked, filled or both.
+	const strokePaint, fillPaint = 1, 2
+	flushPath := func(paint int) {
+		stroke, fill := paint&strokePaint != 0, paint&fillPaint != 0
 		if bw, bh := box.x1-box.x0, box.y1-box.y0; fill && bw >= 1.5 && bh >= 1.5 && bw <= 10 && bh <= 10 && bw <= 2*bh && bh <= 2*bw && len(w.dots) < 1000 {
 			w.dots = append(w.dots, box)
 			resetPath()
@@ -454,11 +457,11 @@ func (w *walker) run(strm, res pdf.Value, ctm matrix, depth int) {
 				path[n-1] = append(path[n-1], path[n-1][0])
 			}
 		case "S", "s":
-			flushPath(true, false)
+			flushPath(strokePaint)
 		case "f", "F", "f*":
-			flushPath(false, true)
+			flushPath(fillPaint)
 		case "B", "B*", "b", "b*":
-			flushPath(true, true)
+			flushPath(strokePaint | fillPaint)
 		case "n":
 			resetPath()
 		}

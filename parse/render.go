@@ -127,11 +127,21 @@ func richInlines(text string, links []span) []Inline {
 
 var mdSpecial = strings.NewReplacer(`\`, `\\`, "*", `\*`, "_", `\_`, "`", "\\`", "[", `\[`, "]", `\]`, "<", `\<`)
 
-// mdEscape escapes what Markdown would otherwise read as markup; lineStart
-// also guards text that would start a heading, quote or list.
-func mdEscape(s string, lineStart bool) string {
+// linePos says whether Markdown text starts a line, where more of it reads
+// as markup.
+type linePos bool
+
+const (
+	midLine     linePos = false
+	atLineStart linePos = true
+)
+
+// mdEscape escapes what Markdown would otherwise read as markup; at a
+// line's start it also guards text that would start a heading, quote or
+// list.
+func mdEscape(s string, pos linePos) string {
 	s = mdSpecial.Replace(s)
-	if !lineStart {
+	if pos != atLineStart {
 		return s
 	}
 	switch {

@@ -1384,7 +1384,7 @@ func (c *legacyContainer) blocks() []Block {
 			for _, e := range run {
 				base = min(base, e.props.level)
 			}
-			out = append(out, legacyNestList(run, base, true)...)
+			out = append(out, legacyNestList(run, base, legacyTop)...)
 			i = j
 		case e.props.heading > 0:
 			out = append(out, Block{Kind: Heading, Level: e.props.heading, Inlines: e.inlines})
@@ -1397,15 +1397,24 @@ func (c *legacyContainer) blocks() []Block {
 	return out
 }
 
+// legacyNesting says whether legacyNestList builds the top lists or lists
+// nested in an item.
+type legacyNesting bool
+
+const (
+	legacyTop    legacyNesting = true
+	legacyNested legacyNesting = false
+)
+
 // legacyNestList builds the lists at one level from list paragraphs at that level
 // or deeper; deeper ones nest in the item before them.
-func legacyNestList(es []legacyEntry, level int, top bool) []Block {
+func legacyNestList(es []legacyEntry, level int, nesting legacyNesting) []Block {
 	var out []Block
 	cur := -1 // index in out of the list being built
 	for i := 0; i < len(es); {
 		e := es[i]
 		if e.props.level <= level {
-			if cur < 0 || out[cur].Ordered != e.props.ordered || (top && es[max(i-1, 0)].props.list != e.props.list) {
+			if cur < 0 || out[cur].Ordered != e.props.ordered || (nesting == legacyTop && es[max(i-1, 0)].props.list != e.props.list) {
 				out = append(out, Block{Kind: List, Ordered: e.props.ordered})
 				cur = len(out) - 1
 			}
@@ -1430,7 +1439,7 @@ func legacyNestList(es []legacyEntry, level int, top bool) []Block {
 		for _, e := range es[i:j] {
 			next = min(next, e.props.level)
 		}
-		it.Blocks = append(it.Blocks, legacyNestList(es[i:j], next, false)...)
+		it.Blocks = append(it.Blocks, legacyNestList(es[i:j], next, legacyNested)...)
 		i = j
 	}
 	return out

@@ -11,7 +11,7 @@ import (
 )
 
 // Measuring text extraction: the manuals test (manuals_test.go) and the
-// benchmark (bench/parsebench.go) compare what PDF extracts from real
+// benchmark (cmd/bench/parsebench.go) compare what PDF extracts from real
 // manuals with what poppler's pdftotext does, by WordF1 over the same
 // corpus, Manuals.
 

@@ -411,9 +411,9 @@ func (wb *xlsWorkbook) readSheet(ctx context.Context, book *sheetBook, stream []
 			case 0: // a string, in the STRING record that follows
 				pending, prow, pcol = 0, row, col
 			case 1:
-				add(row, col, xlsBoolErrText(val[2], false))
+				add(row, col, xlsBoolErrText(val[2], xlsBoolValue))
 			case 2:
-				add(row, col, xlsBoolErrText(val[2], true))
+				add(row, col, xlsBoolErrText(val[2], xlsErrorValue))
 			}
 		case xlsString:
 			if pending < 0 {
@@ -452,9 +452,17 @@ func xlsRKValue(rk uint32) float64 {
 	return v
 }
 
+// xlsBoolErrKind says whether a BOOLERR value is a Boolean or an error.
+type xlsBoolErrKind bool
+
+const (
+	xlsBoolValue  xlsBoolErrKind = false
+	xlsErrorValue xlsBoolErrKind = true
+)
+
 // xlsBoolErrText is a Boolean or an error value as Excel shows it.
-func xlsBoolErrText(v byte, isErr bool) string {
-	if !isErr {
+func xlsBoolErrText(v byte, kind xlsBoolErrKind) string {
+	if kind != xlsErrorValue {
 		if v != 0 {
 			return "TRUE"
 		}

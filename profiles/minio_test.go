@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/trawler-dev/trawler/profiles/miniotest"
 )
 
@@ -31,12 +33,8 @@ func TestMain(m *testing.M) {
 func newTestS3(t *testing.T, prefix string) *S3 {
 	t.Helper()
 	testMinIO.once.Do(func() { testMinIO.server, testMinIO.err = miniotest.New(minioBucket) })
-	if testMinIO.err != nil {
-		t.Fatal(testMinIO.err)
-	}
+	require.NoError(t, testMinIO.err)
 	client, err := testMinIO.server.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return NewS3(client, minioBucket, prefix)
 }

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -20,9 +19,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/trawler-dev/trawler/browsers"
 	"github.com/trawler-dev/trawler/cdp"
 	"github.com/trawler-dev/trawler/profiles"
+	"github.com/trawler-dev/trawler/test/polltest"
 )
 
 // The browser tests are not parallel: Chromium keeps this machine's cores busy, and the store tests
@@ -47,9 +50,7 @@ func startBrowser(t testing.TB) browsers.Browser {
 		ExtraFlags:   []string{hostRules, "--ignore-certificate-errors"},
 	}
 	b, err := rt.Start(context.Background(), "profile-test")
-	if err != nil {
-		t.Fatalf("starting chromium: %v", err)
-	}
+	require.NoError(t, err, "starting chromium")
 	t.Cleanup(func() { b.Close() })
 	return b
 }
@@ -71,9 +72,7 @@ func startSites(t testing.TB) sites {
 	t.Cleanup(secure.Close)
 
 	l, err := net.Listen("tcp", "127.0.0.2:0")
-	if err != nil {
-		t.Fatalf("listening on 127.0.0.2: %v", err)
-	}
+	require.NoError(t, err, "listening on 127.0.0.2")
 	other := httptest.NewUnstartedServer(h)
 	other.Listener.Close()
 	other.Listener = l
@@ -134,9 +133,7 @@ type driver struct {
 func newDriver(t testing.TB, ctx context.Context, b browsers.Browser) *driver {
 	t.Helper()
 	conn, err := b.CDP().Dial(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { conn.Close() })
 	return &driver{t: t, conn: conn}
 }
@@ -157,15 +154,11 @@ func (d *driver) open(ctx context.Context, contextID, url string) *tab {
 	var created struct {
 		TargetID string `json:"targetId"`
 	}
-	if err := d.conn.Call(ctx, "", "Target.createTarget", params, &created); err != nil {
-		d.t.Fatal(err)
-	}
+	require.NoError(d.t, d.conn.Call(ctx, "", "Target.createTarget", params, &created))
 	var attached struct {
 		SessionID string `json:"sessionId"`
 	}
-	if err := d.conn.Call(ctx, "", "Target.attachToTarget", map[string]any{"targetId": created.TargetID, "flatten": true}, &attached); err != nil {
-		d.t.Fatal(err)
-	}
+	require.NoError(d.t, d.conn.Call(ctx, "", "Target.attachToTarget", map[string]any{"targetId": created.TargetID, "flatten": true}, &attached))
 	tb := &tab{d: d, targetID: created.TargetID, session: attached.SessionID}
 	tb.navigate(ctx, url)
 	return tb
@@ -173,9 +166,7 @@ func (d *driver) open(ctx context.Context, contextID, url string) *tab {
 
 func (tb *tab) navigate(ctx context.Context, url string) {
 	tb.d.t.Helper()
-	if err := tb.d.conn.Call(ctx, tb.session, "Page.navigate", map[string]any{"url": url}, nil); err != nil {
-		tb.d.t.Fatal(err)
-	}
+	require.NoError(tb.d.t, tb.d.conn.Call(ctx, tb.session, "Page.navigate", map[string]any{"url": url}, nil))
 	for {
 		var ready struct{ Href, State string }
 		tb.eval(ctx, `({href: location.href, state: document.readyState})`, &ready)
@@ -196,16 +187,10 @@ func (tb *tab) eval(ctx context.Context, js string, v any) {
 	var res cdp.EvalResult
 	err := tb.d.conn.Call(ctx, tb.session, "Runtime.evaluate",
 		map[string]any{"expression": js, "awaitPromise": true, "returnByValue": true}, &res)
-	if err != nil {
-		tb.d.t.Fatal(err)
-	}
-	if exc := res.Exception(); exc != "" {
-		tb.d.t.Fatalf("evaluating script: %s", exc)
-	}
+	require.NoError(tb.d.t, err)
+	require.Empty(tb.d.t, res.Exception(), "evaluating script")
 	if v != nil {
-		if err := json.Unmarshal(res.Result.Value, v); err != nil {
-			tb.d.t.Fatalf("decoding %s: %v", res.Result.Value, err)
-		}
+		require.NoError(tb.d.t, json.Unmarshal(res.Result.Value, v), "decoding %s", res.Result.Value)
 	}
 }
 
@@ -221,9 +206,7 @@ func (d *driver) cookies(ctx context.Context, contextID string) []networkCookie 
 		params["browserContextId"] = contextID
 	}
 	var res struct{ Cookies []networkCookie }
-	if err := d.conn.Call(ctx, "", "Storage.getCookies", params, &res); err != nil {
-		d.t.Fatal(err)
-	}
+	require.NoError(d.t, d.conn.Call(ctx, "", "Storage.getCookies", params, &res))
 	return res.Cookies
 }
 
@@ -522,9 +505,7 @@ func TestCaptureRestoreRoundTrip(t *testing.T) {
 	sec := da.open(ctx, "", s.secure+"/cookies")
 	sec.close(ctx)
 	tr, err := profiles.Track(ctx, a.CDP(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer tr.Close()
 	app := da.open(ctx, "", s.app+"/cookies")
 	app.eval(ctx, setupApp, nil)
@@ -532,19 +513,15 @@ func TestCaptureRestoreRoundTrip(t *testing.T) {
 	other := da.open(ctx, "", s.other+"/cookies")
 	other.eval(ctx, setupOther, nil)
 
-	waitFor(t, ctx, "the tracker to see every origin", func() bool {
+	polltest.UntilState(t, time.Minute, "the tracker to see every origin", func() bool {
 		return slices.Equal(tr.Origins(), []string{s.other, s.app, s.secure})
-	}, func() string { return fmt.Sprint(tr.Origins()) })
+	}, func() string { return fmt.Sprint("it saw ", tr.Origins()) })
 
 	start := time.Now()
 	st, err := profiles.Capture(ctx, a.CDP(), "", tr.Origins())
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Logf("capture: %s", time.Since(start))
-	if got, want := st.OriginList(), []string{s.other, s.app}; !slices.Equal(got, want) {
-		t.Errorf("captured origins %v, want %v (the secure origin holds only cookies)", got, want)
-	}
+	assert.Equal(t, []string{s.other, s.app}, st.OriginList(), "captured origins (the secure origin holds only cookies)")
 	for _, o := range st.Origins {
 		if o.Origin == s.other && (len(o.Skipped) != 1 || !strings.Contains(o.Skipped[0], "CryptoKey (non-extractable)")) {
 			t.Errorf("skipped records of %s: %q, want the non-extractable key", o.Origin, o.Skipped)
@@ -571,33 +548,23 @@ func TestCaptureRestoreRoundTrip(t *testing.T) {
 			t.Errorf("captured cookie %s: host-only %v, session %v; want %v, %v", tc.name, c.HostOnly(), c.Session(), tc.hostOnly, tc.session)
 		}
 	}
-	if c := byName["chip"]; c.PartitionKey == nil {
-		t.Errorf("the partitioned cookie lost its partition key: %+v", c)
-	}
+	assert.NotNil(t, byName["chip"].PartitionKey, "the partitioned cookie lost its partition key: %+v", byName["chip"])
 
 	blob, err := st.Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Logf("encoded state: %d bytes", len(blob))
 	a.Close()
 
 	b := startBrowser(t)
 	st2, err := profiles.DecodeState(blob)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	start = time.Now()
-	if err := profiles.Restore(ctx, b.CDP(), "", st2); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, profiles.Restore(ctx, b.CDP(), "", st2))
 	t.Logf("restore: %s", time.Since(start))
 
 	// What B holds now reads back as what A held.
 	again, err := profiles.Capture(ctx, b.CDP(), "", []string{s.app, s.secure, s.other})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	compareStates(t, st, again)
 
 	db := newDriver(t, ctx, b)
@@ -638,19 +605,13 @@ func TestCaptureRestoreRoundTrip(t *testing.T) {
 	}
 	var docCookie, echoed string
 	app.eval(ctx, `document.cookie`, &docCookie)
-	if got, want := sortedCookies(docCookie), "dom=d1; persist=p1; script=js1; sess=s1; strict=st1"; got != want {
-		t.Errorf("document.cookie = %q, want %q", got, want)
-	}
+	assert.Equal(t, "dom=d1; persist=p1; script=js1; sess=s1; strict=st1", sortedCookies(docCookie), "document.cookie")
 	app.eval(ctx, `fetch('/echo').then((r) => r.text())`, &echoed)
-	if got, want := sortedCookies(echoed), "dom=d1; hidden=h1; persist=p1; script=js1; sess=s1; strict=st1"; got != want {
-		t.Errorf("the server received cookies %q, want %q", got, want)
-	}
+	assert.Equal(t, "dom=d1; hidden=h1; persist=p1; script=js1; sess=s1; strict=st1", sortedCookies(echoed), "the cookies the server received")
 	// The host-only cookies stay on their host; the domain cookie reaches the sibling.
 	sec = db.open(ctx, "", s.secure+"/")
 	sec.eval(ctx, `fetch('/echo').then((r) => r.text())`, &echoed)
-	if got, want := sortedCookies(echoed), "chip=c1; dom=d1; sec=se1"; got != want {
-		t.Errorf("the secure site received cookies %q, want %q", got, want)
-	}
+	assert.Equal(t, "chip=c1; dom=d1; sec=se1", sortedCookies(echoed), "the cookies the secure site received")
 	other = db.open(ctx, "", s.other+"/")
 	failures = nil
 	other.eval(ctx, verifyOther, &failures)
@@ -738,17 +699,6 @@ func mustJSON(v any) []byte {
 
 func jsonEqual(a, b any) bool { return bytes.Equal(mustJSON(a), mustJSON(b)) }
 
-func waitFor(t *testing.T, ctx context.Context, what string, ok func() bool, state func() string) {
-	t.Helper()
-	for !ok() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("waiting for %s: %s", what, state())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
-
 func TestCaptureRestoreBrowserContext(t *testing.T) {
 	ctx := testContext(t)
 	s := startSites(t)
@@ -759,9 +709,7 @@ func TestCaptureRestoreBrowserContext(t *testing.T) {
 		var res struct {
 			BrowserContextID string `json:"browserContextId"`
 		}
-		if err := d.conn.Call(ctx, "", "Target.createBrowserContext", map[string]any{"disposeOnDetach": false}, &res); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, d.conn.Call(ctx, "", "Target.createBrowserContext", map[string]any{"disposeOnDetach": false}, &res))
 		return res.BrowserContextID
 	}
 
@@ -771,32 +719,22 @@ func TestCaptureRestoreBrowserContext(t *testing.T) {
 
 	ctx1 := newContext()
 	tr, err := profiles.Track(ctx, b.CDP(), ctx1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer tr.Close()
 	in1 := d.open(ctx, ctx1, s.app+"/")
 	in1.eval(ctx, `localStorage.setItem('where', 'context'); document.cookie = 'who=context; max-age=3600'; document.cookie = 'only=context'`, nil)
-	waitFor(t, ctx, "the tracker", func() bool { return len(tr.Origins()) > 0 }, func() string { return "" })
-	if got := tr.Origins(); !slices.Equal(got, []string{s.app}) {
-		t.Errorf("the context's tracker saw %v, want only %s", got, s.app)
-	}
+	polltest.Until(t, time.Minute, "the tracker", func() bool { return len(tr.Origins()) > 0 })
+	assert.Equal(t, []string{s.app}, tr.Origins(), "the origins the context's tracker saw")
 
 	st, err := profiles.Capture(ctx, b.CDP(), ctx1, tr.Origins())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := cookieNames(st); got != "only=context who=context" {
-		t.Errorf("the context's cookies: %s", got)
-	}
+	require.NoError(t, err)
+	assert.Equal(t, "only=context who=context", cookieNames(st), "the context's cookies")
 	if len(st.Origins) != 1 || st.Origins[0].LocalStorage["where"] != "context" {
 		t.Errorf("the context's storage: %+v", st.Origins)
 	}
 
 	ctx2 := newContext()
-	if err := profiles.Restore(ctx, b.CDP(), ctx2, st); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, profiles.Restore(ctx, b.CDP(), ctx2, st))
 	in2 := d.open(ctx, ctx2, s.app+"/")
 	var got struct{ Where, Cookie string }
 	in2.eval(ctx, `({where: localStorage.getItem('where'), cookie: document.cookie})`, &got)
@@ -810,12 +748,8 @@ func TestCaptureRestoreBrowserContext(t *testing.T) {
 		t.Errorf("the default context now holds %+v", got)
 	}
 	dst, err := profiles.Capture(ctx, b.CDP(), "", []string{s.app})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := cookieNames(dst); got != "who=default" {
-		t.Errorf("the default context's cookies: %s", got)
-	}
+	require.NoError(t, err)
+	assert.Equal(t, "who=default", cookieNames(dst), "the default context's cookies")
 }
 
 func cookieNames(st *profiles.State) string {
@@ -833,38 +767,25 @@ func TestCaptureEmptyBrowser(t *testing.T) {
 	b := startBrowser(t)
 
 	tr, err := profiles.Track(ctx, b.CDP(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer tr.Close()
 	for _, origins := range [][]string{nil, {s.app, s.other}} {
 		st, err := profiles.Capture(ctx, b.CDP(), "", origins)
-		if err != nil {
-			t.Fatalf("capturing %v: %v", origins, err)
-		}
+		require.NoError(t, err, "capturing %v", origins)
 		if len(st.Cookies) != 0 || len(st.Origins) != 0 {
 			t.Errorf("capturing %v of an empty browser: %+v", origins, st)
 		}
 		blob, err := st.Encode()
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		back, err := profiles.DecodeState(blob)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := profiles.Restore(ctx, b.CDP(), "", back); err != nil {
-			t.Fatalf("restoring an empty state: %v", err)
-		}
+		require.NoError(t, err)
+		require.NoError(t, profiles.Restore(ctx, b.CDP(), "", back), "restoring an empty state")
 	}
 	// about:blank is no origin, and the helper tab is hidden (a target of type "other"), so the
 	// tracker has seen nothing.
-	if got := tr.Origins(); len(got) != 0 {
-		t.Errorf("tracked %v", got)
-	}
-	if _, err := profiles.Capture(ctx, b.CDP(), "", []string{"file:///etc"}); err == nil {
-		t.Error("capturing a file: origin succeeded")
-	}
+	assert.Empty(t, tr.Origins(), "tracked")
+	_, err = profiles.Capture(ctx, b.CDP(), "", []string{"file:///etc"})
+	assert.Error(t, err, "capturing a file: origin succeeded")
 }
 
 func TestCaptureLeavesUserTabsAlone(t *testing.T) {
@@ -878,24 +799,18 @@ func TestCaptureLeavesUserTabsAlone(t *testing.T) {
 	before := pageTargets(t, ctx, d)
 
 	st, err := profiles.Capture(ctx, b.CDP(), "", []string{s.app})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	if len(st.Origins) != 1 || st.Origins[0].LocalStorage["k"] != "v" {
 		t.Errorf("captured %+v", st.Origins)
 	}
-	if err := profiles.Restore(ctx, b.CDP(), "", st); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, profiles.Restore(ctx, b.CDP(), "", st))
 
 	var got struct{ Href, Marker string }
 	user.eval(ctx, `({href: location.href, marker: window.marker})`, &got)
 	if got.Href != s.app+"/some/page?q=1#frag" || got.Marker != "still here" {
 		t.Errorf("the user's tab is now %+v", got)
 	}
-	if after := pageTargets(t, ctx, d); !slices.Equal(after, before) {
-		t.Errorf("page targets went from %v to %v", before, after)
-	}
+	assert.Equal(t, before, pageTargets(t, ctx, d), "page targets")
 }
 
 // pageTargets lists the browser's pages as id=url, sorted.
@@ -908,9 +823,7 @@ func pageTargets(t *testing.T, ctx context.Context, d *driver) []string {
 			URL      string `json:"url"`
 		} `json:"targetInfos"`
 	}
-	if err := d.conn.Call(ctx, "", "Target.getTargets", nil, &res); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, d.conn.Call(ctx, "", "Target.getTargets", nil, &res))
 	var out []string
 	for _, ti := range res.TargetInfos {
 		if ti.Type == "page" {
@@ -924,12 +837,11 @@ func pageTargets(t *testing.T, ctx context.Context, d *driver) []string {
 func TestDecodeStateRefusesBadInput(t *testing.T) {
 	good, err := (&profiles.State{Cookies: []profiles.Cookie{{Name: "a", Value: "b", Domain: "x.test", Path: "/"}},
 		Origins: []profiles.OriginState{{Origin: "https://x.test", LocalStorage: map[string]string{"k": strings.Repeat("v", 10000)}}}}).Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st, err := profiles.DecodeState(good); err != nil || st.Cookies[0].Name != "a" || st.Version != profiles.StateVersion {
-		t.Fatalf("decoding a good state: %+v, %v", st, err)
-	}
+	require.NoError(t, err)
+	st, err := profiles.DecodeState(good)
+	require.NoError(t, err, "decoding a good state")
+	require.Equal(t, "a", st.Cookies[0].Name, "decoding a good state: %+v", st)
+	require.Equal(t, profiles.StateVersion, st.Version, "decoding a good state")
 
 	gz := func(s string) []byte {
 		var buf bytes.Buffer
@@ -958,17 +870,15 @@ func TestDecodeStateRefusesBadInput(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := profiles.DecodeState(tc.data)
-			if !errors.Is(err, profiles.ErrInvalidState) || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("got %v, want an ErrInvalidState saying %q", err, tc.want)
-			}
+			assert.ErrorIs(t, err, profiles.ErrInvalidState)
+			assert.ErrorContains(t, err, tc.want)
 		})
 	}
 
 	t.Run("too large", func(t *testing.T) {
 		_, err := profiles.DecodeState(spaceBomb(513 << 20))
-		if !errors.Is(err, profiles.ErrInvalidState) || !strings.Contains(err.Error(), "512 MiB") {
-			t.Errorf("got %v, want a refusal of more than 512 MiB", err)
-		}
+		assert.ErrorIs(t, err, profiles.ErrInvalidState, "want a refusal of more than 512 MiB")
+		assert.ErrorContains(t, err, "512 MiB", "want a refusal of more than 512 MiB")
 	})
 }
 
@@ -1020,9 +930,8 @@ func TestRestoreNamesFailingOrigin(t *testing.T) {
 		}}}}},
 	}}
 	err := profiles.Restore(ctx, b.CDP(), "", st)
-	if err == nil || !strings.Contains(err.Error(), "http://broken.trawler.test") || !strings.Contains(err.Error(), "no such type") {
-		t.Errorf("restoring a broken record: %v", err)
-	}
+	assert.ErrorContains(t, err, "http://broken.trawler.test", "restoring a broken record")
+	assert.ErrorContains(t, err, "no such type", "restoring a broken record")
 }
 
 // benchStorage fills an origin with about 5 MB of data that compresses poorly: 2 MB of
@@ -1077,24 +986,18 @@ func BenchmarkCaptureRestore(b *testing.B) {
 		}
 		cookies = append(cookies, c)
 	}
-	if err := d.conn.Call(ctx, "", "Storage.setCookies", map[string]any{"cookies": cookies}, nil); err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, d.conn.Call(ctx, "", "Storage.setCookies", map[string]any{"cookies": cookies}, nil))
 	d.open(ctx, "", s.app+"/").eval(ctx, benchStorage, nil)
 	origins := []string{s.app}
 
 	st, err := profiles.Capture(ctx, a.CDP(), "", origins)
-	if err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, err)
 	if len(st.Cookies) != 1000 || len(st.Origins) != 1 {
 		b.Fatalf("captured %d cookies and %d origins", len(st.Cookies), len(st.Origins))
 	}
 	raw, _ := json.Marshal(st)
 	blob, err := st.Encode()
-	if err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, err)
 
 	b.Run("Capture", func(b *testing.B) {
 		for b.Loop() {
@@ -1122,9 +1025,7 @@ func BenchmarkCaptureRestore(b *testing.B) {
 	fresh := startBrowser(b)
 	b.Run("Restore", func(b *testing.B) {
 		for b.Loop() {
-			if err := profiles.Restore(ctx, fresh.CDP(), "", st); err != nil {
-				b.Fatal(err)
-			}
+			require.NoError(b, profiles.Restore(ctx, fresh.CDP(), "", st))
 		}
 	})
 }
@@ -1145,15 +1046,11 @@ func TestStorageOfUnreachableOrigins(t *testing.T) {
 			{Origin: "https://xn--bcher-kva.trawler.test:8443", LocalStorage: map[string]string{"scheme": "https", "port": "8443"}},
 		},
 	}
-	if err := profiles.Restore(ctx, b.CDP(), "", want); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, profiles.Restore(ctx, b.CDP(), "", want))
 	got, err := profiles.Capture(ctx, b.CDP(), "", []string{
 		"http://www.example.com", "http://nowhere.trawler.test", "https://nowhere.trawler.test:443", "HTTPS://Xn--Bcher-Kva.trawler.test:8443/",
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for i := range want.Origins {
 		if i >= len(got.Origins) || !jsonEqual(got.Origins[i], want.Origins[i]) {
 			t.Errorf("captured %s, want %s", mustJSON(got.Origins), mustJSON(want.Origins))
@@ -1175,12 +1072,8 @@ func TestRestoreNamesRefusedCookies(t *testing.T) {
 		t.Errorf("restoring a refused cookie: %v", err)
 	}
 	got, err := profiles.Capture(ctx, b.CDP(), "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if names := cookieNames(got); names != "good=1" {
-		t.Errorf("the browser holds %s, want the good cookie only", names)
-	}
+	require.NoError(t, err)
+	assert.Equal(t, "good=1", cookieNames(got), "the browser's cookies: want the good cookie only")
 }
 
 // BenchmarkManyOrigins times Capture and Restore of ten origins holding 50 kB of localStorage and
@@ -1203,15 +1096,11 @@ func BenchmarkManyOrigins(b *testing.B) {
 			}}}},
 		})
 	}
-	if err := profiles.Restore(ctx, br.CDP(), "", st); err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, profiles.Restore(ctx, br.CDP(), "", st))
 	b.Run("Capture", func(b *testing.B) {
 		for b.Loop() {
 			got, err := profiles.Capture(ctx, br.CDP(), "", origins)
-			if err != nil {
-				b.Fatal(err)
-			}
+			require.NoError(b, err)
 			if len(got.Origins) != len(origins) {
 				b.Fatalf("captured %d origins", len(got.Origins))
 			}
@@ -1219,9 +1108,7 @@ func BenchmarkManyOrigins(b *testing.B) {
 	})
 	b.Run("Restore", func(b *testing.B) {
 		for b.Loop() {
-			if err := profiles.Restore(ctx, br.CDP(), "", st); err != nil {
-				b.Fatal(err)
-			}
+			require.NoError(b, profiles.Restore(ctx, br.CDP(), "", st))
 		}
 	})
 }

@@ -13,6 +13,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // backends are the stores every behaviour runs against; each call gives a store no other test shares.
@@ -42,52 +45,35 @@ var behaviours = []struct {
 	{"round trip", func(t *testing.T, ctx context.Context, s Store) {
 		l := mustLock(t, ctx, s, team, "shop", "w1", ttl)
 		for _, v := range []string{"first version", "second version"} {
-			if err := s.Save(ctx, team, "shop", l, []byte(v)); err != nil {
-				t.Fatal(err)
-			}
-			if got := mustLoad(t, ctx, s, team, "shop"); got != v {
-				t.Fatalf("Load = %q, want %q", got, v)
-			}
+			require.NoError(t, s.Save(ctx, team, "shop", l, []byte(v)))
+			require.Equal(t, v, mustLoad(t, ctx, s, team, "shop"), "Load")
 		}
 	}},
 	{"load never saved", func(t *testing.T, ctx context.Context, s Store) {
-		if _, err := s.Load(ctx, team, "nothing"); !errors.Is(err, ErrNotFound) {
-			t.Fatalf("Load = %v, want ErrNotFound", err)
-		}
+		_, err := s.Load(ctx, team, "nothing")
+		require.ErrorIs(t, err, ErrNotFound, "Load")
 		// Holding a lock does not make a profile exist.
 		mustLock(t, ctx, s, team, "nothing", "w1", ttl)
-		if _, err := s.Load(ctx, team, "nothing"); !errors.Is(err, ErrNotFound) {
-			t.Fatalf("Load while locked = %v, want ErrNotFound", err)
-		}
+		_, err = s.Load(ctx, team, "nothing")
+		require.ErrorIs(t, err, ErrNotFound, "Load while locked")
 	}},
 	{"save without a lock", func(t *testing.T, ctx context.Context, s Store) {
-		if err := s.Save(ctx, team, "shop", nil, []byte("x")); !errors.Is(err, ErrLocked) {
-			t.Fatalf("Save(nil lock) = %v, want ErrLocked", err)
-		}
-		if _, err := s.Load(ctx, team, "shop"); !errors.Is(err, ErrNotFound) {
-			t.Fatalf("Load after refused save = %v, want ErrNotFound", err)
-		}
+		require.ErrorIs(t, s.Save(ctx, team, "shop", nil, []byte("x")), ErrLocked, "Save(nil lock)")
+		_, err := s.Load(ctx, team, "shop")
+		require.ErrorIs(t, err, ErrNotFound, "Load after refused save")
 	}},
 	{"save with another profile's lock", func(t *testing.T, ctx context.Context, s Store) {
 		mine := mustLock(t, ctx, s, team, "mine", "w1", ttl)
 		mustLock(t, ctx, s, team, "theirs", "w2", ttl)
-		if err := s.Save(ctx, team, "theirs", mine, []byte("x")); !errors.Is(err, ErrLocked) {
-			t.Fatalf("Save with another profile's lock = %v, want ErrLocked", err)
-		}
+		require.ErrorIs(t, s.Save(ctx, team, "theirs", mine, []byte("x")), ErrLocked, "Save with another profile's lock")
 	}},
 	{"save with a taken-over lock", func(t *testing.T, ctx context.Context, s Store) {
 		old := mustLock(t, ctx, s, team, "shop", "w1", short)
 		time.Sleep(short + 100*time.Millisecond)
 		cur := mustLock(t, ctx, s, team, "shop", "w2", ttl)
-		if err := s.Save(ctx, team, "shop", cur, []byte("new owner")); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Save(ctx, team, "shop", old, []byte("stale")); !errors.Is(err, ErrLocked) {
-			t.Fatalf("Save with taken-over lock = %v, want ErrLocked", err)
-		}
-		if got := mustLoad(t, ctx, s, team, "shop"); got != "new owner" {
-			t.Fatalf("Load = %q, want the new owner's save", got)
-		}
+		require.NoError(t, s.Save(ctx, team, "shop", cur, []byte("new owner")))
+		require.ErrorIs(t, s.Save(ctx, team, "shop", old, []byte("stale")), ErrLocked, "Save with taken-over lock")
+		require.Equal(t, "new owner", mustLoad(t, ctx, s, team, "shop"), "Load: want the new owner's save")
 	}},
 	{"concurrent lock has one winner", func(t *testing.T, ctx context.Context, s Store) {
 		var wins, locked atomic.Int32
@@ -106,9 +92,8 @@ var behaviours = []struct {
 			})
 		}
 		wg.Wait()
-		if wins.Load() != 1 || locked.Load() != 19 {
-			t.Fatalf("wins = %d, ErrLocked = %d; want 1 and 19", wins.Load(), locked.Load())
-		}
+		require.Equal(t, int32(1), wins.Load(), "wins")
+		require.Equal(t, int32(19), locked.Load(), "ErrLocked")
 	}},
 	{"concurrent takeover of an expired lock has one winner", func(t *testing.T, ctx context.Context, s Store) {
 		mustLock(t, ctx, s, team, "shop", "dead", short)
@@ -126,33 +111,24 @@ var behaviours = []struct {
 			})
 		}
 		wg.Wait()
-		if wins.Load() != 1 {
-			t.Fatalf("wins = %d, want 1", wins.Load())
-		}
+		require.Equal(t, int32(1), wins.Load(), "wins")
 	}},
 	{"live lock refuses a second writer", func(t *testing.T, ctx context.Context, s Store) {
 		mustLock(t, ctx, s, team, "shop", "w1", ttl)
-		if _, err := s.Lock(ctx, team, "shop", "w2", ttl); !errors.Is(err, ErrLocked) {
-			t.Fatalf("second Lock = %v, want ErrLocked", err)
-		}
+		_, err := s.Lock(ctx, team, "shop", "w2", ttl)
+		require.ErrorIs(t, err, ErrLocked, "second Lock")
 	}},
 	{"expired lock is taken over and its renew fails", func(t *testing.T, ctx context.Context, s Store) {
 		old := mustLock(t, ctx, s, team, "shop", "w1", short)
 		time.Sleep(short + 100*time.Millisecond)
 		cur := mustLock(t, ctx, s, team, "shop", "w2", ttl)
-		if cur.Owner != "w2" || !cur.Expires.After(time.Now()) {
-			t.Fatalf("takeover lock = %+v", cur)
-		}
-		if err := s.Renew(ctx, old, ttl); !errors.Is(err, ErrLocked) {
-			t.Fatalf("Renew after takeover = %v, want ErrLocked", err)
-		}
-		if err := s.Unlock(ctx, old); !errors.Is(err, ErrLocked) {
-			t.Fatalf("Unlock after takeover = %v, want ErrLocked", err)
-		}
+		require.Equal(t, "w2", cur.Owner, "takeover lock owner")
+		require.True(t, cur.Expires.After(time.Now()), "takeover lock = %+v", cur)
+		require.ErrorIs(t, s.Renew(ctx, old, ttl), ErrLocked, "Renew after takeover")
+		require.ErrorIs(t, s.Unlock(ctx, old), ErrLocked, "Unlock after takeover")
 		// The stale holder's failed calls must not have disturbed the new holder.
-		if _, err := s.Lock(ctx, team, "shop", "w3", ttl); !errors.Is(err, ErrLocked) {
-			t.Fatalf("Lock after stale unlock = %v, want ErrLocked", err)
-		}
+		_, err := s.Lock(ctx, team, "shop", "w3", ttl)
+		require.ErrorIs(t, err, ErrLocked, "Lock after stale unlock")
 	}},
 	{"renew keeps a lock alive", func(t *testing.T, ctx context.Context, s Store) {
 		// Long enough that a renewal slowed by a busy machine still comes
@@ -161,93 +137,51 @@ var behaviours = []struct {
 		l := mustLock(t, ctx, s, team, "shop", "w1", life)
 		for range 3 {
 			time.Sleep(life / 2)
-			if err := s.Renew(ctx, l, life); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, s.Renew(ctx, l, life))
 		}
-		if _, err := s.Lock(ctx, team, "shop", "w2", ttl); !errors.Is(err, ErrLocked) {
-			t.Fatalf("Lock after renewals = %v, want ErrLocked", err)
-		}
-		if err := s.Save(ctx, team, "shop", l, []byte("still mine")); err != nil {
-			t.Fatal(err)
-		}
+		_, err := s.Lock(ctx, team, "shop", "w2", ttl)
+		require.ErrorIs(t, err, ErrLocked, "Lock after renewals")
+		require.NoError(t, s.Save(ctx, team, "shop", l, []byte("still mine")))
 	}},
 	{"unlock frees the profile", func(t *testing.T, ctx context.Context, s Store) {
 		l := mustLock(t, ctx, s, team, "shop", "w1", ttl)
-		if err := s.Save(ctx, team, "shop", l, []byte("v1")); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Unlock(ctx, l); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Save(ctx, team, "shop", l, []byte("after unlock")); !errors.Is(err, ErrLocked) {
-			t.Fatalf("Save after Unlock = %v, want ErrLocked", err)
-		}
+		require.NoError(t, s.Save(ctx, team, "shop", l, []byte("v1")))
+		require.NoError(t, s.Unlock(ctx, l))
+		require.ErrorIs(t, s.Save(ctx, team, "shop", l, []byte("after unlock")), ErrLocked, "Save after Unlock")
 		l2 := mustLock(t, ctx, s, team, "shop", "w2", ttl)
-		if err := s.Save(ctx, team, "shop", l2, []byte("v2")); err != nil {
-			t.Fatal(err)
-		}
-		if got := mustLoad(t, ctx, s, team, "shop"); got != "v2" {
-			t.Fatalf("Load = %q, want v2", got)
-		}
+		require.NoError(t, s.Save(ctx, team, "shop", l2, []byte("v2")))
+		require.Equal(t, "v2", mustLoad(t, ctx, s, team, "shop"), "Load")
 	}},
 	{"delete", func(t *testing.T, ctx context.Context, s Store) {
-		if err := s.Delete(ctx, team, "shop"); !errors.Is(err, ErrNotFound) {
-			t.Fatalf("Delete of absent profile = %v, want ErrNotFound", err)
-		}
+		require.ErrorIs(t, s.Delete(ctx, team, "shop"), ErrNotFound, "Delete of absent profile")
 		l := mustLock(t, ctx, s, team, "shop", "w1", ttl)
-		if err := s.Save(ctx, team, "shop", l, []byte("v1")); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Delete(ctx, team, "shop"); !errors.Is(err, ErrLocked) {
-			t.Fatalf("Delete while locked = %v, want ErrLocked", err)
-		}
-		if got := mustLoad(t, ctx, s, team, "shop"); got != "v1" {
-			t.Fatalf("Load after refused delete = %q, want v1", got)
-		}
-		if err := s.Unlock(ctx, l); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Delete(ctx, team, "shop"); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.Load(ctx, team, "shop"); !errors.Is(err, ErrNotFound) {
-			t.Fatalf("Load after Delete = %v, want ErrNotFound", err)
-		}
-		if err := s.Delete(ctx, team, "shop"); !errors.Is(err, ErrNotFound) {
-			t.Fatalf("second Delete = %v, want ErrNotFound", err)
-		}
+		require.NoError(t, s.Save(ctx, team, "shop", l, []byte("v1")))
+		require.ErrorIs(t, s.Delete(ctx, team, "shop"), ErrLocked, "Delete while locked")
+		require.Equal(t, "v1", mustLoad(t, ctx, s, team, "shop"), "Load after refused delete")
+		require.NoError(t, s.Unlock(ctx, l))
+		require.NoError(t, s.Delete(ctx, team, "shop"))
+		_, err := s.Load(ctx, team, "shop")
+		require.ErrorIs(t, err, ErrNotFound, "Load after Delete")
+		require.ErrorIs(t, s.Delete(ctx, team, "shop"), ErrNotFound, "second Delete")
 		// The name is free to use again.
 		l = mustLock(t, ctx, s, team, "shop", "w2", ttl)
-		if err := s.Save(ctx, team, "shop", l, []byte("reborn")); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, s.Save(ctx, team, "shop", l, []byte("reborn")))
 	}},
 	{"list", func(t *testing.T, ctx context.Context, s Store) {
-		if infos, err := s.List(ctx, team); err != nil || len(infos) != 0 {
-			t.Fatalf("List of empty team = %v, %v", infos, err)
-		}
+		infos, err := s.List(ctx, team)
+		require.NoError(t, err, "List of empty team")
+		require.Empty(t, infos, "List of empty team")
 		before := time.Now().Add(-2 * time.Second) // object stores keep whole seconds
 		held := mustLock(t, ctx, s, team, "b-held", "w1", ttl)
-		if err := s.Save(ctx, team, "b-held", held, []byte("12345")); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, s.Save(ctx, team, "b-held", held, []byte("12345")))
 		free := mustLock(t, ctx, s, team, "a-free", "w1", ttl)
-		if err := s.Save(ctx, team, "a-free", free, []byte("123")); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Unlock(ctx, free); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, s.Save(ctx, team, "a-free", free, []byte("123")))
+		require.NoError(t, s.Unlock(ctx, free))
 		mustLock(t, ctx, s, team, "c-never-saved", "w1", ttl)
-		infos, err := s.List(ctx, team)
-		if err != nil {
-			t.Fatal(err)
-		}
+		infos, err = s.List(ctx, team)
+		require.NoError(t, err)
 		want := []Info{{Name: "a-free", Size: 3}, {Name: "b-held", Size: 5, Locked: true}}
-		if len(infos) != len(want) {
-			t.Fatalf("List = %+v, want %d profiles", infos, len(want))
-		}
+		require.Len(t, infos, len(want), "List")
 		for i, w := range want {
 			got := infos[i]
 			if got.Name != w.Name || got.Size != w.Size || got.Locked != w.Locked || got.SavedAt.Before(before) {
@@ -268,50 +202,34 @@ var behaviours = []struct {
 			}
 		}
 		for _, badTeam := range []string{"", "..", "a/b"} {
-			if _, err := s.List(ctx, badTeam); err == nil {
-				t.Errorf("List(team %q) succeeded, want a validation error", badTeam)
-			}
+			_, err := s.List(ctx, badTeam)
+			assert.Error(t, err, "List(team %q) succeeded, want a validation error", badTeam)
 		}
 		mustLock(t, ctx, s, team, strings.Repeat("x", 128), "w1", ttl)
 	}},
 	{"teams isolated", func(t *testing.T, ctx context.Context, s Store) {
 		la := mustLock(t, ctx, s, team, "shop", "w1", ttl)
 		lb := mustLock(t, ctx, s, other, "shop", "w2", ttl) // same name, other team: not locked
-		if err := s.Save(ctx, team, "shop", la, []byte("a")); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Save(ctx, other, "shop", la, []byte("cross")); !errors.Is(err, ErrLocked) {
-			t.Fatalf("Save with another team's lock = %v, want ErrLocked", err)
-		}
-		if _, err := s.Load(ctx, other, "shop"); !errors.Is(err, ErrNotFound) {
-			t.Fatalf("Load in other team = %v, want ErrNotFound", err)
-		}
-		if err := s.Save(ctx, other, "shop", lb, []byte("b")); err != nil {
-			t.Fatal(err)
-		}
-		if got := mustLoad(t, ctx, s, team, "shop"); got != "a" {
-			t.Fatalf("team a Load = %q", got)
-		}
-		if got := mustLoad(t, ctx, s, other, "shop"); got != "b" {
-			t.Fatalf("team b Load = %q", got)
-		}
+		require.NoError(t, s.Save(ctx, team, "shop", la, []byte("a")))
+		require.ErrorIs(t, s.Save(ctx, other, "shop", la, []byte("cross")), ErrLocked, "Save with another team's lock")
+		_, err := s.Load(ctx, other, "shop")
+		require.ErrorIs(t, err, ErrNotFound, "Load in other team")
+		require.NoError(t, s.Save(ctx, other, "shop", lb, []byte("b")))
+		require.Equal(t, "a", mustLoad(t, ctx, s, team, "shop"), "team a Load")
+		require.Equal(t, "b", mustLoad(t, ctx, s, other, "shop"), "team b Load")
 		for _, tm := range []string{team, other} {
 			infos, err := s.List(ctx, tm)
-			if err != nil || len(infos) != 1 {
-				t.Fatalf("List(%s) = %+v, %v; want one profile", tm, infos, err)
-			}
+			require.NoError(t, err, "List(%s)", tm)
+			require.Len(t, infos, 1, "List(%s): want one profile", tm)
 		}
 	}},
 	{"large blob", func(t *testing.T, ctx context.Context, s Store) {
 		data := bytes.Repeat([]byte("0123456789abcdef"), 5<<20/16) // the 5 MB storage of the benchmark
 		l := mustLock(t, ctx, s, team, "big", "w1", ttl)
-		if err := s.Save(ctx, team, "big", l, data); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, s.Save(ctx, team, "big", l, data))
 		got, err := s.Load(ctx, team, "big")
-		if err != nil || !bytes.Equal(got, data) {
-			t.Fatalf("Load = %d bytes, %v; want %d bytes back", len(got), err, len(data))
-		}
+		require.NoError(t, err, "Load")
+		require.True(t, bytes.Equal(got, data), "Load = %d bytes; want %d bytes back", len(got), len(data))
 	}},
 }
 
@@ -350,38 +268,23 @@ func TestS3TwoProcesses(t *testing.T) {
 	const aTTL = 3 * time.Second
 	locked := time.Now()
 	la := mustLock(t, ctx, a, team, "shop", "process-a", aTTL)
-	if _, err := b.Lock(ctx, team, "shop", "process-b", ttl); !errors.Is(err, ErrLocked) {
-		t.Fatalf("process b Lock = %v, want ErrLocked", err)
-	}
-	if err := b.Delete(ctx, team, "shop"); !errors.Is(err, ErrLocked) {
-		t.Fatalf("process b Delete = %v, want ErrLocked", err)
-	}
-	if err := a.Save(ctx, team, "shop", la, []byte("from a")); err != nil {
-		t.Fatal(err)
-	}
-	if got := mustLoad(t, ctx, b, team, "shop"); got != "from a" {
-		t.Fatalf("process b Load = %q", got)
-	}
+	_, err := b.Lock(ctx, team, "shop", "process-b", ttl)
+	require.ErrorIs(t, err, ErrLocked, "process b Lock")
+	require.ErrorIs(t, b.Delete(ctx, team, "shop"), ErrLocked, "process b Delete")
+	require.NoError(t, a.Save(ctx, team, "shop", la, []byte("from a")))
+	require.Equal(t, "from a", mustLoad(t, ctx, b, team, "shop"), "process b Load")
 	infos, err := b.List(ctx, team)
-	if err != nil || len(infos) != 1 || !infos[0].Locked {
-		t.Fatalf("process b List = %+v, %v; want shop locked", infos, err)
-	}
+	require.NoError(t, err, "process b List")
+	require.Len(t, infos, 1, "process b List")
+	require.True(t, infos[0].Locked, "process b List = %+v; want shop locked", infos)
 
 	// Process a stops renewing (as if killed); b takes over once the lock expires.
 	time.Sleep(time.Until(locked.Add(aTTL + 100*time.Millisecond)))
 	lb := mustLock(t, ctx, b, team, "shop", "process-b", ttl)
-	if err := a.Renew(ctx, la, ttl); !errors.Is(err, ErrLocked) {
-		t.Fatalf("process a Renew after takeover = %v, want ErrLocked", err)
-	}
-	if err := a.Save(ctx, team, "shop", la, []byte("stale")); !errors.Is(err, ErrLocked) {
-		t.Fatalf("process a Save after takeover = %v, want ErrLocked", err)
-	}
-	if err := b.Save(ctx, team, "shop", lb, []byte("from b")); err != nil {
-		t.Fatal(err)
-	}
-	if got := mustLoad(t, ctx, a, team, "shop"); got != "from b" {
-		t.Fatalf("process a Load = %q", got)
-	}
+	require.ErrorIs(t, a.Renew(ctx, la, ttl), ErrLocked, "process a Renew after takeover")
+	require.ErrorIs(t, a.Save(ctx, team, "shop", la, []byte("stale")), ErrLocked, "process a Save after takeover")
+	require.NoError(t, b.Save(ctx, team, "shop", lb, []byte("from b")))
+	require.Equal(t, "from b", mustLoad(t, ctx, a, team, "shop"), "process a Load")
 }
 
 // TestFSInterruptedSave checks that the leftovers of a save that crashed before its rename neither
@@ -392,22 +295,12 @@ func TestFSInterruptedSave(t *testing.T) {
 	dir := t.TempDir()
 	s := NewFS(dir)
 	l := mustLock(t, ctx, s, team, "shop", "w1", ttl)
-	if err := s.Save(ctx, team, "shop", l, []byte("good")); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, s.Save(ctx, team, "shop", l, []byte("good")))
 	partial := filepath.Join(dir, team, "shop", ".tmp-data-crashed")
-	if err := os.WriteFile(partial, []byte("half a tar"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if got := mustLoad(t, ctx, s, team, "shop"); got != "good" {
-		t.Fatalf("Load = %q, want the last good version", got)
-	}
-	if err := s.Save(ctx, team, "shop", l, []byte("better")); err != nil {
-		t.Fatal(err)
-	}
-	if got := mustLoad(t, ctx, s, team, "shop"); got != "better" {
-		t.Fatalf("Load = %q after a later save", got)
-	}
+	require.NoError(t, os.WriteFile(partial, []byte("half a tar"), 0o600))
+	require.Equal(t, "good", mustLoad(t, ctx, s, team, "shop"), "Load: want the last good version")
+	require.NoError(t, s.Save(ctx, team, "shop", l, []byte("better")))
+	require.Equal(t, "better", mustLoad(t, ctx, s, team, "shop"), "Load after a later save")
 }
 
 // TestS3InterruptedSave checks that an upload cut off half way (the process saving died, or its
@@ -417,18 +310,13 @@ func TestS3InterruptedSave(t *testing.T) {
 	ctx := t.Context()
 	s := newTestS3(t, uniquePrefix(t))
 	l := mustLock(t, ctx, s, team, "shop", "w1", ttl)
-	if err := s.Save(ctx, team, "shop", l, []byte("good")); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, s.Save(ctx, team, "shop", l, []byte("good")))
 	big := make([]byte, 256<<20)
 	cut, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
-	if err := s.Save(cut, team, "shop", l, big); err == nil {
-		t.Fatal("a 256 MB save finished within 100 ms; the test cannot cut it off")
-	}
-	if got := mustLoad(t, ctx, s, team, "shop"); got != "good" {
-		t.Fatalf("Load after an interrupted save = %d bytes, want the last good version", len(got))
-	}
+	require.Error(t, s.Save(cut, team, "shop", l, big), "a 256 MB save finished within 100 ms; the test cannot cut it off")
+	got := mustLoad(t, ctx, s, team, "shop")
+	require.True(t, got == "good", "Load after an interrupted save = %d bytes, want the last good version", len(got))
 }
 
 // TestFSTwoProcesses checks that two FS stores over one directory (each call takes its own flock, as
@@ -439,15 +327,10 @@ func TestFSTwoProcesses(t *testing.T) {
 	dir := t.TempDir()
 	a, b := NewFS(dir), NewFS(dir)
 	la := mustLock(t, ctx, a, team, "shop", "process-a", ttl)
-	if _, err := b.Lock(ctx, team, "shop", "process-b", ttl); !errors.Is(err, ErrLocked) {
-		t.Fatalf("process b Lock = %v, want ErrLocked", err)
-	}
-	if err := a.Save(ctx, team, "shop", la, []byte("from a")); err != nil {
-		t.Fatal(err)
-	}
-	if got := mustLoad(t, ctx, b, team, "shop"); got != "from a" {
-		t.Fatalf("process b Load = %q", got)
-	}
+	_, err := b.Lock(ctx, team, "shop", "process-b", ttl)
+	require.ErrorIs(t, err, ErrLocked, "process b Lock")
+	require.NoError(t, a.Save(ctx, team, "shop", la, []byte("from a")))
+	require.Equal(t, "from a", mustLoad(t, ctx, b, team, "shop"), "process b Load")
 }
 
 func TestValidName(t *testing.T) {
@@ -471,14 +354,10 @@ func TestValidName(t *testing.T) {
 			t.Parallel()
 			err := ValidName(tc.name)
 			if tc.wantErr == "" {
-				if err != nil {
-					t.Fatalf("ValidName(%q) = %v, want nil", tc.name, err)
-				}
+				require.NoError(t, err, "ValidName(%q)", tc.name)
 				return
 			}
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("ValidName(%q) = %v, want an error mentioning %q", tc.name, err, tc.wantErr)
-			}
+			require.ErrorContains(t, err, tc.wantErr, "ValidName(%q)", tc.name)
 		})
 	}
 }
@@ -502,14 +381,12 @@ func TestParseS3URL(t *testing.T) {
 			t.Parallel()
 			bucket, prefix, err := ParseS3URL(tc.raw)
 			if tc.wantErr {
-				if err == nil {
-					t.Fatalf("ParseS3URL(%q) = %q, %q; want an error", tc.raw, bucket, prefix)
-				}
+				require.Error(t, err, "ParseS3URL(%q) = %q, %q; want an error", tc.raw, bucket, prefix)
 				return
 			}
-			if err != nil || bucket != tc.bucket || prefix != tc.prefix {
-				t.Fatalf("ParseS3URL(%q) = %q, %q, %v; want %q, %q", tc.raw, bucket, prefix, err, tc.bucket, tc.prefix)
-			}
+			require.NoError(t, err, "ParseS3URL(%q)", tc.raw)
+			require.Equal(t, tc.bucket, bucket, "ParseS3URL(%q): bucket", tc.raw)
+			require.Equal(t, tc.prefix, prefix, "ParseS3URL(%q): prefix", tc.raw)
 		})
 	}
 }
@@ -517,17 +394,13 @@ func TestParseS3URL(t *testing.T) {
 func mustLock(t *testing.T, ctx context.Context, s Store, team, name, owner string, ttl time.Duration) *Lock {
 	t.Helper()
 	l, err := s.Lock(ctx, team, name, owner, ttl)
-	if err != nil {
-		t.Fatalf("Lock(%s/%s) for %s: %v", team, name, owner, err)
-	}
+	require.NoError(t, err, "Lock(%s/%s) for %s", team, name, owner)
 	return l
 }
 
 func mustLoad(t *testing.T, ctx context.Context, s Store, team, name string) string {
 	t.Helper()
 	b, err := s.Load(ctx, team, name)
-	if err != nil {
-		t.Fatalf("Load(%s/%s): %v", team, name, err)
-	}
+	require.NoError(t, err, "Load(%s/%s)", team, name)
 	return string(b)
 }

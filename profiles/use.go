@@ -34,13 +34,34 @@ type Use struct {
 	closeResult error
 }
 
-// Open starts a use of the profile team/name: a writer takes the lock (ErrLocked when another live
-// writer holds it) for ttl, renewed every ttl/3 until Close; everyone loads the last saved version
-// (an empty state when the profile was never saved).
-func Open(ctx context.Context, st Store, team, name, owner string, write bool, ttl time.Duration) (*Use, error) {
+// Access says whether a use of a profile writes it.
+type Access int
+
+const (
+	// ReadOnly loads the profile's last saved version and never writes it.
+	ReadOnly Access = iota
+	// ReadWrite also holds the profile's lock for the whole use, so that the
+	// browser's state can be saved as the profile's new version at Close.
+	ReadWrite
+)
+
+// AccessFor is the access of a request's saveChanges option: ReadWrite
+// when the browser's changes are to be saved, else ReadOnly.
+func AccessFor(saveChanges bool) Access {
+	if saveChanges {
+		return ReadWrite
+	}
+	return ReadOnly
+}
+
+// Open starts a use of the profile team/name: a writer (ReadWrite) takes the lock (ErrLocked when
+// another live writer holds it) for ttl, renewed every ttl/3 until Close; everyone loads the last
+// saved version (an empty state when the profile was never saved).
+func Open(ctx context.Context, st Store, team, name, owner string, access Access, ttl time.Duration) (*Use, error) {
 	if err := validate(team, name); err != nil {
 		return nil, err
 	}
+	write := access == ReadWrite
 	u := &Use{store: st, team: team, name: name, write: write, ttl: ttl}
 	if write {
 		l, err := st.Lock(ctx, team, name, owner, ttl)
@@ -121,23 +142,35 @@ func (u *Use) Apply(ctx context.Context, browser *cdp.Mux, browserContextID stri
 	return nil
 }
 
-// Close ends the use. A writer whose browser is still running (save) captures the browser's state
-// and saves it as the profile's new version, then releases the lock; ctx bounds the capture and the
-// save. Without save (the browser died) the last saved version stays. Close is safe to call more
-// than once; later calls return the first result.
-func (u *Use) Close(ctx context.Context, save bool) error {
-	u.closeOnce.Do(func() { u.closeResult = u.close(ctx, save) })
+// Changes says what Close does with the browser's changes to a profile.
+type Changes int
+
+const (
+	// Discard keeps the profile's last saved version: the browser died, or
+	// the use never meant to write.
+	Discard Changes = iota
+	// Save captures a writer's still-running browser's state and saves it as
+	// the profile's new version. A reader saves nothing either way.
+	Save
+)
+
+// Close ends the use. A writer saves the browser's state first when
+// changes is Save, then releases the lock; ctx bounds the capture and the
+// save. Close is safe to call more than once; later calls return the first
+// result.
+func (u *Use) Close(ctx context.Context, changes Changes) error {
+	u.closeOnce.Do(func() { u.closeResult = u.close(ctx, changes) })
 	return u.closeResult
 }
 
-func (u *Use) close(ctx context.Context, save bool) error {
+func (u *Use) close(ctx context.Context, changes Changes) error {
 	if !u.write {
 		return nil
 	}
 	close(u.stopRenew)
 	<-u.renewDone
 	var err error
-	if save && u.browser != nil {
+	if changes == Save && u.browser != nil {
 		err = u.save(ctx)
 	}
 	if u.tracker != nil {
@@ -198,6 +231,6 @@ type Opener struct {
 }
 
 // Open starts a use of team's profile name; see Open.
-func (o *Opener) Open(ctx context.Context, team, name string, write bool) (*Use, error) {
-	return Open(ctx, o.Store, team, name, o.Instance+"/"+uuid.NewString(), write, o.LockTTL)
+func (o *Opener) Open(ctx context.Context, team, name string, access Access) (*Use, error) {
+	return Open(ctx, o.Store, team, name, o.Instance+"/"+uuid.NewString(), access, o.LockTTL)
 }

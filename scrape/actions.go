@@ -42,7 +42,7 @@ var keys = map[string]struct {
 }
 
 // runActions performs the actions in order and collects what they return.
-func (p *tab) runActions(ctx context.Context, actions []Action) (*ActionResults, error) {
+func (t *tab) runActions(ctx context.Context, actions []Action) (*ActionResults, error) {
 	res := &ActionResults{Screenshots: []string{}, Scrapes: []ActionScrape{}, JavascriptReturns: []JSReturn{}, PDFs: []string{}}
 	for i, a := range actions {
 		fail := func(format string, args ...any) error {
@@ -64,7 +64,7 @@ func (p *tab) runActions(ctx context.Context, actions []Action) (*ActionResults,
 			}
 			for {
 				var found bool
-				if err := p.evaluate(ctx, "!!document.querySelector("+string(sel)+")", &found); err != nil {
+				if err := t.evaluate(ctx, "!!document.querySelector("+string(sel)+")", &found); err != nil {
 					return nil, fail("%v", err)
 				}
 				if found {
@@ -77,19 +77,19 @@ func (p *tab) runActions(ctx context.Context, actions []Action) (*ActionResults,
 				}
 			}
 		case "click":
-			if err := p.click(ctx, a, string(sel)); err != nil {
+			if err := t.click(ctx, a, string(sel)); err != nil {
 				return nil, fail("%v", err)
 			}
-			p.afterInput(ctx)
+			t.afterInput(ctx)
 		case "write":
-			if err := p.call(ctx, "Input.insertText", map[string]any{"text": a.Text}, nil); err != nil {
+			if err := t.call(ctx, "Input.insertText", map[string]any{"text": a.Text}, nil); err != nil {
 				return nil, fail("%v", err)
 			}
 		case "press":
-			if err := p.press(ctx, a.Key); err != nil {
+			if err := t.press(ctx, a.Key); err != nil {
 				return nil, fail("%v", err)
 			}
-			p.afterInput(ctx)
+			t.afterInput(ctx)
 		case "scroll":
 			sign := 1
 			if a.Direction == "up" {
@@ -100,29 +100,29 @@ func (p *tab) runActions(ctx context.Context, actions []Action) (*ActionResults,
 				script = fmt.Sprintf(`(() => { const el = document.querySelector(%s); if (!el) throw new Error("no element matches " + %s);
   el.scrollBy(0, %d * (el.clientHeight || window.innerHeight)); return true; })()`, sel, sel, sign)
 			}
-			if err := p.evaluate(ctx, script, nil); err != nil {
+			if err := t.evaluate(ctx, script, nil); err != nil {
 				return nil, fail("%v", err)
 			}
-			p.afterInput(ctx)
+			t.afterInput(ctx)
 		case "screenshot":
-			shot, err := p.screenshot(ctx, a.FullPage, a.Quality, a.Viewport)
+			shot, err := t.screenshot(ctx, a.FullPage, a.Quality, a.Viewport)
 			if err != nil {
 				return nil, fail("%v", err)
 			}
 			res.Screenshots = append(res.Screenshots, shot)
 		case "scrape":
-			html, u, err := p.html(ctx)
+			html, u, err := t.html(ctx)
 			if err != nil {
 				return nil, fail("%v", err)
 			}
 			res.Scrapes = append(res.Scrapes, ActionScrape{URL: u, HTML: html})
 		case "executeJavascript":
-			ret, err := p.runScript(ctx, a.Script)
+			ret, err := t.runScript(ctx, a.Script)
 			if err != nil {
 				return nil, fail("%v", err)
 			}
 			res.JavascriptReturns = append(res.JavascriptReturns, ret)
-			p.afterInput(ctx)
+			t.afterInput(ctx)
 		case "pdf":
 			size := paperSizes[a.PaperFormat]
 			if a.PaperFormat == "" {
@@ -135,7 +135,7 @@ func (p *tab) runActions(ctx context.Context, actions []Action) (*ActionResults,
 			var pdf struct {
 				Data string `json:"data"`
 			}
-			if err := p.call(ctx, "Page.printToPDF", map[string]any{"landscape": a.Landscape, "scale": scale,
+			if err := t.call(ctx, "Page.printToPDF", map[string]any{"landscape": a.Landscape, "scale": scale,
 				"paperWidth": size[0], "paperHeight": size[1], "printBackground": true}, &pdf); err != nil {
 				return nil, fail("%v", err)
 			}
@@ -157,16 +157,16 @@ const scriptGroup = "trawler-action"
 // a symbol) is reported as its description, as DevTools shows it ("Window",
 // "Object", "Symbol(x)"), rather than failing the scrape; NaN, Infinity, -0
 // and BigInts are reported as their text ("NaN", "10n").
-func (p *tab) runScript(ctx context.Context, script string) (JSReturn, error) {
+func (t *tab) runScript(ctx context.Context, script string) (JSReturn, error) {
 	defer func() {
 		// Even when the action's time is up, within a bound: a hung
 		// browser must not hold the scrape.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
-		p.call(rctx, "Runtime.releaseObjectGroup", map[string]any{"objectGroup": scriptGroup}, nil)
+		t.call(rctx, "Runtime.releaseObjectGroup", map[string]any{"objectGroup": scriptGroup}, nil)
 	}()
 	var res cdp.EvalResult
-	err := p.call(ctx, "Runtime.evaluate", map[string]any{"expression": "(async () => {\n" + script + "\n})()",
+	err := t.call(ctx, "Runtime.evaluate", map[string]any{"expression": "(async () => {\n" + script + "\n})()",
 		"awaitPromise": true, "userGesture": true, "objectGroup": scriptGroup}, &res)
 	if err != nil {
 		return JSReturn{}, err
@@ -179,7 +179,7 @@ func (p *tab) runScript(ctx context.Context, script string) (JSReturn, error) {
 	if r.Subtype == "null" {
 		out.Type = "null"
 	}
-	v, err := cdp.ValueOf(ctx, p.conn, p.sid, r)
+	v, err := cdp.ValueOf(ctx, t.conn, t.sid, r)
 	if err != nil {
 		return JSReturn{}, err
 	}
@@ -192,10 +192,10 @@ func (p *tab) runScript(ctx context.Context, script string) (JSReturn, error) {
 // click clicks the first element matching the selector with a real mouse
 // event at its centre (after scrolling it into view), or every match with
 // the DOM's click() when all is set.
-func (p *tab) click(ctx context.Context, a Action, sel string) error {
+func (t *tab) click(ctx context.Context, a Action, sel string) error {
 	if a.All {
 		var n int
-		if err := p.evaluate(ctx, "(() => { const els = document.querySelectorAll("+sel+"); els.forEach(e => e.click()); return els.length; })()", &n); err != nil {
+		if err := t.evaluate(ctx, "(() => { const els = document.querySelectorAll("+sel+"); els.forEach(e => e.click()); return els.length; })()", &n); err != nil {
 			return err
 		}
 		if n == 0 {
@@ -207,25 +207,25 @@ func (p *tab) click(ctx context.Context, a Action, sel string) error {
 	script := `(() => { const el = document.querySelector(` + sel + `); if (!el) return null;
   el.scrollIntoView({block: "center", inline: "center"}); const r = el.getBoundingClientRect();
   return {X: r.left + r.width / 2, Y: r.top + r.height / 2}; })()`
-	if err := p.evaluate(ctx, script, &box); err != nil {
+	if err := t.evaluate(ctx, script, &box); err != nil {
 		return err
 	}
 	if box == nil {
 		return fmt.Errorf("no element matches %s", a.Selector)
 	}
-	for _, t := range []string{"mouseMoved", "mousePressed", "mouseReleased"} {
-		params := map[string]any{"type": t, "x": box.X, "y": box.Y, "button": "left", "clickCount": 1}
-		if t == "mouseMoved" {
+	for _, event := range []string{"mouseMoved", "mousePressed", "mouseReleased"} {
+		params := map[string]any{"type": event, "x": box.X, "y": box.Y, "button": "left", "clickCount": 1}
+		if event == "mouseMoved" {
 			params["button"] = "none"
 		}
-		if err := p.call(ctx, "Input.dispatchMouseEvent", params, nil); err != nil {
+		if err := t.call(ctx, "Input.dispatchMouseEvent", params, nil); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (p *tab) press(ctx context.Context, key string) error {
+func (t *tab) press(ctx context.Context, key string) error {
 	k, ok := keys[key]
 	if !ok {
 		r := []rune(key)
@@ -239,21 +239,21 @@ func (p *tab) press(ctx context.Context, key string) error {
 	if k.text != "" {
 		down["text"] = k.text
 	}
-	if err := p.call(ctx, "Input.dispatchKeyEvent", down, nil); err != nil {
+	if err := t.call(ctx, "Input.dispatchKeyEvent", down, nil); err != nil {
 		return err
 	}
-	return p.call(ctx, "Input.dispatchKeyEvent", map[string]any{"type": "keyUp", "key": key, "code": k.code, "windowsVirtualKeyCode": k.vk}, nil)
+	return t.call(ctx, "Input.dispatchKeyEvent", map[string]any{"type": "keyUp", "key": key, "code": k.code, "windowsVirtualKeyCode": k.vk}, nil)
 }
 
 // afterInput gives what an input set off (a navigation, a fetch) a moment
 // to finish.
-func (p *tab) afterInput(ctx context.Context) {
+func (t *tab) afterInput(ctx context.Context) {
 	time.Sleep(100 * time.Millisecond)
 	deadline := time.Now().Add(3 * time.Second)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		p.mu.Lock()
-		idle := len(p.inflight) == 0 && time.Since(p.lastNet) >= 300*time.Millisecond
-		p.mu.Unlock()
+		t.mu.Lock()
+		idle := len(t.inflight) == 0 && time.Since(t.lastNet) >= 300*time.Millisecond
+		t.mu.Unlock()
 		if idle {
 			return
 		}

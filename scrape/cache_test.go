@@ -2,11 +2,12 @@ package scrape
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"path/filepath"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/trawler-dev/trawler/netguard"
 	"github.com/trawler-dev/trawler/store"
@@ -28,9 +29,7 @@ type cacheRig struct {
 func newCacheRig(t *testing.T) *cacheRig {
 	t.Helper()
 	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
 	return &cacheRig{t: t, st: st}
 }
@@ -93,27 +92,23 @@ func TestCacheSharing(t *testing.T) {
 			t.Parallel()
 			r := newCacheRig(t)
 			r.final, r.private = tc.final, tc.private
-			if state, err := r.scrape("acme", tc.url, tc.allowPrivate, tc.shared, nil); err != nil || state != "miss" {
-				t.Fatalf("acme's first scrape: %q, %v", state, err)
-			}
-			if state, err := r.scrape("acme", tc.url, tc.allowPrivate, tc.shared, nil); err != nil || state != "hit" || r.fetched != 1 {
-				t.Fatalf("acme's own page: %q, %v, fetched %d times", state, err, r.fetched)
-			}
+			state, err := r.scrape("acme", tc.url, tc.allowPrivate, tc.shared, nil)
+			require.NoError(t, err, "acme's first scrape")
+			require.Equal(t, "miss", state, "acme's first scrape")
+			state, err = r.scrape("acme", tc.url, tc.allowPrivate, tc.shared, nil)
+			require.NoError(t, err, "acme's own page")
+			require.Equal(t, "hit", state, "acme's own page")
+			require.Equal(t, 1, r.fetched, "times acme's own page was fetched")
 			// Lockdown answers from the cache only: it shows what globex may read.
-			_, err := r.scrape("globex", tc.url, tc.allowPrivate, tc.shared, lockdown)
-			if got := map[bool]string{true: "hit", false: "miss"}[err == nil]; got != tc.want {
-				t.Fatalf("globex's lockdown: %v, want a %s", err, tc.want)
+			_, err = r.scrape("globex", tc.url, tc.allowPrivate, tc.shared, lockdown)
+			require.Equal(t, tc.want, map[bool]string{true: "hit", false: "miss"}[err == nil], "globex's lockdown: %v", err)
+			if err != nil {
+				require.ErrorIs(t, err, ErrLockdownMiss, "globex's lockdown")
 			}
-			if err != nil && !errors.Is(err, ErrLockdownMiss) {
-				t.Fatalf("globex's lockdown: %v, want ErrLockdownMiss", err)
-			}
-			state, err := r.scrape("globex", tc.url, tc.allowPrivate, tc.shared, nil)
-			if err != nil || state != tc.want {
-				t.Fatalf("globex: %q, %v, want %q", state, err, tc.want)
-			}
-			if want := map[string]int{"hit": 1, "miss": 2}[tc.want]; r.fetched != want {
-				t.Fatalf("the target was fetched %d times, want %d", r.fetched, want)
-			}
+			state, err = r.scrape("globex", tc.url, tc.allowPrivate, tc.shared, nil)
+			require.NoError(t, err, "globex")
+			require.Equal(t, tc.want, state, "globex")
+			require.Equal(t, map[string]int{"hit": 1, "miss": 2}[tc.want], r.fetched, "times the target was fetched")
 		})
 	}
 }
@@ -126,33 +121,28 @@ func TestCacheAfterGuardTurnsOn(t *testing.T) {
 	r := newCacheRig(t)
 	const loopback, public = "http://127.0.0.1:8080/page", "http://93.184.215.14/page"
 	for _, u := range []string{loopback, public} {
-		if _, err := r.scrape("acme", u, true, false, nil); err != nil {
-			t.Fatal(err)
-		}
+		_, err := r.scrape("acme", u, true, false, nil)
+		require.NoError(t, err)
 	}
 	var blocked *netguard.BlockedError
-	if _, err := r.scrape("acme", loopback, false, false, nil); !errors.As(err, &blocked) || r.fetched != 2 {
-		t.Fatalf("loopback page with the guard on: %v (fetched %d times), want a BlockedError", err, r.fetched)
-	}
-	if _, err := r.scrape("acme", loopback, false, false, func(o *Options) { o.Lockdown = true }); !errors.As(err, &blocked) {
-		t.Fatalf("lockdown of a loopback page with the guard on: %v, want a BlockedError", err)
-	}
-	if state, err := r.scrape("acme", public, false, false, nil); err != nil || state != "hit" {
-		t.Fatalf("a public page cached while private networks were allowed: %q, %v", state, err)
-	}
+	_, err := r.scrape("acme", loopback, false, false, nil)
+	require.ErrorAs(t, err, &blocked, "loopback page with the guard on")
+	require.Equal(t, 2, r.fetched, "times fetched after the loopback page with the guard on")
+	_, err = r.scrape("acme", loopback, false, false, func(o *Options) { o.Lockdown = true })
+	require.ErrorAs(t, err, &blocked, "lockdown of a loopback page with the guard on")
+	state, err := r.scrape("acme", public, false, false, nil)
+	require.NoError(t, err, "a public page cached while private networks were allowed")
+	require.Equal(t, "hit", state, "a public page cached while private networks were allowed")
 
 	// A page that took something from a private address (its name now
 	// resolving to a public one, say) is not served with the guard on.
 	r.private = true
-	if _, err := r.scrape("acme", public, true, false, func(o *Options) { o.MaxAge = 0 }); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.scrape("acme", public, false, false, func(o *Options) { o.Lockdown = true }); !errors.Is(err, ErrLockdownMiss) {
-		t.Fatalf("lockdown of a page fetched from a private address, guard on: %v, want ErrLockdownMiss", err)
-	}
-	if _, err := r.scrape("acme", public, true, false, func(o *Options) { o.Lockdown = true }); err != nil {
-		t.Fatalf("the same lockdown with private networks allowed: %v", err)
-	}
+	_, err = r.scrape("acme", public, true, false, func(o *Options) { o.MaxAge = 0 })
+	require.NoError(t, err)
+	_, err = r.scrape("acme", public, false, false, func(o *Options) { o.Lockdown = true })
+	require.ErrorIs(t, err, ErrLockdownMiss, "lockdown of a page fetched from a private address, guard on")
+	_, err = r.scrape("acme", public, true, false, func(o *Options) { o.Lockdown = true })
+	require.NoError(t, err, "the same lockdown with private networks allowed")
 }
 
 func TestNonPublic(t *testing.T) {
@@ -174,9 +164,7 @@ func TestNonPublic(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			if got := nonPublic(context.Background(), nil, tc.urls...); got != tc.want {
-				t.Fatalf("nonPublic(%q) = %v, want %v", tc.urls, got, tc.want)
-			}
+			require.Equal(t, tc.want, nonPublic(context.Background(), nil, tc.urls...), "nonPublic(%q)", tc.urls)
 		})
 	}
 }

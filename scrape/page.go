@@ -87,7 +87,7 @@ type fetchPaused struct {
 	ResponseErrorReason string `json:"responseErrorReason"`
 }
 
-func (p *tab) header(ev *fetchPaused, name string) string {
+func (t *tab) header(ev *fetchPaused, name string) string {
 	for _, h := range ev.ResponseHeaders {
 		if strings.EqualFold(h.Name, name) {
 			return h.Value
@@ -135,71 +135,71 @@ func blankTab(ctx context.Context, conn *cdp.Conn) (*tab, error) {
 
 // reset readies a tab that served one page for the next one, in the same
 // browser context.
-func (p *tab) reset() {
-	p.mu.Lock()
-	p.main, p.blocked, p.private = nil, nil, false
-	p.inflight = map[string]struct{}{}
-	p.lastNet = time.Now()
-	if p.isLoaded {
-		p.loaded, p.isLoaded = make(chan struct{}), false
+func (t *tab) reset() {
+	t.mu.Lock()
+	t.main, t.blocked, t.private = nil, nil, false
+	t.inflight = map[string]struct{}{}
+	t.lastNet = time.Now()
+	if t.isLoaded {
+		t.loaded, t.isLoaded = make(chan struct{}), false
 	}
-	p.mu.Unlock()
+	t.mu.Unlock()
 	select {
-	case <-p.taken:
+	case <-t.taken:
 	default:
 	}
 }
 
 // setup readies a blank tab for one scrape.
-func (p *tab) setup(ctx context.Context, opts *Options, guard *netguard.Cache, static bool, ua string, log *slog.Logger) error {
-	p.opts, p.guard, p.static, p.log = opts, guard, static, log
+func (t *tab) setup(ctx context.Context, opts *Options, guard *netguard.Cache, static bool, ua string, log *slog.Logger) error {
+	t.opts, t.guard, t.static, t.log = opts, guard, static, log
 	if guard.Guard.AllowPrivate {
-		p.reach = &netguard.Cache{Guard: &netguard.Guard{Resolver: guard.Guard.Resolver}, TTL: guard.TTL}
+		t.reach = &netguard.Cache{Guard: &netguard.Guard{Resolver: guard.Guard.Resolver}, TTL: guard.TTL}
 	}
-	if err := p.prepare(ctx, ua); err != nil {
-		p.close()
+	if err := t.prepare(ctx, ua); err != nil {
+		t.close()
 		return err
 	}
 	return nil
 }
 
-func (p *tab) call(ctx context.Context, method string, params, result any) error {
-	return p.conn.Call(ctx, p.sid, method, params, result)
+func (t *tab) call(ctx context.Context, method string, params, result any) error {
+	return t.conn.Call(ctx, t.sid, method, params, result)
 }
 
 // prepare sets up interception, emulation and headers before navigation.
-func (p *tab) prepare(ctx context.Context, browserUA string) error {
+func (t *tab) prepare(ctx context.Context, browserUA string) error {
 	patterns := []map[string]any{{"urlPattern": "*", "requestStage": "Request"},
 		{"urlPattern": "*", "resourceType": "Document", "requestStage": "Response"}}
-	ua := p.userAgent(browserUA)
+	ua := t.userAgent(browserUA)
 	// The Network domain (which the smart wait's idle tracking needs) costs
 	// the browser an event per request and per chunk of data, and a copy of
 	// every body: a static tab turns it on only when a page turns out to
 	// need rendering (see networkOn), before that page's resources load.
 	var steps []step
-	if !p.static || len(p.extraHeaders()) > 0 {
+	if !t.static || len(t.extraHeaders()) > 0 {
 		steps = append(steps, step{"Network.enable", networkParams})
-		p.mu.Lock()
-		p.network = true
-		p.mu.Unlock()
+		t.mu.Lock()
+		t.network = true
+		t.mu.Unlock()
 	}
 	steps = append(steps, []step{
 		{"Fetch.enable", map[string]any{"patterns": patterns}},
-		{"Security.setIgnoreCertificateErrors", map[string]any{"ignore": p.opts.SkipTLSVerification}},
+		{"Security.setIgnoreCertificateErrors", map[string]any{"ignore": t.opts.SkipTLSVerification}},
 	}...)
 	w, h, dpr, mobile := 1920, 1080, 1.0, false
-	if p.opts.Mobile {
+	if t.opts.Mobile {
 		w, h, dpr, mobile = 390, 844, 3.0, true
 	}
 	steps = append(steps, struct {
 		method string
 		params any
 	}{"Emulation.setDeviceMetricsOverride", map[string]any{"width": w, "height": h, "deviceScaleFactor": dpr, "mobile": mobile}})
-	if p.opts.Mobile {
+	if t.opts.Mobile {
 		steps = append(steps, step{"Emulation.setTouchEmulationEnabled", map[string]any{"enabled": true, "maxTouchPoints": 5}})
 	}
 	uaParams := map[string]any{"userAgent": ua}
-	if loc := p.opts.Location; loc != nil {
+	if loc := t.opts.Location; loc != nil {
 		langs := loc.Languages
 		if len(langs) == 0 {
 			langs = defaultLanguages(loc.Country)
@@ -217,14 +217,14 @@ func (p *tab) prepare(ctx context.Context, browserUA string) error {
 		method string
 		params any
 	}{"Network.setUserAgentOverride", uaParams})
-	if extra := p.extraHeaders(); len(extra) > 0 {
+	if extra := t.extraHeaders(); len(extra) > 0 {
 		steps = append(steps, step{"Network.setExtraHTTPHeaders", map[string]any{"headers": extra}})
 	}
-	if p.opts.BlockAds {
+	if t.opts.BlockAds {
 		steps = append(steps, step{"Page.addScriptToEvaluateOnNewDocument", map[string]any{"source": hideBannersScript}})
 	}
 	for _, s := range steps {
-		if err := p.call(ctx, s.method, s.params, nil); err != nil {
+		if err := t.call(ctx, s.method, s.params, nil); err != nil {
 			return err
 		}
 	}
@@ -238,15 +238,15 @@ var networkParams = map[string]any{"maxTotalBufferSize": 0, "maxResourceBufferSi
 
 // networkOn turns the Network domain on for a page that is going to be
 // rendered, before it commits (so before any of its resources load).
-func (p *tab) networkOn(ctx context.Context) {
-	p.mu.Lock()
-	on := p.network
-	p.network = true
-	p.mu.Unlock()
+func (t *tab) networkOn(ctx context.Context) {
+	t.mu.Lock()
+	on := t.network
+	t.network = true
+	t.mu.Unlock()
 	if !on {
 		// Not awaited: the browser answers it only once the paused response
 		// goes on, which the caller does next.
-		go p.call(ctx, "Network.enable", networkParams, nil)
+		go t.call(ctx, "Network.enable", networkParams, nil)
 	}
 }
 
@@ -259,13 +259,13 @@ type step struct {
 // userAgent is the header-given User-Agent, else the browser's own (as
 // given, without the "Headless" marker that many sites refuse), or a phone's
 // when mobile.
-func (p *tab) userAgent(browserUA string) string {
-	for k, v := range p.opts.Headers {
+func (t *tab) userAgent(browserUA string) string {
+	for k, v := range t.opts.Headers {
 		if strings.EqualFold(k, "User-Agent") {
 			return v
 		}
 	}
-	if p.opts.Mobile {
+	if t.opts.Mobile {
 		version := "120.0.0.0"
 		if i := strings.Index(browserUA, "Chrome/"); i >= 0 {
 			version = strings.Fields(browserUA[i+len("Chrome/"):])[0]
@@ -287,9 +287,9 @@ func browserUserAgent(ctx context.Context, conn *cdp.Conn) (string, error) {
 	return strings.Replace(v.UserAgent, "HeadlessChrome", "Chrome", 1), nil
 }
 
-func (p *tab) extraHeaders() map[string]string {
+func (t *tab) extraHeaders() map[string]string {
 	out := map[string]string{}
-	for k, v := range p.opts.Headers {
+	for k, v := range t.opts.Headers {
 		if strings.EqualFold(k, "User-Agent") {
 			continue
 		}
@@ -299,14 +299,14 @@ func (p *tab) extraHeaders() map[string]string {
 }
 
 // onEvent runs on the connection's reader: it never blocks.
-func (p *tab) onEvent(ev cdp.Event) {
-	if ev.SessionID != p.sid {
+func (t *tab) onEvent(ev cdp.Event) {
+	if ev.SessionID != t.sid {
 		if ev.Method == "Target.targetCrashed" {
 			var c struct {
 				TargetID string `json:"targetId"`
 			}
-			if json.Unmarshal(ev.Params, &c) == nil && c.TargetID == p.targetID {
-				p.once.crashed.Do(func() { close(p.crashed) })
+			if json.Unmarshal(ev.Params, &c) == nil && c.TargetID == t.targetID {
+				t.once.crashed.Do(func() { close(t.crashed) })
 			}
 		}
 		return
@@ -315,7 +315,7 @@ func (p *tab) onEvent(ev cdp.Event) {
 	case "Fetch.requestPaused":
 		var e fetchPaused
 		if json.Unmarshal(ev.Params, &e) == nil {
-			go p.onPaused(&e)
+			go t.onPaused(&e)
 		}
 	case "Network.requestWillBeSent":
 		var e struct {
@@ -323,94 +323,94 @@ func (p *tab) onEvent(ev cdp.Event) {
 			Type      string `json:"type"`
 		}
 		if json.Unmarshal(ev.Params, &e) == nil && e.Type != "WebSocket" && e.Type != "EventSource" {
-			p.mu.Lock()
-			p.inflight[e.RequestID] = struct{}{}
-			p.lastNet = time.Now()
-			p.mu.Unlock()
+			t.mu.Lock()
+			t.inflight[e.RequestID] = struct{}{}
+			t.lastNet = time.Now()
+			t.mu.Unlock()
 		}
 	case "Network.loadingFinished", "Network.loadingFailed":
 		var e struct {
 			RequestID string `json:"requestId"`
 		}
 		if json.Unmarshal(ev.Params, &e) == nil {
-			p.mu.Lock()
-			delete(p.inflight, e.RequestID)
-			p.lastNet = time.Now()
-			p.mu.Unlock()
+			t.mu.Lock()
+			delete(t.inflight, e.RequestID)
+			t.lastNet = time.Now()
+			t.mu.Unlock()
 		}
 	case "Page.loadEventFired":
-		p.mu.Lock()
-		if !p.isLoaded {
-			p.isLoaded = true
-			close(p.loaded)
+		t.mu.Lock()
+		if !t.isLoaded {
+			t.isLoaded = true
+			close(t.loaded)
 		}
-		p.mu.Unlock()
+		t.mu.Unlock()
 	case "Inspector.targetCrashed":
-		p.once.crashed.Do(func() { close(p.crashed) })
+		t.once.crashed.Do(func() { close(t.crashed) })
 	}
 }
 
 // onPaused decides the fate of one intercepted request or response.
-func (p *tab) onPaused(e *fetchPaused) {
+func (t *tab) onPaused(e *fetchPaused) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	isMain := e.ResourceType == "Document" && e.FrameID == p.targetID
+	isMain := e.ResourceType == "Document" && e.FrameID == t.targetID
 	if e.ResponseStatusCode == 0 && e.ResponseErrorReason == "" {
-		if err := p.checkRequest(ctx, e.Request.URL); err != nil {
-			if isMain || (e.ResourceType == "Fetch" && p.fetching) {
-				p.mu.Lock()
-				if p.blocked == nil {
-					p.blocked = err
+		if err := t.checkRequest(ctx, e.Request.URL); err != nil {
+			if isMain || (e.ResourceType == "Fetch" && t.fetching) {
+				t.mu.Lock()
+				if t.blocked == nil {
+					t.blocked = err
 				}
-				p.mu.Unlock()
+				t.mu.Unlock()
 			}
-			p.call(ctx, "Fetch.failRequest", map[string]any{"requestId": e.RequestID, "errorReason": "BlockedByClient"}, nil)
+			t.call(ctx, "Fetch.failRequest", map[string]any{"requestId": e.RequestID, "errorReason": "BlockedByClient"}, nil)
 			return
 		}
-		p.mu.Lock()
-		pre := p.prefetched
+		t.mu.Lock()
+		pre := t.prefetched
 		if isMain && pre != nil && pre.url == e.Request.URL {
-			p.prefetched = nil
-			p.main = &mainResponse{URL: pre.url, Status: pre.status, ContentType: pre.contentType}
+			t.prefetched = nil
+			t.main = &mainResponse{URL: pre.url, Status: pre.status, ContentType: pre.contentType}
 		} else {
 			pre = nil
 		}
-		p.mu.Unlock()
+		t.mu.Unlock()
 		if pre != nil {
 			// A page fetched in the tab that needs rendering after all: the
 			// tab renders the very response it fetched, without asking the
 			// site a second time.
-			p.commitSite(pre.url)
-			p.networkOn(ctx)
-			p.call(ctx, "Fetch.fulfillRequest", map[string]any{"requestId": e.RequestID, "responseCode": pre.status,
+			t.commitSite(pre.url)
+			t.networkOn(ctx)
+			t.call(ctx, "Fetch.fulfillRequest", map[string]any{"requestId": e.RequestID, "responseCode": pre.status,
 				"responseHeaders": []map[string]string{{"name": "Content-Type", "value": "text/html; charset=utf-8"}},
 				"body":            base64.StdEncoding.EncodeToString(pre.body)}, nil)
 			return
 		}
-		p.call(ctx, "Fetch.continueRequest", map[string]any{"requestId": e.RequestID}, nil)
+		t.call(ctx, "Fetch.continueRequest", map[string]any{"requestId": e.RequestID}, nil)
 		return
 	}
 	if !isMain || e.ResponseErrorReason != "" || (e.ResponseStatusCode >= 300 && e.ResponseStatusCode < 400) {
-		p.call(ctx, "Fetch.continueRequest", map[string]any{"requestId": e.RequestID}, nil)
+		t.call(ctx, "Fetch.continueRequest", map[string]any{"requestId": e.RequestID}, nil)
 		return
 	}
-	ct := p.header(e, "Content-Type")
-	p.mu.Lock()
-	p.main = &mainResponse{URL: e.Request.URL, Status: e.ResponseStatusCode, StatusText: e.ResponseStatusText, ContentType: ct}
-	p.mu.Unlock()
+	ct := t.header(e, "Content-Type")
+	t.mu.Lock()
+	t.main = &mainResponse{URL: e.Request.URL, Status: e.ResponseStatusCode, StatusText: e.ResponseStatusText, ContentType: ct}
+	t.mu.Unlock()
 	kind := documentKind(ct, e.Request.URL)
-	if kind == "" && !(p.static && isHTML(ct)) {
-		p.commitSite(e.Request.URL)
-		p.networkOn(ctx)
-		p.call(ctx, "Fetch.continueRequest", map[string]any{"requestId": e.RequestID}, nil)
+	if kind == "" && !(t.static && isHTML(ct)) {
+		t.commitSite(e.Request.URL)
+		t.networkOn(ctx)
+		t.call(ctx, "Fetch.continueRequest", map[string]any{"requestId": e.RequestID}, nil)
 		return
 	}
 	var body struct {
 		Body          string `json:"body"`
 		Base64Encoded bool   `json:"base64Encoded"`
 	}
-	if err := p.call(ctx, "Fetch.getResponseBody", map[string]any{"requestId": e.RequestID}, &body); err != nil {
-		p.call(ctx, "Fetch.continueRequest", map[string]any{"requestId": e.RequestID}, nil)
+	if err := t.call(ctx, "Fetch.getResponseBody", map[string]any{"requestId": e.RequestID}, &body); err != nil {
+		t.call(ctx, "Fetch.continueRequest", map[string]any{"requestId": e.RequestID}, nil)
 		return
 	}
 	raw := []byte(body.Body)
@@ -419,13 +419,13 @@ func (p *tab) onPaused(e *fetchPaused) {
 	}
 	if kind == "" && !looksServerRendered(raw, ct) {
 		// Render it after all: hand the response on unchanged.
-		p.commitSite(e.Request.URL)
-		p.networkOn(ctx)
-		p.call(ctx, "Fetch.continueRequest", map[string]any{"requestId": e.RequestID}, nil)
+		t.commitSite(e.Request.URL)
+		t.networkOn(ctx)
+		t.call(ctx, "Fetch.continueRequest", map[string]any{"requestId": e.RequestID}, nil)
 		return
 	}
 	select {
-	case p.taken <- takenBody{body: raw, binary: kind != ""}:
+	case t.taken <- takenBody{body: raw, binary: kind != ""}:
 	default:
 	}
 	// The tab has nothing more to do with this document. Once the tab shows
@@ -435,24 +435,24 @@ func (p *tab) onPaused(e *fetchPaused) {
 	// the site's renderer starts once; aborting every navigation from
 	// about:blank would start (and drop) a renderer for each.
 	site := siteOf(e.Request.URL)
-	p.mu.Lock()
-	same := p.site == site
-	p.site = site
-	p.mu.Unlock()
+	t.mu.Lock()
+	same := t.site == site
+	t.site = site
+	t.mu.Unlock()
 	if same {
-		p.call(ctx, "Fetch.failRequest", map[string]any{"requestId": e.RequestID, "errorReason": "Aborted"}, nil)
+		t.call(ctx, "Fetch.failRequest", map[string]any{"requestId": e.RequestID, "errorReason": "Aborted"}, nil)
 		return
 	}
-	p.call(ctx, "Fetch.fulfillRequest", map[string]any{"requestId": e.RequestID, "responseCode": 200,
+	t.call(ctx, "Fetch.fulfillRequest", map[string]any{"requestId": e.RequestID, "responseCode": 200,
 		"responseHeaders": []map[string]string{{"name": "Content-Type", "value": "text/html"}},
 		"body":            base64.StdEncoding.EncodeToString([]byte("<!doctype html><title></title>"))}, nil)
 }
 
 // commitSite notes that the tab is about to show a page of u's site.
-func (p *tab) commitSite(u string) {
-	p.mu.Lock()
-	p.site = siteOf(u)
-	p.mu.Unlock()
+func (t *tab) commitSite(u string) {
+	t.mu.Lock()
+	t.site = siteOf(u)
+	t.mu.Unlock()
 }
 
 // siteOf is the scheme and host of a URL: what decides which renderer
@@ -483,16 +483,16 @@ type prefetched struct {
 // rendering (the caller navigates to it, and the tab renders that response
 // without a second request); and neither when fetch() cannot take it (not
 // HTML, another origin, a network error): the caller then navigates.
-func (p *tab) fetchInPage(ctx context.Context, u string) (*page, *prefetched, error) {
-	p.mu.Lock()
-	p.fetching, p.blocked = true, nil
-	p.mu.Unlock()
+func (t *tab) fetchInPage(ctx context.Context, u string) (*page, *prefetched, error) {
+	t.mu.Lock()
+	t.fetching, t.blocked = true, nil
+	t.mu.Unlock()
 	defer func() {
-		p.mu.Lock()
-		p.fetching = false
-		p.mu.Unlock()
+		t.mu.Lock()
+		t.fetching = false
+		t.mu.Unlock()
 	}()
-	headers := p.extraHeaders()
+	headers := t.extraHeaders()
 	if headers == nil {
 		headers = map[string]string{}
 	}
@@ -509,10 +509,10 @@ func (p *tab) fetchInPage(ctx context.Context, u string) (*page, *prefetched, er
 		Kind   string `json:"kind"`
 		Body   string `json:"body"`
 	}
-	err := p.evaluate(ctx, fmt.Sprintf(fetchScript, uj, hj, documentTypesJS, documentExtensionsJS, unlabelledTypesJS), &out)
-	p.mu.Lock()
-	blocked := p.blocked
-	p.mu.Unlock()
+	err := t.evaluate(ctx, fmt.Sprintf(fetchScript, uj, hj, documentTypesJS, documentExtensionsJS, unlabelledTypesJS), &out)
+	t.mu.Lock()
+	blocked := t.blocked
+	t.mu.Unlock()
 	if blocked != nil {
 		return nil, nil, blocked
 	}
@@ -532,24 +532,24 @@ func (p *tab) fetchInPage(ctx context.Context, u string) (*page, *prefetched, er
 		// What the browser shows for a text response.
 		body = []byte("<html><head></head><body><pre style=\"word-wrap: break-word; white-space: pre-wrap;\">" +
 			html.EscapeString(out.Body) + "</pre></body></html>")
-		return p.fetched(out.URL, out.Status, out.Type, body), nil, nil
+		return t.fetched(out.URL, out.Status, out.Type, body), nil, nil
 	case "binary":
 		raw, err := base64.StdEncoding.DecodeString(out.Body)
 		if err != nil {
 			return nil, nil, err
 		}
-		return p.fetched(out.URL, out.Status, out.Type, raw), nil, nil
+		return t.fetched(out.URL, out.Status, out.Type, raw), nil, nil
 	}
 	if !looksServerRendered(body, "text/html") {
 		return nil, &prefetched{url: out.URL, status: out.Status, contentType: out.Type, body: body}, nil
 	}
-	return p.fetched(out.URL, out.Status, out.Type, body), nil, nil
+	return t.fetched(out.URL, out.Status, out.Type, body), nil, nil
 }
 
-func (p *tab) fetched(u string, status int, contentType string, body []byte) *page {
-	p.mu.Lock()
-	p.main = &mainResponse{URL: u, Status: status, ContentType: contentType}
-	p.mu.Unlock()
+func (t *tab) fetched(u string, status int, contentType string, body []byte) *page {
+	t.mu.Lock()
+	t.main = &mainResponse{URL: u, Status: status, ContentType: contentType}
+	t.mu.Unlock()
 	return &page{engine: "browser-fetch", status: status, finalURL: u, contentType: contentType, body: body}
 }
 
@@ -590,7 +590,7 @@ const fetchScript = `(async () => {
 })()`
 
 // checkRequest applies the network guard and the ad blocker to a URL.
-func (p *tab) checkRequest(ctx context.Context, raw string) error {
+func (t *tab) checkRequest(ctx context.Context, raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return err
@@ -602,43 +602,43 @@ func (p *tab) checkRequest(ctx context.Context, raw string) error {
 	default:
 		return fmt.Errorf("scheme %s is not fetched", u.Scheme)
 	}
-	if p.opts.BlockAds && isAdHost(u.Hostname()) {
+	if t.opts.BlockAds && isAdHost(u.Hostname()) {
 		return errAdBlocked
 	}
-	if err := p.guard.CheckHost(ctx, u.Hostname()); err != nil {
+	if err := t.guard.CheckHost(ctx, u.Hostname()); err != nil {
 		return err
 	}
 	// What a page took from a non-public address is never shared with
 	// another team, nor served from the cache once the guard is on.
-	if p.reach != nil && p.reach.CheckHost(ctx, u.Hostname()) != nil {
-		p.mu.Lock()
-		p.private = true
-		p.mu.Unlock()
+	if t.reach != nil && t.reach.CheckHost(ctx, u.Hostname()) != nil {
+		t.mu.Lock()
+		t.private = true
+		t.mu.Unlock()
 	}
 	return nil
 }
 
 // reachedPrivate reports whether a request since the last reset went to a
 // non-public address.
-func (p *tab) reachedPrivate() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.private
+func (t *tab) reachedPrivate() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.private
 }
 
 var errAdBlocked = errors.New("blocked as an ad or tracker")
 
 // navigate loads u and returns once the main document has been answered.
-func (p *tab) navigate(ctx context.Context, u string) error {
+func (t *tab) navigate(ctx context.Context, u string) error {
 	var nav struct {
 		ErrorText string `json:"errorText"`
 	}
-	if err := p.call(ctx, "Page.navigate", map[string]any{"url": u}, &nav); err != nil {
+	if err := t.call(ctx, "Page.navigate", map[string]any{"url": u}, &nav); err != nil {
 		return err
 	}
-	p.mu.Lock()
-	blocked := p.blocked
-	p.mu.Unlock()
+	t.mu.Lock()
+	blocked := t.blocked
+	t.mu.Unlock()
 	if blocked != nil {
 		return blocked
 	}
@@ -650,16 +650,16 @@ func (p *tab) navigate(ctx context.Context, u string) error {
 
 // settle waits for the load event, then for the network to be idle and the
 // DOM to stop changing, within max.
-func (p *tab) settle(ctx context.Context, max time.Duration) {
+func (t *tab) settle(ctx context.Context, max time.Duration) {
 	deadline := time.Now().Add(max)
 	dctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	p.mu.Lock()
-	loaded := p.loaded
-	p.mu.Unlock()
+	t.mu.Lock()
+	loaded := t.loaded
+	t.mu.Unlock()
 	select {
 	case <-loaded:
-	case <-p.crashed:
+	case <-t.crashed:
 		return
 	case <-dctx.Done():
 		return
@@ -674,19 +674,19 @@ func (p *tab) settle(ctx context.Context, max time.Duration) {
 			return
 		}
 		var r any
-		p.evaluate(dctx, fmt.Sprintf(domQuietScript, ms), &r)
+		t.evaluate(dctx, fmt.Sprintf(domQuietScript, ms), &r)
 	}()
 	for {
-		p.mu.Lock()
-		idle := len(p.inflight) == 0 && time.Since(p.lastNet) >= 500*time.Millisecond
-		p.mu.Unlock()
+		t.mu.Lock()
+		idle := len(t.inflight) == 0 && time.Since(t.lastNet) >= 500*time.Millisecond
+		t.mu.Unlock()
 		if idle {
 			break
 		}
 		select {
 		case <-dctx.Done():
 			return
-		case <-p.crashed:
+		case <-t.crashed:
 			return
 		case <-time.After(50 * time.Millisecond):
 		}
@@ -708,9 +708,9 @@ const domQuietScript = `new Promise(resolve => {
 
 // evaluate runs an expression in the page (awaiting a promise) and decodes
 // its JSON value into v.
-func (p *tab) evaluate(ctx context.Context, expr string, v any) error {
+func (t *tab) evaluate(ctx context.Context, expr string, v any) error {
 	var res cdp.EvalResult
-	err := p.call(ctx, "Runtime.evaluate", map[string]any{"expression": expr, "awaitPromise": true,
+	err := t.call(ctx, "Runtime.evaluate", map[string]any{"expression": expr, "awaitPromise": true,
 		"returnByValue": true, "userGesture": true}, &res)
 	if err != nil {
 		return err
@@ -730,20 +730,20 @@ type ScriptError struct{ Message string }
 func (e *ScriptError) Error() string { return "script error: " + e.Message }
 
 // html returns the page's current HTML (with its doctype) and URL.
-func (p *tab) html(ctx context.Context) (string, string, error) {
+func (t *tab) html(ctx context.Context) (string, string, error) {
 	var out struct {
 		HTML string `json:"html"`
 		URL  string `json:"url"`
 	}
-	err := p.evaluate(ctx, `({html: (document.doctype ? new XMLSerializer().serializeToString(document.doctype) + "\n" : "") + document.documentElement.outerHTML, url: location.href})`, &out)
+	err := t.evaluate(ctx, `({html: (document.doctype ? new XMLSerializer().serializeToString(document.doctype) + "\n" : "") + document.documentElement.outerHTML, url: location.href})`, &out)
 	return out.HTML, out.URL, err
 }
 
 // screenshot captures the page as a data URL.
-func (p *tab) screenshot(ctx context.Context, fullPage bool, quality int, vp *Viewport) (string, error) {
+func (t *tab) screenshot(ctx context.Context, fullPage bool, quality int, vp *Viewport) (string, error) {
 	if vp != nil {
-		if err := p.call(ctx, "Emulation.setDeviceMetricsOverride", map[string]any{"width": vp.Width, "height": vp.Height,
-			"deviceScaleFactor": 1, "mobile": p.opts.Mobile}, nil); err != nil {
+		if err := t.call(ctx, "Emulation.setDeviceMetricsOverride", map[string]any{"width": vp.Width, "height": vp.Height,
+			"deviceScaleFactor": 1, "mobile": t.opts.Mobile}, nil); err != nil {
 			return "", err
 		}
 	}
@@ -758,7 +758,7 @@ func (p *tab) screenshot(ctx context.Context, fullPage bool, quality int, vp *Vi
 				Width, Height float64
 			} `json:"cssContentSize"`
 		}
-		if err := p.call(ctx, "Page.getLayoutMetrics", nil, &m); err != nil {
+		if err := t.call(ctx, "Page.getLayoutMetrics", nil, &m); err != nil {
 			return "", err
 		}
 		height := m.CSSContentSize.Height
@@ -771,19 +771,19 @@ func (p *tab) screenshot(ctx context.Context, fullPage bool, quality int, vp *Vi
 	var shot struct {
 		Data string `json:"data"`
 	}
-	if err := p.call(ctx, "Page.captureScreenshot", params, &shot); err != nil {
+	if err := t.call(ctx, "Page.captureScreenshot", params, &shot); err != nil {
 		return "", err
 	}
 	return "data:" + mime + ";base64," + shot.Data, nil
 }
 
 // close disposes of the browser context, which closes its tab.
-func (p *tab) close() {
+func (t *tab) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	p.conn.OnEvent(nil)
-	if p.contextID != "" {
-		p.conn.Call(ctx, "", "Target.disposeBrowserContext", map[string]any{"browserContextId": p.contextID}, nil)
+	t.conn.OnEvent(nil)
+	if t.contextID != "" {
+		t.conn.Call(ctx, "", "Target.disposeBrowserContext", map[string]any{"browserContextId": t.contextID}, nil)
 	}
 }
 
@@ -796,8 +796,8 @@ type LoadError struct {
 func (e *LoadError) Error() string { return fmt.Sprintf("could not load %s: %s", e.URL, e.Reason) }
 
 // showsSite reports whether the tab shows a page of u's site.
-func (p *tab) showsSite(u string) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.site != "" && p.site == siteOf(u)
+func (t *tab) showsSite(u string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.site != "" && t.site == siteOf(u)
 }

@@ -333,7 +333,7 @@ func (s *Service) fetch(ctx context.Context, req Request, guard *netguard.Cache)
 	if use != nil {
 		defer func() {
 			if !saved {
-				use.Close(context.Background(), false)
+				use.Close(context.Background(), profiles.Discard)
 			}
 		}()
 	}
@@ -341,8 +341,9 @@ func (s *Service) fetch(ctx context.Context, req Request, guard *netguard.Cache)
 	if err != nil {
 		return nil, err
 	}
-	healthy := false
-	defer func() { lease.Release(healthy) }()
+	// The browser is destroyed unless the page shows it is fine.
+	disposal := browsers.Destroy
+	defer func() { lease.Release(disposal) }()
 	// The lease ends early if the browser dies: stop waiting then.
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -382,7 +383,7 @@ func (s *Service) fetch(ctx context.Context, req Request, guard *netguard.Cache)
 	}
 	defer t.close()
 	defer func() {
-		if healthy {
+		if disposal == browsers.Reuse {
 			s.spares.refill(b.ID(), b.CDP())
 		}
 	}()
@@ -394,14 +395,14 @@ func (s *Service) fetch(ctx context.Context, req Request, guard *netguard.Cache)
 	if use != nil && use.Writes() && lease.Cause() == nil {
 		// Save what the page left in its context before the context goes.
 		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		if cerr := use.Close(sctx, true); cerr != nil {
+		if cerr := use.Close(sctx, profiles.Save); cerr != nil {
 			s.Log.Error("saving the scrape's profile", "profile", use.Name(), "err", cerr)
 		}
 		cancel()
 		saved = true
 	}
 	if err == nil || errors.Is(err, ErrPageCrashed) || errors.As(err, new(*ActionError)) {
-		healthy = true // the browser itself is fine
+		disposal = browsers.Reuse // the browser itself is fine
 	}
 	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.DeadlineExceeded) && !errors.Is(cause, context.Canceled) {
 		return nil, &LoadError{URL: req.URL, Reason: cause.Error()}
@@ -417,7 +418,7 @@ func (s *Service) openProfile(ctx context.Context, team string, p *Profile) (*pr
 	if s.Profiles == nil {
 		return nil, errors.New("browser profiles are not configured on this server")
 	}
-	return s.Profiles.Open(ctx, team, p.Name, p.SaveChanges)
+	return s.Profiles.Open(ctx, team, p.Name, profiles.AccessFor(p.SaveChanges))
 }
 
 // drive navigates, waits, runs the actions and captures.

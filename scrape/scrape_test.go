@@ -4,6 +4,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestLooksServerRendered(t *testing.T) {
@@ -25,9 +28,7 @@ func TestLooksServerRendered(t *testing.T) {
 		{"words that contain ng-app", `<html><body><a href="#a-function-for-testing-approximate-equality">x</a>` + long + `</body></html>`, "text/html", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := looksServerRendered([]byte(tc.body), tc.ct); got != tc.want {
-				t.Fatalf("looksServerRendered = %v, want %v", got, tc.want)
-			}
+			require.Equal(t, tc.want, looksServerRendered([]byte(tc.body), tc.ct), "looksServerRendered")
 		})
 	}
 }
@@ -48,9 +49,7 @@ func TestDocumentKind(t *testing.T) {
 		{"text/plain", "http://a/notes.docx", ""},
 		{"application/vnd.ms-excel.sheet.macroEnabled.12", "http://a/x.xlsm", ""},
 	} {
-		if got := documentKind(tc.ct, tc.url); got != tc.want {
-			t.Errorf("documentKind(%q, %q) = %q, want %q", tc.ct, tc.url, got, tc.want)
-		}
+		assert.Equal(t, tc.want, documentKind(tc.ct, tc.url), "documentKind(%q, %q)", tc.ct, tc.url)
 	}
 }
 
@@ -60,45 +59,31 @@ func TestAdHosts(t *testing.T) {
 		"doubleclick.net": true, "stats.g.doubleclick.net": true, "www.google-analytics.com": true,
 		"example.com": false, "notdoubleclick.net": false, "net": false,
 	} {
-		if got := isAdHost(host); got != want {
-			t.Errorf("isAdHost(%q) = %v, want %v", host, got, want)
-		}
+		assert.Equal(t, want, isAdHost(host), "isAdHost(%q)", host)
 	}
 }
 
 func TestLocale(t *testing.T) {
 	t.Parallel()
-	if got := acceptLanguage([]string{"de-DE", "de", "en"}); got != "de-DE,de;q=0.9,en;q=0.8" {
-		t.Errorf("acceptLanguage = %q", got)
-	}
-	if countryTimezone("jp") != "Asia/Tokyo" || countryTimezone("ZZ") != "" {
-		t.Error("countryTimezone")
-	}
-	if l := defaultLanguages("ZZ"); l[0] != "en-US" {
-		t.Errorf("default languages %v", l)
-	}
+	assert.Equal(t, "de-DE,de;q=0.9,en;q=0.8", acceptLanguage([]string{"de-DE", "de", "en"}), "acceptLanguage")
+	assert.Equal(t, "Asia/Tokyo", countryTimezone("jp"), "countryTimezone")
+	assert.Empty(t, countryTimezone("ZZ"), "countryTimezone")
+	l := defaultLanguages("ZZ")
+	assert.Equal(t, "en-US", l[0], "default languages %v", l)
 }
 
 func TestCacheKey(t *testing.T) {
 	t.Parallel()
 	o := DefaultOptions()
 	base := cacheKey("http://Example.com/a?b=2&a=1#frag", &o)
-	if base != cacheKey("http://example.com/a?a=1&b=2", &o) {
-		t.Error("host case, query order and fragments must not change the key")
-	}
+	assert.Equal(t, base, cacheKey("http://example.com/a?a=1&b=2", &o), "host case, query order and fragments must not change the key")
 	m := o
 	m.Mobile = true
-	if cacheKey("http://example.com/a?a=1&b=2", &m) == base {
-		t.Error("mobile must change the key")
-	}
+	assert.NotEqual(t, base, cacheKey("http://example.com/a?a=1&b=2", &m), "mobile must change the key")
 	w := o
 	w.WaitFor = time.Second
-	if cacheKey("http://example.com/a?a=1&b=2", &w) == base {
-		t.Error("waitFor must change the key")
-	}
+	assert.NotEqual(t, base, cacheKey("http://example.com/a?a=1&b=2", &w), "waitFor must change the key")
 	f := o
 	f.Formats = []Format{{Type: "links"}}
-	if cacheKey("http://example.com/a?a=1&b=2", &f) != base {
-		t.Error("formats other than screenshot must not change the key: one entry serves them all")
-	}
+	assert.Equal(t, base, cacheKey("http://example.com/a?a=1&b=2", &f), "formats other than screenshot must not change the key: one entry serves them all")
 }

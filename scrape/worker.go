@@ -8,6 +8,7 @@ import (
 
 	"github.com/trawler-dev/trawler/browsers"
 	"github.com/trawler-dev/trawler/netguard"
+	"github.com/trawler-dev/trawler/profiles"
 )
 
 // RetryableError is a page that was never given a fair try: no browser
@@ -89,14 +90,14 @@ func (w *Worker) Forget(job string) {
 }
 
 // Close closes every tab and gives the browser back to the pool.
-func (w *Worker) Close() { w.release(true) }
+func (w *Worker) Close() { w.release(browsers.Reuse) }
 
-func (w *Worker) release(reuse bool) {
+func (w *Worker) release(d browsers.Disposal) {
 	for id := range w.tabs {
 		w.Forget(id)
 	}
 	if w.lease != nil {
-		w.lease.Release(reuse)
+		w.lease.Release(d)
 		w.lease = nil
 	}
 	w.pages = 0
@@ -107,12 +108,12 @@ func (w *Worker) browser(ctx context.Context) error {
 	if w.lease != nil {
 		select {
 		case <-w.lease.Done():
-			w.release(false)
+			w.release(browsers.Destroy)
 		default:
 			if w.pages < workerPagesPerBrowser {
 				return nil
 			}
-			w.release(false)
+			w.release(browsers.Destroy)
 		}
 	}
 	lease, err := w.s.Pool.Acquire(ctx, browsers.LeaseRequest{Reusable: true})
@@ -165,7 +166,7 @@ func (w *Worker) tab(ctx context.Context, job string, req *Request) (*jobTab, er
 		use, err := w.s.openProfile(ctx, req.Team, &Profile{Name: o.Profile.Name})
 		if err == nil {
 			err = use.Apply(ctx, w.lease.Browser().CDP(), t.contextID)
-			use.Close(ctx, false)
+			use.Close(ctx, profiles.Discard)
 		}
 		if err != nil {
 			t.close()

@@ -12,6 +12,9 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/remote"
 	"github.com/gorilla/websocket"
+	"github.com/stretchr/testify/require"
+
+	"github.com/trawler-dev/trawler/test/polltest"
 )
 
 func TestSessionLifecycleWithChromedp(t *testing.T) {
@@ -40,16 +43,10 @@ func TestSessionLifecycleWithChromedp(t *testing.T) {
 	defer cancel()
 	ctx, cancelT := context.WithTimeout(ctx, 30*time.Second)
 	defer cancelT()
-	if err := chromedp.Do(ctx, chromedp.Navigate("data:text/html,<title>through the proxy</title><h1>hi</h1>")); err != nil {
-		t.Fatalf("chromedp through the proxy: %v", err)
-	}
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate("data:text/html,<title>through the proxy</title><h1>hi</h1>")), "chromedp through the proxy")
 	title, err := chromedp.Run(ctx, chromedp.Title())
-	if err != nil {
-		t.Fatalf("chromedp through the proxy: %v", err)
-	}
-	if title != "through the proxy" {
-		t.Fatalf("title = %q", title)
-	}
+	require.NoError(t, err, "chromedp through the proxy")
+	require.Equal(t, "through the proxy", title, "title")
 
 	// execute runs in the active page, which chromedp's tab now is.
 	ex := ts.do("POST", "/v2/browser/"+id+"/execute", keyAcme, map[string]any{"code": "document.title + ' ' + (20 + 22)", "language": "node"})
@@ -85,9 +82,8 @@ func TestSessionLifecycleWithChromedp(t *testing.T) {
 		if r := ts.do("GET", lu.RequestURI(), "", nil); r.Status != 200 || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/html") {
 			t.Fatalf("live view of a live session: %d %s", r.Status, r.Raw)
 		}
-		if r := ts.do("GET", lu.Path+"?token=nope", "", nil); r.Status != 401 {
-			t.Fatalf("live view with a wrong token: %d %s", r.Status, r.Raw)
-		}
+		r := ts.do("GET", lu.Path+"?token=nope", "", nil)
+		require.Equal(t, 401, r.Status, "live view with a wrong token: %s", r.Raw)
 	}
 
 	g := ts.do("GET", "/v2/browser/"+id, keyAcme, nil)
@@ -95,16 +91,13 @@ func TestSessionLifecycleWithChromedp(t *testing.T) {
 		t.Fatalf("GET session: %d %s", g.Status, g.Raw)
 	}
 	l := ts.do("GET", "/v2/browser?status=active", keyAcme, nil)
-	if !listed(l, id) {
-		t.Fatalf("active list lacks the session: %s", l.Raw)
-	}
+	require.True(t, listed(l, id), "active list lacks the session: %s", l.Raw)
 
 	// A raw client attached while the session is deleted gets a close frame
 	// that names the reason.
 	raw := dialCDP(t, cdpURL)
-	if _, err := raw.call("Browser.getVersion", nil); err != nil {
-		t.Fatal(err)
-	}
+	_, err = raw.call("Browser.getVersion", nil)
+	require.NoError(t, err)
 	d := ts.do("DELETE", "/v2/browser/"+id, keyAcme, nil)
 	if d.Status != 200 || d.Body["success"] != true || d.Body["sessionDurationMs"].(float64) <= 0 {
 		t.Fatalf("DELETE: %d %s", d.Status, d.Raw)
@@ -117,9 +110,8 @@ func TestSessionLifecycleWithChromedp(t *testing.T) {
 	case <-ctx.Done():
 	case <-time.After(5 * time.Second):
 		// chromedp notices the closed socket on its next command.
-		if _, err := chromedp.Run(ctx, chromedp.Title()); err == nil {
-			t.Fatal("chromedp still works after the session was deleted")
-		}
+		_, err := chromedp.Run(ctx, chromedp.Title())
+		require.Error(t, err, "chromedp still works after the session was deleted")
 	}
 
 	g = ts.do("GET", "/v2/browser/"+id, keyAcme, nil)
@@ -129,20 +121,16 @@ func TestSessionLifecycleWithChromedp(t *testing.T) {
 	if d := ts.do("DELETE", "/v2/browser/"+id, keyAcme, nil); d.Status != 410 || d.str("code") != "SESSION_DESTROYED" {
 		t.Fatalf("second DELETE: %d %s", d.Status, d.Raw)
 	}
-	if ex := ts.do("POST", "/v2/browser/"+id+"/execute", keyAcme, map[string]any{"code": "1"}); ex.Status != 410 {
-		t.Fatalf("execute on a destroyed session: %d %s", ex.Status, ex.Raw)
-	}
-	if lu, _ := url.Parse(view); ts.do("GET", lu.RequestURI(), "", nil).Status != 410 {
-		t.Fatal("a destroyed session's live view URL should answer 410")
-	}
-	if st := wsStatus(cdpURL); st != 410 {
-		t.Fatalf("dialing a destroyed session's cdpUrl: status %d, want 410", st)
-	}
+	ex = ts.do("POST", "/v2/browser/"+id+"/execute", keyAcme, map[string]any{"code": "1"})
+	require.Equal(t, 410, ex.Status, "execute on a destroyed session: %s", ex.Raw)
+	lu, _ := url.Parse(view)
+	require.Equal(t, 410, ts.do("GET", lu.RequestURI(), "", nil).Status, "a destroyed session's live view URL")
+	require.Equal(t, 410, wsStatus(cdpURL), "dialing a destroyed session's cdpUrl")
 	if !listed(ts.do("GET", "/v2/browser?status=destroyed", keyAcme, nil), id) ||
 		listed(ts.do("GET", "/v2/browser?status=active", keyAcme, nil), id) {
 		t.Fatal("the session should be listed as destroyed only")
 	}
-	waitFor(t, 10*time.Second, "the pool to hold only its warm browser", func() bool {
+	polltest.Until(t, 10*time.Second, "the pool to hold only its warm browser", func() bool {
 		st := ts.Pool.Stats()
 		return st.Leased == 0 && st.Total == 1
 	})
@@ -186,13 +174,9 @@ func TestAuthenticationAndTeamIsolation(t *testing.T) {
 				req.Header.Set("Authorization", tc.header)
 			}
 			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			resp.Body.Close()
-			if resp.StatusCode != 401 {
-				t.Fatalf("status %d, want 401", resp.StatusCode)
-			}
+			require.Equal(t, 401, resp.StatusCode, "status")
 		})
 	}
 
@@ -211,42 +195,30 @@ func TestAuthenticationAndTeamIsolation(t *testing.T) {
 			t.Fatalf("globex %s %s: %d %s, want 404", tc.method, tc.path, g.Status, g.Raw)
 		}
 	}
-	if listed(ts.do("GET", "/v2/browser", keyGlobex, nil), id) {
-		t.Fatal("globex sees acme's session in its list")
-	}
+	require.False(t, listed(ts.do("GET", "/v2/browser", keyGlobex, nil), id), "globex sees acme's session in its list")
 	act := ts.do("GET", "/v2/team/activity", keyGlobex, nil)
-	if n := len(act.Body["data"].([]any)); n != 0 {
-		t.Fatalf("globex sees %d activity entries of acme", n)
-	}
+	require.Empty(t, act.Body["data"].([]any), "globex sees activity entries of acme")
 	act = ts.do("GET", "/v2/team/activity?endpoint=browser", keyAcme, nil)
 	data := act.Body["data"].([]any)
 	if len(data) != 1 || data[0].(map[string]any)["id"] != id || data[0].(map[string]any)["api_version"] != "v2" {
 		t.Fatalf("acme's activity: %s", act.Raw)
 	}
 	// The session is still acme's and alive.
-	if g := ts.do("GET", "/v2/browser/"+id, keyAcme, nil); g.str("status") != "active" {
-		t.Fatalf("acme's session after globex's attempts: %s", g.Raw)
-	}
+	g := ts.do("GET", "/v2/browser/"+id, keyAcme, nil)
+	require.Equal(t, "active", g.str("status"), "acme's session after globex's attempts: %s", g.Raw)
 	// The CDP proxy wants the session's token, not anyone's.
 	u, _ := url.Parse(r.str("cdpUrl"))
-	if st := wsStatus("ws://" + u.Host + u.Path + "?token=wrong"); st != 401 {
-		t.Fatalf("wrong token: %d, want 401", st)
-	}
-	if st := wsStatus("ws://" + u.Host + u.Path); st != 401 {
-		t.Fatalf("no token: %d, want 401", st)
-	}
-	if st := wsStatus("ws://" + u.Host + "/cdp/00000000-0000-0000-0000-000000000000?token=x"); st != 404 {
-		t.Fatalf("unknown session: %d, want 404", st)
-	}
+	require.Equal(t, 401, wsStatus("ws://"+u.Host+u.Path+"?token=wrong"), "wrong token")
+	require.Equal(t, 401, wsStatus("ws://"+u.Host+u.Path), "no token")
+	require.Equal(t, 404, wsStatus("ws://"+u.Host+"/cdp/00000000-0000-0000-0000-000000000000?token=x"), "unknown session")
 }
 
 func TestLocalModeAcceptsAnyCaller(t *testing.T) {
 	t.Parallel()
 	ts := start(t, map[string]string{"TRAWLER_API_KEYS": "", "TRAWLER_WARM_BROWSERS": "0"})
 	for _, key := range []string{"", "anything"} {
-		if r := ts.do("GET", "/v2/browser", key, nil); r.Status != 200 {
-			t.Fatalf("local mode with key %q: %d %s", key, r.Status, r.Raw)
-		}
+		r := ts.do("GET", "/v2/browser", key, nil)
+		require.Equal(t, 200, r.Status, "local mode with key %q: %s", key, r.Raw)
 	}
 }
 
@@ -269,43 +241,32 @@ func TestDiscoveryEndpointsAndManyClients(t *testing.T) {
 		t.Fatalf("/json/list: %d %s", list.Status, list.Raw)
 	}
 	pageURL, _ := pages[0]["webSocketDebuggerUrl"].(string)
-	if !strings.HasPrefix(pageURL, "ws://"+u.Host+"/cdp/"+id+"/devtools/page/") {
-		t.Fatalf("page URL not rewritten to the proxy: %q", pageURL)
-	}
+	require.True(t, strings.HasPrefix(pageURL, "ws://"+u.Host+"/cdp/"+id+"/devtools/page/"), "page URL not rewritten to the proxy: %q", pageURL)
 	page := dialCDP(t, pageURL)
 	if res, err := page.call("Runtime.evaluate", map[string]any{"expression": "6*7", "returnByValue": true}); err != nil ||
 		res["result"].(map[string]any)["value"] != float64(42) {
 		t.Fatalf("evaluate on the proxied page endpoint: %v %v", res, err)
 	}
-	if st := ts.do("GET", u.Path+"/json/version?token=nope", "", nil); st.Status != 401 {
-		t.Fatalf("json/version with a wrong token: %d", st.Status)
-	}
+	st := ts.do("GET", u.Path+"/json/version?token=nope", "", nil)
+	require.Equal(t, 401, st.Status, "json/version with a wrong token")
 
 	// Two clients at once; one leaving does not end the session.
 	a, b := dialCDP(t, cdpURL), dialCDP(t, cdpURL)
-	if _, err := a.call("Target.getTargets", nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.call("Target.getTargets", nil); err != nil {
-		t.Fatal(err)
-	}
+	_, err := a.call("Target.getTargets", nil)
+	require.NoError(t, err)
+	_, err = b.call("Target.getTargets", nil)
+	require.NoError(t, err)
 	a.ws.Close()
 	time.Sleep(200 * time.Millisecond)
-	if _, err := b.call("Browser.getVersion", nil); err != nil {
-		t.Fatalf("second client after the first left: %v", err)
-	}
-	if g := ts.do("GET", "/v2/browser/"+id, keyAcme, nil); g.str("status") != "active" {
-		t.Fatalf("session after a client left: %s", g.Raw)
-	}
+	_, err = b.call("Browser.getVersion", nil)
+	require.NoError(t, err, "second client after the first left")
+	g := ts.do("GET", "/v2/browser/"+id, keyAcme, nil)
+	require.Equal(t, "active", g.str("status"), "session after a client left: %s", g.Raw)
 
 	// A 30 MB message passes the proxy both ways.
 	res, err := page.call("Runtime.evaluate", map[string]any{"expression": "'x'.repeat(30*1024*1024)", "returnByValue": true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := len(res["result"].(map[string]any)["value"].(string)); n != 30*1024*1024 {
-		t.Fatalf("30 MB result arrived as %d bytes", n)
-	}
+	require.NoError(t, err)
+	require.Equal(t, 30*1024*1024, len(res["result"].(map[string]any)["value"].(string)), "bytes the 30 MB result arrived as")
 	big := strings.Repeat("y", 20*1024*1024)
 	res, err = page.call("Runtime.evaluate", map[string]any{"expression": "'" + big + "'.length", "returnByValue": true})
 	if err != nil || res["result"].(map[string]any)["value"] != float64(len(big)) {
@@ -330,9 +291,8 @@ func TestRateLimitAndQueue(t *testing.T) {
 		time.Sleep(300 * time.Millisecond)
 		ts.do("DELETE", "/v2/browser/"+first.str("id"), keyAcme, nil)
 	}()
-	if r := ts.do("POST", "/v2/browser", keyAcme, map[string]any{}); r.Status != 200 {
-		t.Fatalf("queued request after the slot freed: %d %s", r.Status, r.Raw)
-	}
+	r = ts.do("POST", "/v2/browser", keyAcme, map[string]any{})
+	require.Equal(t, 200, r.Status, "queued request after the slot freed: %s", r.Raw)
 }
 
 func TestPoolFullQueues(t *testing.T) {
@@ -352,27 +312,25 @@ func TestBrowserCrashDestroysSession(t *testing.T) {
 	r := ts.create(keyAcme, nil)
 	id := r.str("id")
 	client := dialCDP(t, r.str("cdpUrl"))
-	if _, err := client.call("Browser.getVersion", nil); err != nil {
-		t.Fatal(err)
-	}
+	_, err := client.call("Browser.getVersion", nil)
+	require.NoError(t, err)
 	ts.killBrowser(id)
 	ce := client.waitClose(10 * time.Second)
 	if ce.Code != websocket.CloseInternalServerErr || !strings.Contains(ce.Text, "exited") {
 		t.Fatalf("close frame after a crash: %d %q", ce.Code, ce.Text)
 	}
-	waitFor(t, 10*time.Second, "the session to be destroyed", func() bool {
+	polltest.Until(t, 10*time.Second, "the session to be destroyed", func() bool {
 		g := ts.do("GET", "/v2/browser/"+id, keyAcme, nil)
 		return g.str("status") == "destroyed" && strings.Contains(g.str("endReason"), "browser exited unexpectedly")
 	})
-	waitFor(t, 20*time.Second, "the pool to refill", func() bool {
+	polltest.Until(t, 20*time.Second, "the pool to refill", func() bool {
 		st := ts.Pool.Stats()
 		return st.Idle == 1 && st.Leased == 0
 	})
 	// The pool still serves.
 	r2 := ts.create(keyAcme, nil)
-	if _, err := dialCDP(t, r2.str("cdpUrl")).call("Browser.getVersion", nil); err != nil {
-		t.Fatalf("a new session after the crash: %v", err)
-	}
+	_, err = dialCDP(t, r2.str("cdpUrl")).call("Browser.getVersion", nil)
+	require.NoError(t, err, "a new session after the crash")
 }
 
 func TestActivityTTLAndTTLExpiry(t *testing.T) {
@@ -388,14 +346,11 @@ func TestActivityTTLAndTTLExpiry(t *testing.T) {
 	begin := time.Now()
 
 	time.Sleep(6 * time.Second)
-	if _, err := idleClient.call("Browser.getVersion", nil); err != nil {
-		t.Fatal(err)
-	}
+	_, err := idleClient.call("Browser.getVersion", nil)
+	require.NoError(t, err)
 	ce := idleClient.waitClose(20 * time.Second)
 	idleFor := time.Since(begin)
-	if !strings.Contains(ce.Text, "activityTtl of 10s") {
-		t.Fatalf("idle close frame: %d %q", ce.Code, ce.Text)
-	}
+	require.Contains(t, ce.Text, "activityTtl of 10s", "idle close frame (code %d)", ce.Code)
 	if idleFor < 15*time.Second || idleFor > 19*time.Second {
 		t.Fatalf("idle session ended after %s; activity at 6 s should have moved the end to about 16 s", idleFor)
 	}

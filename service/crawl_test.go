@@ -21,6 +21,10 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/trawler-dev/trawler/test/polltest"
 )
 
 // crawlSite is a local site shaped to exercise every crawl rule: robots.txt
@@ -90,16 +94,12 @@ func page(title string, links ...string) string {
 func newCrawlSite(t *testing.T) *crawlSite {
 	s := &crawlSite{}
 	ln1, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	port := ln1.Addr().(*net.TCPAddr).Port
 	ln2, err := net.Listen("tcp", fmt.Sprintf("127.0.0.2:%d", port))
 	if err != nil {
 		ln2, err = net.Listen("tcp", "127.0.0.2:0")
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 	}
 	s.URL = "http://" + ln1.Addr().String()
 	s.Ext = "http://" + ln2.Addr().String()
@@ -188,16 +188,14 @@ func crawlService(t *testing.T, env map[string]string) *testService {
 func (ts *testService) runJob(path, key string, body any) (string, map[string]any, []map[string]any) {
 	ts.t.Helper()
 	r := ts.do("POST", path, key, body)
-	if r.Status != 200 {
-		ts.t.Fatalf("POST %s: %d %s", path, r.Status, r.Raw)
-	}
+	require.Equal(ts.t, 200, r.Status, "POST %s: %s", path, r.Raw)
 	id := r.str("id")
 	statusPath := path + "/" + id
 	if path == "/v2/crawl" {
 		statusPath = "/v2/crawl/" + id
 	}
 	var st response
-	waitFor(ts.t, 4*time.Minute, "the job to end", func() bool {
+	polltest.Until(ts.t, 4*time.Minute, "the job to end", func() bool {
 		st = ts.do("GET", statusPath, key, nil)
 		return st.Status == 200 && st.str("status") != "scraping"
 	})
@@ -209,9 +207,7 @@ func (ts *testService) documents(path, key string) []map[string]any {
 	var docs []map[string]any
 	for path != "" {
 		r := ts.do("GET", path, key, nil)
-		if r.Status != 200 {
-			ts.t.Fatalf("GET %s: %d %s", path, r.Status, r.Raw)
-		}
+		require.Equal(ts.t, 200, r.Status, "GET %s: %s", path, r.Raw)
 		data, _ := r.Body["data"].([]any)
 		for _, d := range data {
 			docs = append(docs, d.(map[string]any))
@@ -240,47 +236,32 @@ func TestCrawlFollowsScopeRobotsAndSitemaps(t *testing.T) {
 	site := newCrawlSite(t)
 	ts := crawlService(t, nil)
 	id, st, docs := ts.runJob("/v2/crawl", keyAcme, map[string]any{"url": site.URL + "/docs/", "limit": 100})
-	if st["status"] != "completed" {
-		t.Fatalf("status %v", st)
-	}
+	require.Equal(t, "completed", st["status"], "status %v", st)
 	got := docURLs(docs, site.URL)
 	want := []string{"/docs/", "/docs/a?x=1", "/docs/a?x=2", "/docs/c1", "/docs/c2", "/docs/c3", "/docs/c4",
 		"/docs/from-sitemap-1", "/docs/from-sitemap-2"}
-	if strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Errorf("crawled\n %v\nwant\n %v", got, want)
-	}
+	assert.Equal(t, want, got, "crawled")
 	if int(st["completed"].(float64)) != len(want) || int(st["total"].(float64)) != len(want) {
 		t.Errorf("completed %v total %v, want %d", st["completed"], st["total"], len(want))
 	}
 	for _, p := range []string{"/docs/private/secret", "/docs/private/from-map", "/blog/", "/docs/logo.png", "/ext/page"} {
-		if n := site.count(strings.TrimPrefix(site.URL, "http://") + p); n != 0 {
-			t.Errorf("%s was requested %d times; it is out of scope, an asset or disallowed by robots.txt", p, n)
-		}
+		assert.Zero(t, site.count(strings.TrimPrefix(site.URL, "http://")+p),
+			"times %s was requested; it is out of scope, an asset or disallowed by robots.txt", p)
 	}
-	if n := site.count(strings.TrimPrefix(site.Ext, "http://") + "/ext/page"); n != 0 {
-		t.Errorf("the external host was contacted %d times without allowExternalLinks", n)
-	}
+	assert.Zero(t, site.count(strings.TrimPrefix(site.Ext, "http://")+"/ext/page"), "times the external host was contacted without allowExternalLinks")
 	for _, p := range want {
-		if n := site.count(strings.TrimPrefix(site.URL, "http://") + p); n != 1 {
-			t.Errorf("%s was requested %d times, want once", p, n)
-		}
+		assert.Equal(t, 1, site.count(strings.TrimPrefix(site.URL, "http://")+p), "times %s was requested", p)
 	}
 	errs := ts.do("GET", "/v2/crawl/"+id+"/errors", keyAcme, nil)
 	blocked := fmt.Sprint(errs.Body["robotsBlocked"])
-	if !strings.Contains(blocked, "/docs/private/secret") || !strings.Contains(blocked, "/docs/private/from-map") {
-		t.Errorf("robotsBlocked = %s", blocked)
-	}
-	if w, _ := st["warning"].(string); !strings.Contains(w, "robots.txt") {
-		t.Errorf("warning = %q, want one about robots.txt", w)
-	}
+	assert.Contains(t, blocked, "/docs/private/secret", "robotsBlocked")
+	assert.Contains(t, blocked, "/docs/private/from-map", "robotsBlocked")
+	w, _ := st["warning"].(string)
+	assert.Contains(t, w, "robots.txt", "warning: want one about robots.txt")
 	for _, d := range docs {
 		md := d["metadata"].(map[string]any)
-		if md["engine"] != "browser-fetch" {
-			t.Errorf("%v took engine %v, want browser-fetch for a server-rendered page", md["sourceURL"], md["engine"])
-		}
-		if !strings.Contains(d["markdown"].(string), "# ") {
-			t.Errorf("%v has no markdown heading: %q", md["sourceURL"], d["markdown"])
-		}
+		assert.Equal(t, "browser-fetch", md["engine"], "%v's engine (a server-rendered page)", md["sourceURL"])
+		assert.Contains(t, d["markdown"].(string), "# ", "%v has no markdown heading", md["sourceURL"])
 	}
 }
 
@@ -322,9 +303,7 @@ func TestCrawlOptions(t *testing.T) {
 				}
 				return
 			}
-			if strings.Join(got, " ") != strings.Join(c.want, " ") {
-				t.Errorf("crawled %v, want %v", got, c.want)
-			}
+			assert.Equal(t, c.want, got, "crawled")
 		})
 	}
 	t.Run("allowExternalLinks", func(t *testing.T) {
@@ -336,9 +315,7 @@ func TestCrawlOptions(t *testing.T) {
 				found = true
 			}
 		}
-		if !found {
-			t.Errorf("the external page was not crawled: %v", docURLs(docs, ""))
-		}
+		assert.True(t, found, "the external page was not crawled: %v", docURLs(docs, ""))
 	})
 }
 
@@ -371,9 +348,8 @@ func TestCrawlValidation(t *testing.T) {
 			t.Errorf("%s: %d %s, want %d with %q", c.body, r.Status, r.Raw, c.status, c.want)
 		}
 	}
-	if r := ts.do("POST", "/v2/crawl/params-preview", keyAcme, `{"url": "http://example.org", "prompt": "x"}`); r.Status != 501 {
-		t.Errorf("params-preview: %d %s", r.Status, r.Raw)
-	}
+	r := ts.do("POST", "/v2/crawl/params-preview", keyAcme, `{"url": "http://example.org", "prompt": "x"}`)
+	assert.Equal(t, 501, r.Status, "params-preview: %s", r.Raw)
 	for _, p := range []string{"/v2/crawl/00000000-0000-0000-0000-000000000000", "/v2/batch/scrape/nope", "/v2/crawl/nope/errors"} {
 		if r := ts.do("GET", p, keyAcme, nil); r.Status != 404 || r.str("code") != "NOT_FOUND" {
 			t.Errorf("GET %s: %d %s", p, r.Status, r.Raw)
@@ -388,9 +364,7 @@ func TestCrawlStatusPagesAndTeams(t *testing.T) {
 	site := newCrawlSite(t)
 	ts := crawlService(t, nil)
 	id, st, docs := ts.runJob("/v2/crawl", keyAcme, map[string]any{"url": site.URL + "/docs/", "limit": 100})
-	if len(docs) != int(st["completed"].(float64)) {
-		t.Fatalf("%d documents over the pages, completed says %v", len(docs), st["completed"])
-	}
+	require.Equal(t, int(st["completed"].(float64)), len(docs), "documents over the pages against completed")
 	first := ts.do("GET", "/v2/crawl/"+id+"?limit=4", keyAcme, nil)
 	next := first.str("next")
 	if len(first.Body["data"].([]any)) != 4 || !strings.HasPrefix(next, ts.URL+"/v2/crawl/"+id+"?skip=4") {
@@ -400,33 +374,25 @@ func TestCrawlStatusPagesAndTeams(t *testing.T) {
 	seen := map[string]bool{}
 	for _, d := range paged {
 		u := d["metadata"].(map[string]any)["sourceURL"].(string)
-		if seen[u] {
-			t.Errorf("%s appears twice over the pages", u)
-		}
+		assert.False(t, seen[u], "%s appears twice over the pages", u)
 		seen[u] = true
 	}
-	if len(paged) != len(docs) {
-		t.Errorf("pages of 4 gave %d documents, one page of 1000 gave %d", len(paged), len(docs))
-	}
+	assert.Equal(t, len(docs), len(paged), "documents in pages of 4 against one page of 1000")
 	last := ts.do("GET", fmt.Sprintf("/v2/crawl/%s?skip=%d", id, len(docs)), keyAcme, nil)
 	if _, ok := last.Body["next"]; ok || len(last.Body["data"].([]any)) != 0 {
 		t.Errorf("past the end: %s", last.Raw)
 	}
 	for _, k := range []string{"expiresAt", "createdAt", "completedAt"} {
-		if _, err := time.Parse(time.RFC3339, st[k].(string)); err != nil {
-			t.Errorf("%s = %v", k, st[k])
-		}
+		_, err := time.Parse(time.RFC3339, st[k].(string))
+		assert.NoError(t, err, "%s = %v", k, st[k])
 	}
-	if r := ts.do("GET", "/v2/crawl/"+id, keyGlobex, nil); r.Status != 404 {
-		t.Errorf("another team's crawl: %d", r.Status)
-	}
-	if r := ts.do("DELETE", "/v2/crawl/"+id, keyGlobex, nil); r.Status != 404 {
-		t.Errorf("another team cancelling: %d", r.Status)
-	}
+	r := ts.do("GET", "/v2/crawl/"+id, keyGlobex, nil)
+	assert.Equal(t, 404, r.Status, "another team's crawl")
+	r = ts.do("DELETE", "/v2/crawl/"+id, keyGlobex, nil)
+	assert.Equal(t, 404, r.Status, "another team cancelling")
 	act := ts.do("GET", "/v2/team/activity", keyAcme, nil)
-	if !strings.Contains(string(act.Raw), id) || !strings.Contains(string(act.Raw), `"crawl"`) {
-		t.Errorf("activity lacks the crawl: %s", act.Raw)
-	}
+	assert.Contains(t, string(act.Raw), id, "activity lacks the crawl")
+	assert.Contains(t, string(act.Raw), `"crawl"`, "activity lacks the crawl")
 }
 
 func TestCrawlCancelStopsAtOnce(t *testing.T) {
@@ -434,16 +400,14 @@ func TestCrawlCancelStopsAtOnce(t *testing.T) {
 	ts := crawlService(t, nil)
 	r := ts.do("POST", "/v2/crawl", keyAcme, map[string]any{"url": site.URL + "/slow/0", "crawlEntireDomain": true, "sitemap": "skip"})
 	id := r.str("id")
-	waitFor(t, 30*time.Second, "a few slow pages", func() bool {
+	polltest.Until(t, 30*time.Second, "a few slow pages", func() bool {
 		return ts.do("GET", "/v2/crawl/"+id, keyAcme, nil).Body["completed"].(float64) >= 2
 	})
 	active := ts.do("GET", "/v2/crawl/active", keyAcme, nil)
-	if !strings.Contains(string(active.Raw), id) || !strings.Contains(string(active.Raw), `"teamId":"acme"`) {
-		t.Errorf("active: %s", active.Raw)
-	}
-	if other := ts.do("GET", "/v2/crawl/active", keyGlobex, nil); strings.Contains(string(other.Raw), id) {
-		t.Errorf("another team sees the crawl: %s", other.Raw)
-	}
+	assert.Contains(t, string(active.Raw), id, "active")
+	assert.Contains(t, string(active.Raw), `"teamId":"acme"`, "active")
+	other := ts.do("GET", "/v2/crawl/active", keyGlobex, nil)
+	assert.NotContains(t, string(other.Raw), id, "another team sees the crawl")
 	c := ts.do("DELETE", "/v2/crawl/"+id, keyAcme, nil)
 	cancelled := time.Now()
 	if c.Status != 200 || c.str("status") != "cancelled" {
@@ -456,12 +420,9 @@ func TestCrawlCancelStopsAtOnce(t *testing.T) {
 		t.Errorf("the site got a request %s after the cancel returned", last.Sub(cancelled))
 	}
 	st := ts.do("GET", "/v2/crawl/"+id, keyAcme, nil)
-	if st.str("status") != "cancelled" {
-		t.Errorf("status after cancel: %s", st.Raw)
-	}
-	if active := ts.do("GET", "/v2/crawl/active", keyAcme, nil); strings.Contains(string(active.Raw), id) {
-		t.Errorf("a cancelled crawl is still active: %s", active.Raw)
-	}
+	assert.Equal(t, "cancelled", st.str("status"), "status after cancel: %s", st.Raw)
+	active = ts.do("GET", "/v2/crawl/active", keyAcme, nil)
+	assert.NotContains(t, string(active.Raw), id, "a cancelled crawl is still active")
 }
 
 func TestBatchScrape(t *testing.T) {
@@ -473,16 +434,12 @@ func TestBatchScrape(t *testing.T) {
 		t.Fatalf("batch: %d %s", r.Status, r.Raw)
 	}
 	id := r.str("id")
-	if !strings.HasSuffix(r.str("url"), "/v2/batch/scrape/"+id) {
-		t.Errorf("url %q", r.str("url"))
-	}
-	waitFor(t, 60*time.Second, "the batch to end", func() bool {
+	assert.True(t, strings.HasSuffix(r.str("url"), "/v2/batch/scrape/"+id), "url %q", r.str("url"))
+	polltest.Until(t, 60*time.Second, "the batch to end", func() bool {
 		return ts.do("GET", "/v2/batch/scrape/"+id, keyAcme, nil).str("status") == "completed"
 	})
 	docs := ts.documents("/v2/batch/scrape/"+id, keyAcme)
-	if len(docs) != 2 {
-		t.Fatalf("%d documents", len(docs))
-	}
+	require.Len(t, docs, 2, "documents")
 	for _, d := range docs {
 		md := d["metadata"].(map[string]any)
 		switch md["sourceURL"] {
@@ -491,9 +448,7 @@ func TestBatchScrape(t *testing.T) {
 				t.Errorf("c1: %v", d)
 			}
 		case site.URL + "/missing-page":
-			if md["statusCode"].(float64) != 404 {
-				t.Errorf("missing page: %v", md)
-			}
+			assert.Equal(t, float64(404), md["statusCode"], "missing page: %v", md)
 		}
 	}
 	strict := ts.do("POST", "/v2/batch/scrape", keyAcme, map[string]any{"urls": []string{site.URL + "/docs/c1", "nope"}, "ignoreInvalidURLs": false})
@@ -528,23 +483,18 @@ func TestBatchTimeoutReportedInErrors(t *testing.T) {
 		t.Fatalf("status %v, %d documents; errors %s", st["status"], len(docs), errs.Raw)
 	}
 	list, _ := errs.Body["errors"].([]any)
-	if len(list) != 1 {
-		t.Fatalf("errors: %s", errs.Raw)
-	}
+	require.Len(t, list, 1, "errors: %s", errs.Raw)
 	e := list[0].(map[string]any)
 	if e["url"] != hang || e["code"] != "SCRAPE_TIMEOUT" || e["id"] == "" || e["timestamp"] == "" || e["error"] == "" {
 		t.Errorf("error entry %v", e)
 	}
-	if w, _ := st["warning"].(string); !strings.Contains(w, "1 pages failed") {
-		t.Errorf("warning %q", w)
-	}
+	w, _ := st["warning"].(string)
+	assert.Contains(t, w, "1 pages failed", "warning")
 }
 
 func httptestHang(t *testing.T) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
@@ -560,18 +510,14 @@ func TestMap(t *testing.T) {
 	site := newCrawlSite(t)
 	ts := crawlService(t, nil)
 	r := ts.do("POST", "/v2/map", keyAcme, map[string]any{"url": site.URL + "/docs/"})
-	if r.Status != 200 {
-		t.Fatalf("map: %d %s", r.Status, r.Raw)
-	}
+	require.Equal(t, 200, r.Status, "map: %s", r.Raw)
 	var urls []string
 	for _, l := range r.Body["links"].([]any) {
 		urls = append(urls, strings.TrimPrefix(l.(map[string]any)["url"].(string), site.URL))
 	}
 	joined := " " + strings.Join(urls, " ") + " "
 	for _, want := range []string{" /docs/ ", " /docs/c1 ", " /docs/c2 ", " /docs/from-sitemap-1 ", " /docs/from-sitemap-2 ", " /docs/a ", " /blog/ "} {
-		if !strings.Contains(joined, want) {
-			t.Errorf("map lacks %s: %v", want, urls)
-		}
+		assert.Contains(t, joined, want, "map")
 	}
 	if strings.Contains(joined, "?x=") || strings.Contains(joined, "logo.png") || strings.Contains(joined, "#") {
 		t.Errorf("map has query variants, assets or fragments: %v", urls)
@@ -581,9 +527,8 @@ func TestMap(t *testing.T) {
 	if len(links) != 2 || !strings.HasSuffix(links[0].(map[string]any)["url"].(string), "/docs/c2") {
 		t.Errorf("search c2, limit 2: %s", s.Raw)
 	}
-	if r := ts.do("POST", "/v2/map", keyAcme, `{"url": "http://example.org", "limit": 100001}`); r.Status != 400 {
-		t.Errorf("limit over the maximum: %d", r.Status)
-	}
+	r = ts.do("POST", "/v2/map", keyAcme, `{"url": "http://example.org", "limit": 100001}`)
+	assert.Equal(t, 400, r.Status, "limit over the maximum")
 }
 
 // TestWebhooksInOrderAndSigned checks every event of a crawl, its order
@@ -625,16 +570,14 @@ func TestWebhooksInOrderAndSigned(t *testing.T) {
 	id, _, docs := ts.runJob("/v2/crawl", keyAcme, map[string]any{"url": site.URL + "/docs/", "sitemap": "skip", "maxDiscoveryDepth": 1,
 		"webhook": map[string]any{"url": "http://" + ln.Addr().String() + "/hook", "headers": map[string]string{"X-Custom": "yes"},
 			"metadata": map[string]any{"run": 7}}})
-	waitFor(t, 30*time.Second, "every webhook", func() bool {
+	polltest.Until(t, 30*time.Second, "every webhook", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(got) == len(docs)+2
 	})
 	mu.Lock()
 	defer mu.Unlock()
-	if len(bad) > 0 {
-		t.Errorf("bad deliveries: %v", bad)
-	}
+	assert.Empty(t, bad, "bad deliveries")
 	if got[0]["type"] != "crawl.started" || got[len(got)-1]["type"] != "crawl.completed" {
 		t.Errorf("first %v, last %v", got[0]["type"], got[len(got)-1]["type"])
 	}
@@ -644,15 +587,12 @@ func TestWebhooksInOrderAndSigned(t *testing.T) {
 			t.Errorf("event %v", m)
 			continue
 		}
-		if md, _ := m["metadata"].(map[string]any); md["run"] != float64(7) {
-			t.Errorf("metadata %v", m["metadata"])
-		}
+		md, _ := m["metadata"].(map[string]any)
+		assert.Equal(t, float64(7), md["run"], "metadata %v", m["metadata"])
 		data := m["data"].([]any)
 		pages[data[0].(map[string]any)["metadata"].(map[string]any)["sourceURL"].(string)] = true
 	}
-	if len(pages) != len(docs) {
-		t.Errorf("%d distinct page events for %d documents", len(pages), len(docs))
-	}
+	assert.Equal(t, len(docs), len(pages), "distinct page events against documents")
 }
 
 func TestWatchSocket(t *testing.T) {
@@ -665,13 +605,9 @@ func TestWatchSocket(t *testing.T) {
 		t.Errorf("a wrong key was accepted")
 	}
 	conn, resp, err := websocket.DefaultDialer.Dial(wsURL, http.Header{"Sec-WebSocket-Protocol": {keyAcme}})
-	if err != nil {
-		t.Fatalf("dial: %v", err)
-	}
+	require.NoError(t, err, "dial")
 	defer conn.Close()
-	if resp.Header.Get("Sec-WebSocket-Protocol") != keyAcme {
-		t.Errorf("subprotocol not echoed")
-	}
+	assert.Equal(t, keyAcme, resp.Header.Get("Sec-WebSocket-Protocol"), "subprotocol not echoed")
 	var types []string
 	urls := map[string]bool{}
 	conn.SetReadDeadline(time.Now().Add(60 * time.Second))
@@ -689,9 +625,7 @@ func TestWatchSocket(t *testing.T) {
 		case "document":
 			urls[m["data"].(map[string]any)["metadata"].(map[string]any)["sourceURL"].(string)] = true
 		case "done":
-			if m["data"].(map[string]any)["status"] != "completed" {
-				t.Errorf("done %v", m)
-			}
+			assert.Equal(t, "completed", m["data"].(map[string]any)["status"], "done %v", m)
 		}
 	}
 	if types[0] != "catchup" || types[len(types)-1] != "done" || len(urls) != 6 {
@@ -699,9 +633,7 @@ func TestWatchSocket(t *testing.T) {
 	}
 	// A finished job still answers: catchup then done.
 	conn2, _, err := websocket.DefaultDialer.Dial(wsURL, http.Header{"Sec-WebSocket-Protocol": {keyAcme}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer conn2.Close()
 	var a, b map[string]any
 	conn2.ReadJSON(&a)
@@ -721,19 +653,16 @@ func TestFairness(t *testing.T) {
 	time.Sleep(time.Second)
 	small := ts.do("POST", "/v2/batch/scrape", keyGlobex, map[string]any{"urls": []string{site.URL + "/docs/c1", site.URL + "/docs/c2", site.URL + "/docs/c3"}})
 	began := time.Now()
-	waitFor(t, 30*time.Second, "the small batch", func() bool {
+	polltest.Until(t, 30*time.Second, "the small batch", func() bool {
 		return ts.do("GET", "/v2/batch/scrape/"+small.str("id"), keyGlobex, nil).str("status") == "completed"
 	})
 	if d := time.Since(began); d > 10*time.Second {
 		t.Errorf("the small batch took %s behind the big crawl", d)
 	}
-	if st := ts.do("GET", "/v2/crawl/"+big.str("id"), keyAcme, nil); st.str("status") != "scraping" {
-		t.Errorf("the big crawl is %s already; the test proves nothing", st.str("status"))
-	}
+	st := ts.do("GET", "/v2/crawl/"+big.str("id"), keyAcme, nil)
+	assert.Equal(t, "scraping", st.str("status"), "the big crawl has ended already; the test proves nothing")
 	s := ts.do("POST", "/v2/browser", keyGlobex, map[string]any{})
-	if s.Status != 200 {
-		t.Errorf("an interactive session during the crawl: %d %s", s.Status, s.Raw)
-	}
+	assert.Equal(t, 200, s.Status, "an interactive session during the crawl: %s", s.Raw)
 	ts.do("DELETE", "/v2/crawl/"+big.str("id"), keyAcme, nil)
 }
 
@@ -742,9 +671,7 @@ func TestFairness(t *testing.T) {
 // must come out as they do through a navigation, each fetched once.
 func TestCrawlPageKinds(t *testing.T) {
 	pdf, err := os.ReadFile("../parse/testdata/report.pdf")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var mu sync.Mutex
 	hits := map[string]int{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -798,9 +725,7 @@ func TestCrawlPageKinds(t *testing.T) {
 	check("/k/notes.txt", "plain notes <not a tag> & more", "browser-fetch")
 	check("/k/app", "Rendered by script", "browser-render")
 	check("/k/latin", "# Café crème", "browser-fetch")
-	if n := byPath["/k/report.pdf"]["metadata"].(map[string]any)["numPages"]; n == nil {
-		t.Errorf("the PDF has no numPages")
-	}
+	assert.NotNil(t, byPath["/k/report.pdf"]["metadata"].(map[string]any)["numPages"], "the PDF has no numPages")
 	mu.Lock()
 	defer mu.Unlock()
 	for p, n := range hits {
@@ -821,26 +746,22 @@ func TestZeroDataRetentionJob(t *testing.T) {
 		t.Fatalf("status %v, %d documents", st["status"], len(docs))
 	}
 	stored, _, err := ts.Store.JobDocuments(context.Background(), id, 0, 100, 1<<30)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for _, d := range stored {
 		if d != nil {
 			t.Errorf("a document of a zero-data-retention job is in the store: %.80s", d)
 		}
 	}
-	if act := ts.do("GET", "/v2/team/activity", keyAcme, nil); strings.Contains(string(act.Raw), id) {
-		t.Errorf("the job is in the activity log")
-	}
+	act := ts.do("GET", "/v2/team/activity", keyAcme, nil)
+	assert.NotContains(t, string(act.Raw), id, "the job is in the activity log")
 	// Nothing was cached: the same pages scraped again come from the site.
 	before := site.count(strings.TrimPrefix(site.URL, "http://") + "/docs/c1")
 	r := ts.do("POST", "/v2/scrape", keyAcme, map[string]any{"url": site.URL + "/docs/c1"})
 	if r.Status != 200 || site.count(strings.TrimPrefix(site.URL, "http://")+"/docs/c1") != before+1 {
 		t.Errorf("the page came from a cache the zero-data-retention job must not have written")
 	}
-	if r := ts.do("POST", "/v2/batch/scrape", keyGlobex, map[string]any{"urls": []string{site.URL + "/docs/c1"}, "zeroDataRetention": true}); r.Status != 403 {
-		t.Errorf("a team without the feature: %d %s", r.Status, r.Raw)
-	}
+	r = ts.do("POST", "/v2/batch/scrape", keyGlobex, map[string]any{"urls": []string{site.URL + "/docs/c1"}, "zeroDataRetention": true})
+	assert.Equal(t, 403, r.Status, "a team without the feature: %s", r.Raw)
 }
 
 // TestCrawlSubdomains maps *.crawl.test to loopback in the browsers
@@ -848,9 +769,7 @@ func TestZeroDataRetentionJob(t *testing.T) {
 // follows docs.crawl.test from www.crawl.test, and only then.
 func TestCrawlSubdomains(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	port := ln.Addr().(*net.TCPAddr).Port
 	var mu sync.Mutex
 	hosts := map[string]int{}
@@ -873,20 +792,15 @@ func TestCrawlSubdomains(t *testing.T) {
 	ts := crawlService(t, map[string]string{"TRAWLER_CHROMIUM_FLAGS": `--host-resolver-rules="MAP *.crawl.test 127.0.0.1, MAP other.test 127.0.0.1"`})
 	start := fmt.Sprintf("http://www.crawl.test:%d/", port)
 	_, _, docs := ts.runJob("/v2/crawl", keyAcme, map[string]any{"url": start, "sitemap": "skip", "allowSubdomains": true})
-	got := strings.Join(docURLs(docs, ""), " ")
 	want := fmt.Sprintf("http://docs.crawl.test:%d/guide http://www.crawl.test:%d/ http://www.crawl.test:%d/about", port, port, port)
-	if got != want {
-		t.Errorf("with allowSubdomains: %s\nwant %s", got, want)
-	}
+	assert.Equal(t, want, strings.Join(docURLs(docs, ""), " "), "with allowSubdomains")
 	_, _, docs = ts.runJob("/v2/crawl", keyAcme, map[string]any{"url": start, "sitemap": "skip", "scrapeOptions": map[string]any{"maxAge": 0}})
 	if got := strings.Join(docURLs(docs, ""), " "); strings.Contains(got, "docs.crawl.test") || !strings.Contains(got, "/about") {
 		t.Errorf("without allowSubdomains: %s", got)
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if hosts[fmt.Sprintf("other.test:%d", port)] != 0 {
-		t.Errorf("another domain was contacted")
-	}
+	assert.Zero(t, hosts[fmt.Sprintf("other.test:%d", port)], "times another domain was contacted")
 }
 
 func TestIdempotencyKey(t *testing.T) {
@@ -898,9 +812,7 @@ func TestIdempotencyKey(t *testing.T) {
 		req.Header.Set("x-idempotency-key", key)
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		resp.Body.Close()
 		return resp.StatusCode
 	}
@@ -912,7 +824,5 @@ func TestIdempotencyKey(t *testing.T) {
 	if a, b := post("/v2/batch/scrape", "k-2", batch), post("/v2/batch/scrape", "k-2", batch); a != 200 || b != 409 {
 		t.Errorf("a batch with the same key twice: %d then %d", a, b)
 	}
-	if n := post("/v2/crawl", strings.Repeat("k", 300), body); n != 400 {
-		t.Errorf("a 300-character key: %d", n)
-	}
+	assert.Equal(t, 400, post("/v2/crawl", strings.Repeat("k", 300), body), "a 300-character key")
 }

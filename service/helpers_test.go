@@ -20,10 +20,12 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/stretchr/testify/require"
 
 	"github.com/trawler-dev/trawler/config"
 	"github.com/trawler-dev/trawler/service"
 	"github.com/trawler-dev/trawler/sessions"
+	"github.com/trawler-dev/trawler/test/logtest"
 )
 
 const (
@@ -36,7 +38,7 @@ type testService struct {
 	URL string // http://127.0.0.1:port
 	t   *testing.T
 	// logs holds everything the service logged.
-	logs *lockedBuffer
+	logs *logtest.Buffer
 	// requests records the URI of every request the service was sent.
 	requests *requestLog
 }
@@ -69,24 +71,6 @@ func (l *requestLog) containing(s string) []string {
 	return out
 }
 
-// lockedBuffer is a bytes.Buffer that a logger and a test share.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // start runs a service on a loopback port with two teams (acme, globex)
 // unless env overrides TRAWLER_API_KEYS.
 func start(t *testing.T, env map[string]string) *testService {
@@ -107,21 +91,17 @@ func start(t *testing.T, env map[string]string) *testService {
 		vars[k] = v
 	}
 	cfg, err := config.FromEnv(func(k string) string { return vars[k] })
-	if err != nil {
-		t.Fatalf("config: %v", err)
-	}
+	require.NoError(t, err, "config")
 	level := slog.LevelInfo
 	var out io.Writer = io.Discard
 	if os.Getenv("TRAWLER_TEST_DEBUG") != "" {
 		level, out = slog.LevelDebug, os.Stderr
 	}
-	logs := &lockedBuffer{}
+	logs := &logtest.Buffer{}
 	// Warnings and errors go to stderr as before; the test can read all.
 	log := slog.New(slog.NewTextHandler(io.MultiWriter(logs, levelWriter{out, os.Stderr}), &slog.HandlerOptions{Level: level}))
 	svc, err := service.New(context.Background(), cfg, log)
-	if err != nil {
-		t.Fatalf("service: %v", err)
-	}
+	require.NoError(t, err, "service")
 	requests := &requestLog{}
 	srv := httptest.NewUnstartedServer(requests.wrap(svc.Handler()))
 	srv.Listener = service.Listener(srv.Listener)
@@ -176,9 +156,7 @@ func (ts *testService) do(method, path, key string, body any) response {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		ts.t.Fatalf("%s %s: %v", method, path, err)
-	}
+	require.NoError(ts.t, err, "%s %s", method, path)
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
 	out := response{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
@@ -193,9 +171,7 @@ func (ts *testService) create(key string, body map[string]any) response {
 		body = map[string]any{}
 	}
 	r := ts.do("POST", "/v2/browser", key, body)
-	if r.Status != 200 {
-		ts.t.Fatalf("POST /v2/browser: %d %s", r.Status, r.Raw)
-	}
+	require.Equal(ts.t, 200, r.Status, "POST /v2/browser: %s", r.Raw)
 	return r
 }
 
@@ -210,13 +186,11 @@ func dialCDP(t *testing.T, url string) *cdpClient {
 	t.Helper()
 	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second}
 	ws, resp, err := d.Dial(url, nil)
-	if err != nil {
-		status := 0
-		if resp != nil {
-			status = resp.StatusCode
-		}
-		t.Fatalf("dialing %s: %v (status %d)", url, err, status)
+	status := 0
+	if resp != nil {
+		status = resp.StatusCode
 	}
+	require.NoError(t, err, "dialing %s (status %d)", url, status)
 	ws.SetReadLimit(-1)
 	t.Cleanup(func() { ws.Close() })
 	return &cdpClient{t: t, ws: ws}
@@ -258,25 +232,10 @@ func (c *cdpClient) waitClose(within time.Duration) *websocket.CloseError {
 		if err == nil {
 			continue
 		}
-		if ce, ok := err.(*websocket.CloseError); ok {
-			return ce
-		}
-		c.t.Fatalf("connection ended without a close frame: %v", err)
-		return nil
+		var ce *websocket.CloseError
+		require.ErrorAs(c.t, err, &ce, "connection ended without a close frame")
+		return ce
 	}
-}
-
-// waitFor polls cond until it holds or d passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %s waiting for %s", d, what)
 }
 
 // killBrowser kills the browser behind session id from outside, as a crash
@@ -284,27 +243,20 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 func (ts *testService) killBrowser(id string) {
 	ts.t.Helper()
 	s, err := ts.Sessions.Lookup(context.Background(), id)
-	if err != nil {
-		ts.t.Fatalf("lookup %s: %v", id, err)
-	}
+	require.NoError(ts.t, err, "lookup %s", id)
 	if ts.Config.Runtime == "docker" {
-		if out, err := exec.Command("docker", "kill", "trawler-browser-"+s.BrowserID()).CombinedOutput(); err != nil {
-			ts.t.Fatalf("docker kill: %v: %s", err, out)
-		}
+		out, err := exec.Command("docker", "kill", "trawler-browser-"+s.BrowserID()).CombinedOutput()
+		require.NoError(ts.t, err, "docker kill: %s", out)
 		return
 	}
-	if err := syscall.Kill(ts.browserPID(s), syscall.SIGKILL); err != nil {
-		ts.t.Fatal(err)
-	}
+	require.NoError(ts.t, syscall.Kill(ts.browserPID(s), syscall.SIGKILL))
 }
 
 // browserPID is the main process of a session's local browser.
 func (ts *testService) browserPID(s *sessions.Session) int {
 	ts.t.Helper()
 	raw, err := os.ReadFile(filepath.Join(ts.Config.DataDir, "browsers", s.BrowserID(), "trawler.pid"))
-	if err != nil {
-		ts.t.Fatalf("reading pid: %v", err)
-	}
+	require.NoError(ts.t, err, "reading pid")
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(raw)))
 	return pid
 }

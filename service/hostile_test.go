@@ -19,6 +19,10 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/trawler-dev/trawler/test/polltest"
 )
 
 // hostile is one malformed or hostile request and what it must get.
@@ -45,7 +49,7 @@ func TestHostileRequests(t *testing.T) {
 	began := time.Now()
 	ts := start(t, map[string]string{"TRAWLER_WARM_BROWSERS": "1", "TRAWLER_POOL_SIZE": "3"})
 	session := ts.create(keyAcme, nil).str("id")
-	waitFor(t, 30*time.Second, "the pool to refill", func() bool { return ts.Pool.Stats().Idle == 1 })
+	polltest.Until(t, 30*time.Second, "the pool to refill", func() bool { return ts.Pool.Stats().Idle == 1 })
 	dataBefore := dataDirEntries(t, ts.Config.DataDir)
 
 	batches := []struct {
@@ -88,9 +92,7 @@ func TestHostileRequests(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for h := range work {
-					if err := sendHostile(client, ts.URL, addr, h); err != nil {
-						t.Errorf("%s: %s %s: %v", b.name, h.name, h.method+" "+truncated(h.path, 80), err)
-					}
+					assert.NoError(t, sendHostile(client, ts.URL, addr, h), "%s: %s %s", b.name, h.name, h.method+" "+truncated(h.path, 80))
 				}
 			}()
 		}
@@ -106,25 +108,18 @@ func TestHostileRequests(t *testing.T) {
 	watchUnknownJob(t, ts)
 	total++
 	close(stopWatching)
-	if most := <-leased; most != 1 {
-		t.Errorf("%d browsers leased at once during the hostile requests; only the session's should be", most)
-	}
-	if total < 500 {
-		t.Errorf("only %d hostile requests", total)
-	}
+	assert.Equal(t, 1, <-leased, "browsers leased at once during the hostile requests; only the session's should be")
+	assert.GreaterOrEqual(t, total, 500, "hostile requests")
 
 	// Nothing is left behind: the session ends, the pool settles back to
 	// its one warm browser, and the data directory holds what it held.
-	if r := ts.do("DELETE", "/v2/browser/"+session, keyAcme, nil); r.Status != 200 {
-		t.Fatalf("deleting the session: %d %s", r.Status, r.Raw)
-	}
-	waitFor(t, 30*time.Second, "the pool to settle to its warm browser", func() bool {
+	r := ts.do("DELETE", "/v2/browser/"+session, keyAcme, nil)
+	require.Equal(t, 200, r.Status, "deleting the session: %s", r.Raw)
+	polltest.Until(t, 30*time.Second, "the pool to settle to its warm browser", func() bool {
 		st := ts.Pool.Stats()
 		return st.Leased == 0 && st.Starting == 0 && st.Waiters == 0 && st.Idle == 1 && st.Total == 1
 	})
-	if n := ts.Sessions.Stats(); n != 0 {
-		t.Errorf("%d sessions still active", n)
-	}
+	assert.Zero(t, ts.Sessions.Stats(), "sessions still active")
 	// Before, the data directory held the database, the profile store and
 	// two browsers' directories (the session's and the warm one); after, the
 	// same but for the session's browser.
@@ -243,9 +238,8 @@ func rawRequest(addr, req string) (*http.Response, []byte, error) {
 // a parse (a real pipeline that needs no browser).
 func healthy(t *testing.T, ts *testService, client *http.Client) {
 	t.Helper()
-	if r := ts.do("GET", "/healthz", "", nil); r.Status != 200 {
-		t.Fatalf("/healthz: %d %s", r.Status, r.Raw)
-	}
+	r := ts.do("GET", "/healthz", "", nil)
+	require.Equal(t, 200, r.Status, "/healthz: %s", r.Raw)
 	if r := ts.do("GET", "/v2/browser?status=active", keyAcme, nil); r.Status != 200 || r.Body["success"] != true {
 		t.Fatalf("GET /v2/browser: %d %s", r.Status, r.Raw)
 	}
@@ -257,9 +251,7 @@ func healthy(t *testing.T, ts *testService, client *http.Client) {
 	req.Header.Set("Authorization", "Bearer "+keyAcme)
 	req.Header.Set("Content-Type", ct)
 	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != 200 || !bytes.Contains(raw, []byte("# Still here")) {
@@ -273,9 +265,7 @@ func dataDirEntries(t *testing.T, dir string) []string {
 	t.Helper()
 	var out []string
 	top, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for _, e := range top {
 		out = append(out, e.Name())
 		if !e.IsDir() {
@@ -776,9 +766,7 @@ func watchUnknownJob(t *testing.T, ts *testService) {
 	t.Helper()
 	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second, Subprotocols: []string{keyAcme}}
 	ws, _, err := d.Dial("ws"+strings.TrimPrefix(ts.URL, "http")+"/v2/crawl/00000000-0000-0000-0000-000000000000", nil)
-	if err != nil {
-		t.Fatalf("watching an unknown job: %v", err)
-	}
+	require.NoError(t, err, "watching an unknown job")
 	defer ws.Close()
 	ws.SetReadDeadline(time.Now().Add(10 * time.Second))
 	var msg map[string]any

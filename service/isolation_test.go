@@ -18,6 +18,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/gorilla/websocket"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // markerSite is a loopback site that records the requests carrying a
@@ -135,15 +137,13 @@ func TestPagesReachNeitherBrowsersNorTrawler(t *testing.T) {
 				}
 			}
 
-			if got := ts.requests.containing(marker); len(got) > 0 {
-				t.Errorf("Trawler's own listener answered a page: %v", got)
-			}
+			assert.Empty(t, ts.requests.containing(marker), "Trawler's own listener answered a page")
 			reached := control.containing(marker)
 			if allow && len(reached) < 6 {
 				t.Errorf("with private networks allowed the control site saw %d of the attempts (%v): the harness cannot tell reachable from not", len(reached), reached)
 			}
-			if !allow && len(reached) > 0 {
-				t.Errorf("with private networks refused a page reached a loopback site: %v", reached)
+			if !allow {
+				assert.Empty(t, reached, "with private networks refused a page reached a loopback site")
 			}
 
 			// The CDP client cannot open the host's files or leave the proxy.
@@ -171,12 +171,8 @@ func TestPagesReachNeitherBrowsersNorTrawler(t *testing.T) {
 			// be allowed for it to load a loopback page at all).
 			r := ts.do("POST", "/v2/scrape", keyGlobex, map[string]any{"url": control.URL + "/page", "formats": []string{"markdown"},
 				"actions": []map[string]any{{"type": "executeJavascript", "script": "return await " + attackJS + "(" + mustJSON(bases) + "," + mustJSON(marker+"-scrape") + ")"}}})
-			if r.Status != 200 {
-				t.Fatalf("scrape with the attack: %d %s", r.Status, r.Raw)
-			}
-			if got := ts.requests.containing(marker + "-scrape"); len(got) > 0 {
-				t.Errorf("Trawler's own listener answered a scraped page: %v", got)
-			}
+			require.Equal(t, 200, r.Status, "scrape with the attack: %s", r.Raw)
+			assert.Empty(t, ts.requests.containing(marker+"-scrape"), "Trawler's own listener answered a scraped page")
 			if got := control.containing(marker + "-scrape"); len(got) < 6 {
 				t.Errorf("the scrape's script reached the control site %d times (%v): did it run?", len(got), got)
 			}
@@ -198,14 +194,10 @@ func mustJSON(v any) string {
 func (ts *testService) assertNoListeners(id string) {
 	ts.t.Helper()
 	s, err := ts.Sessions.Lookup(context.Background(), id)
-	if err != nil {
-		ts.t.Fatal(err)
-	}
+	require.NoError(ts.t, err)
 	if ts.Config.Runtime == "docker" {
 		out, err := exec.Command("docker", "inspect", "-f", "{{.State.Pid}}", "trawler-browser-"+s.BrowserID()).Output()
-		if err != nil {
-			ts.t.Fatalf("docker inspect: %v", err)
-		}
+		require.NoError(ts.t, err, "docker inspect")
 		pid := strings.TrimSpace(string(out))
 		var listening []string
 		for _, f := range []string{"tcp", "tcp6"} {
@@ -241,9 +233,7 @@ func (ts *testService) assertNoListeners(id string) {
 	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
 		listening = append(listening, listeningSockets(ts.t, f, inodes)...)
 	}
-	if len(listening) > 0 {
-		ts.t.Errorf("the browser of session %s listens on %v", id, listening)
-	}
+	assert.Empty(ts.t, listening, "the browser of session %s listens", id)
 }
 
 // listeningSockets returns the local addresses of the listening sockets in
@@ -251,9 +241,7 @@ func (ts *testService) assertNoListeners(id string) {
 func listeningSockets(t *testing.T, table string, inodes map[string]bool) []string {
 	t.Helper()
 	f, err := os.Open(table)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer f.Close()
 	var out []string
 	sc := bufio.NewScanner(f)

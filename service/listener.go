@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strconv"
 	"sync/atomic"
+
+	"github.com/trawler-dev/trawler/wire"
 )
 
 // Listener wraps ln so that the answers net/http's server writes on its
@@ -95,7 +97,7 @@ func rewriteCanned(p []byte) (out []byte, ok bool) {
 	default:
 		return nil, false
 	}
-	body, _ := json.Marshal(map[string]any{"success": false, "error": msg, "code": code})
+	body, _ := json.Marshal(wire.ErrorBody{Code: code, Message: msg})
 	return fmt.Appendf(nil, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
 		status, http.StatusText(status), len(body), body), true
 }

@@ -18,8 +18,10 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/stretchr/testify/require"
 
 	"github.com/trawler-dev/trawler/cdp"
+	"github.com/trawler-dev/trawler/test/polltest"
 )
 
 // liveViewer is a live-view socket as the page opens it, read by a
@@ -56,13 +58,11 @@ func dialLive(t *testing.T, live string) *liveViewer {
 	h := http.Header{"Origin": {"http://" + u.Host}}
 	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second}
 	ws, resp, err := d.Dial(liveSocketURL(live)+"&width=800&height=600&dpr=1", h)
-	if err != nil {
-		status := 0
-		if resp != nil {
-			status = resp.StatusCode
-		}
-		t.Fatalf("dialing the live view: %v (status %d)", err, status)
+	status := 0
+	if resp != nil {
+		status = resp.StatusCode
 	}
+	require.NoError(t, err, "dialing the live view (status %d)", status)
 	v := &liveViewer{t: t, ws: ws, done: make(chan struct{})}
 	t.Cleanup(func() { ws.Close() })
 	go v.read()
@@ -99,9 +99,7 @@ func (v *liveViewer) read() {
 
 func (v *liveViewer) send(m map[string]any) {
 	v.t.Helper()
-	if err := v.ws.WriteJSON(m); err != nil {
-		v.t.Fatalf("sending %v: %v", m, err)
-	}
+	require.NoError(v.t, v.ws.WriteJSON(m), "sending %v", m)
 }
 
 // message waits for a JSON message that match accepts.
@@ -115,7 +113,7 @@ func (v *liveViewer) message(d time.Duration, what string, match func(map[string
 			v.mu.Unlock()
 		}
 	}()
-	waitFor(v.t, d, what, func() bool {
+	polltest.Until(v.t, d, what, func() bool {
 		v.mu.Lock()
 		defer v.mu.Unlock()
 		for _, m := range v.msgs {
@@ -146,25 +144,25 @@ func (v *liveViewer) count(typ string) int {
 func (v *liveViewer) colourFrame(d time.Duration, fx, fy float64, want [3]int) *liveFrame {
 	v.t.Helper()
 	last := "no frame"
-	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	var found *liveFrame
+	polltest.UntilState(v.t, d, fmt.Sprintf("a frame with %v at %.2f,%.2f", want, fx, fy), func() bool {
 		v.mu.Lock()
 		f := v.frame
 		v.mu.Unlock()
 		if f == nil {
-			continue
+			return false
 		}
 		img, err := jpeg.Decode(bytes.NewReader(f.JPEG))
-		if err != nil {
-			v.t.Fatalf("a frame is not a JPEG: %v", err)
-		}
+		require.NoError(v.t, err, "a frame is not a JPEG")
 		c := pixel(img, fx, fy)
 		if near(c, want, 24) {
-			return f
+			found = f
+			return true
 		}
 		last = fmt.Sprint(c)
-	}
-	v.t.Fatalf("no frame with %v at %.2f,%.2f within %s (the last had %s)", want, fx, fy, d, last)
-	return nil
+		return false
+	}, func() string { return "the last had " + last })
+	return found
 }
 
 func pixel(img image.Image, fx, fy float64) [3]int {
@@ -194,9 +192,7 @@ func attachPage(t *testing.T, cdpURL string) *livePage {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	conn, err := cdp.Dial(ctx, cdpURL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { conn.Close() })
 	var targets struct {
 		TargetInfos []struct {
@@ -204,9 +200,7 @@ func attachPage(t *testing.T, cdpURL string) *livePage {
 			Type     string `json:"type"`
 		} `json:"targetInfos"`
 	}
-	if err := conn.Call(ctx, "", "Target.getTargets", nil, &targets); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, conn.Call(ctx, "", "Target.getTargets", nil, &targets))
 	for _, ti := range targets.TargetInfos {
 		if ti.Type != "page" {
 			continue
@@ -214,9 +208,7 @@ func attachPage(t *testing.T, cdpURL string) *livePage {
 		var at struct {
 			SessionID string `json:"sessionId"`
 		}
-		if err := conn.Call(ctx, "", "Target.attachToTarget", map[string]any{"targetId": ti.TargetID, "flatten": true}, &at); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, conn.Call(ctx, "", "Target.attachToTarget", map[string]any{"targetId": ti.TargetID, "flatten": true}, &at))
 		return &livePage{t: t, conn: conn, session: at.SessionID}
 	}
 	t.Fatal("the session has no page")
@@ -227,18 +219,14 @@ func (p *livePage) call(method string, params, result any) {
 	p.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := p.conn.Call(ctx, p.session, method, params, result); err != nil {
-		p.t.Fatalf("%s: %v", method, err)
-	}
+	require.NoError(p.t, p.conn.Call(ctx, p.session, method, params, result), "%s", method)
 }
 
 func (p *livePage) eval(expr string) json.RawMessage {
 	p.t.Helper()
 	var r cdp.EvalResult
 	p.call("Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true, "awaitPromise": true}, &r)
-	if ex := r.Exception(); ex != "" {
-		p.t.Fatalf("evaluating %s: %s", expr, ex)
-	}
+	require.Empty(p.t, r.Exception(), "evaluating %s", expr)
 	return r.Result.Value
 }
 
@@ -252,7 +240,7 @@ func (p *livePage) evalString(expr string) string {
 func (p *livePage) navigate(u string) {
 	p.t.Helper()
 	p.call("Page.navigate", map[string]any{"url": u}, nil)
-	waitFor(p.t, 10*time.Second, "the page to load "+u, func() bool {
+	polltest.Until(p.t, 10*time.Second, "the page to load "+u, func() bool {
 		return p.evalString("location.href + ' ' + document.readyState") == strings.TrimSuffix(u, "#")+" complete"
 	})
 }
@@ -291,9 +279,7 @@ func TestLiveViewPageAndURLContracts(t *testing.T) {
 		}
 		csp := p.Header.Get("Content-Security-Policy")
 		for _, want := range []string{"default-src 'none'", "script-src 'self'", "connect-src 'self'", "frame-ancestors 'none'", "base-uri 'none'"} {
-			if !strings.Contains(csp, want) {
-				t.Fatalf("Content-Security-Policy %q lacks %q", csp, want)
-			}
+			require.Contains(t, csp, want, "Content-Security-Policy")
 		}
 		if strings.Contains(csp, "unsafe-inline") || strings.Contains(csp, "unsafe-eval") {
 			t.Fatalf("Content-Security-Policy %q allows inline code", csp)
@@ -304,9 +290,7 @@ func TestLiveViewPageAndURLContracts(t *testing.T) {
 		if bytes.Contains(p.Raw, []byte("<script>")) || bytes.Contains(p.Raw, []byte("style=")) {
 			t.Fatal("the page has inline script or style, which its CSP forbids")
 		}
-		if strings.Contains(string(p.Raw), pu.Query().Get("token")) {
-			t.Fatal("the page embeds its token")
-		}
+		require.NotContains(t, string(p.Raw), pu.Query().Get("token"), "the page embeds its token")
 	}
 	page := ts.do("GET", lu.RequestURI(), "", nil)
 	for _, asset := range []string{"liveview.js", "liveview.css"} {
@@ -326,21 +310,15 @@ func TestLiveViewPageAndURLContracts(t *testing.T) {
 	if r := ts.do("GET", lu.Path+"?token=nope", "", nil); r.Status != 401 || r.str("code") != "UNAUTHORIZED" {
 		t.Fatalf("wrong token: %d %s", r.Status, r.Raw)
 	}
-	if r := ts.do("GET", lu.Path+"/ws?token=nope", "", nil); r.Status != 401 {
-		t.Fatalf("socket with a wrong token: %d %s", r.Status, r.Raw)
-	}
-	if st := wsStatus(strings.Replace(liveSocketURL(view), lu.Query().Get("token"), "nope", 1)); st != 401 {
-		t.Fatalf("socket upgrade with a wrong token: %d", st)
-	}
-	if r := ts.do("GET", "/live/00000000-0000-0000-0000-000000000000?token=x", "", nil); r.Status != 404 {
-		t.Fatalf("unknown session: %d %s", r.Status, r.Raw)
-	}
+	r = ts.do("GET", lu.Path+"/ws?token=nope", "", nil)
+	require.Equal(t, 401, r.Status, "socket with a wrong token: %s", r.Raw)
+	require.Equal(t, 401, wsStatus(strings.Replace(liveSocketURL(view), lu.Query().Get("token"), "nope", 1)), "socket upgrade with a wrong token")
+	r = ts.do("GET", "/live/00000000-0000-0000-0000-000000000000?token=x", "", nil)
+	require.Equal(t, 404, r.Status, "unknown session: %s", r.Raw)
 	req, _ := http.NewRequest("GET", ts.URL+lu.Path+"?token=nope", nil)
 	req.Header.Set("Accept", "text/html,application/xhtml+xml")
 	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != 401 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") || !bytes.Contains(b, []byte("does not match")) {
@@ -363,9 +341,7 @@ func TestLiveViewPageAndURLContracts(t *testing.T) {
 		if r := ts.do("GET", ou.RequestURI(), "", nil); r.Status != 409 || r.str("code") != "LIVE_VIEW_DISABLED" || !strings.Contains(r.str("error"), "streamWebView") {
 			t.Fatalf("live view of a streamWebView:false session: %d %s", r.Status, r.Raw)
 		}
-		if st := wsStatus(liveSocketURL(u)); st != 409 {
-			t.Fatalf("socket of a streamWebView:false session: %d", st)
-		}
+		require.Equal(t, 409, wsStatus(liveSocketURL(u)), "socket of a streamWebView:false session")
 	}
 
 	// Destroyed: 410 with the reason, page, status and socket alike.
@@ -375,9 +351,7 @@ func TestLiveViewPageAndURLContracts(t *testing.T) {
 			t.Fatalf("GET %s of a destroyed session: %d %s", path, r.Status, r.Raw)
 		}
 	}
-	if st := wsStatus(liveSocketURL(view)); st != 410 {
-		t.Fatalf("socket of a destroyed session: %d", st)
-	}
+	require.Equal(t, 410, wsStatus(liveSocketURL(view)), "socket of a destroyed session")
 }
 
 func TestLiveViewStreamsAndTakesInput(t *testing.T) {
@@ -390,18 +364,15 @@ func TestLiveViewStreamsAndTakesInput(t *testing.T) {
 
 	view := dialLive(t, r.str("liveViewUrl"))
 	drive := dialLive(t, r.str("interactiveLiveViewUrl"))
-	if m := view.message(10*time.Second, "hello", func(m map[string]any) bool { return m["type"] == "hello" }); m["mode"] != "view" {
-		t.Fatalf("view-only hello: %v", m)
-	}
-	if m := drive.message(10*time.Second, "hello", func(m map[string]any) bool { return m["type"] == "hello" }); m["mode"] != "interactive" {
-		t.Fatalf("interactive hello: %v", m)
-	}
+	m := view.message(10*time.Second, "hello", func(m map[string]any) bool { return m["type"] == "hello" })
+	require.Equal(t, "view", m["mode"], "view-only hello: %v", m)
+	m = drive.message(10*time.Second, "hello", func(m map[string]any) bool { return m["type"] == "hello" })
+	require.Equal(t, "interactive", m["mode"], "interactive hello: %v", m)
 	// Frames are JPEGs of the tab, with the viewport they show.
 	f := view.colourFrame(15*time.Second, 0.8, 0.8, [3]int{255, 0, 0})
 	drive.colourFrame(15*time.Second, 0.8, 0.8, [3]int{255, 0, 0})
-	if w, _ := f.Head["deviceWidth"].(float64); w < 100 {
-		t.Fatalf("frame header without the viewport: %v", f.Head)
-	}
+	w, _ := f.Head["deviceWidth"].(float64)
+	require.GreaterOrEqual(t, w, float64(100), "frame header without the viewport: %v", f.Head)
 	view.message(5*time.Second, "the tab strip", func(m map[string]any) bool {
 		return m["type"] == "tabs" && strings.Contains(fmt.Sprint(m["tabs"]), "/first")
 	})
@@ -456,22 +427,18 @@ func TestLiveViewStreamsAndTakesInput(t *testing.T) {
 	view.send(map[string]any{"type": "navigate", "url": site.URL + "/elsewhere"})
 	view.message(5*time.Second, "a read-only refusal", func(m map[string]any) bool { return m["type"] == "error" && m["code"] == "READ_ONLY" })
 	time.Sleep(time.Second)
-	if got := pg.evalString(`String(window.clicks) + '|' + document.getElementById('field').value + '|' + location.pathname`); got != "0||/second" {
-		t.Fatalf("view-only input reached the page: %q", got)
-	}
+	require.Equal(t, "0||/second", pg.evalString(`String(window.clicks) + '|' + document.getElementById('field').value + '|' + location.pathname`), "view-only input reached the page")
 
 	// The interactive socket's click focuses the field and its typing fills it.
 	click(drive)
-	waitFor(t, 5*time.Second, "the click to reach the page", func() bool {
+	polltest.Until(t, 5*time.Second, "the click to reach the page", func() bool {
 		return pg.evalString(`String(window.clicks) + '|' + (document.activeElement && document.activeElement.id)`) == "1|field"
 	})
 	typeText(drive)
-	waitFor(t, 5*time.Second, "the typing to reach the page", func() bool {
+	polltest.Until(t, 5*time.Second, "the typing to reach the page", func() bool {
 		return pg.evalString(`document.getElementById('field').value`) == "ab héllo 日本 ✓"
 	})
-	if n := drive.count("error"); n != 0 {
-		t.Fatalf("the interactive socket got %d errors", n)
-	}
+	require.Zero(t, drive.count("error"), "errors the interactive socket got")
 
 	// Navigation from the URL bar, then back.
 	drive.send(map[string]any{"type": "navigate", "url": "javascript:alert(1)"})
@@ -480,7 +447,7 @@ func TestLiveViewStreamsAndTakesInput(t *testing.T) {
 	view.colourFrame(10*time.Second, 0.8, 0.8, [3]int{255, 255, 0})
 	drive.send(map[string]any{"type": "back"})
 	view.colourFrame(10*time.Second, 0.8, 0.8, [3]int{0, 255, 0})
-	waitFor(t, 5*time.Second, "back to /second", func() bool { return pg.evalString(`location.pathname`) == "/second" })
+	polltest.Until(t, 5*time.Second, "back to /second", func() bool { return pg.evalString(`location.pathname`) == "/second" })
 
 	// A tab opened from the live view is shown; closing it shows the one left.
 	drive.send(map[string]any{"type": "newTab", "url": site.URL + "/fourth?colour=%23ff8000"})
@@ -510,9 +477,7 @@ func TestLiveViewTabsKeepAliveAndEnd(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := pg.conn.Call(ctx, "", "Target.createTarget", map[string]any{"url": site.URL + "/two?colour=%230000ff"}, &created); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, pg.conn.Call(ctx, "", "Target.createTarget", map[string]any{"url": site.URL + "/two?colour=%230000ff"}, &created))
 	v.colourFrame(15*time.Second, 0.5, 0.5, [3]int{0, 0, 255})
 	tabs := v.message(5*time.Second, "two tabs, the new one watched", func(m map[string]any) bool {
 		list, _ := m["tabs"].([]any)
@@ -526,16 +491,13 @@ func TestLiveViewTabsKeepAliveAndEnd(t *testing.T) {
 	for time.Since(start) < 14*time.Second {
 		time.Sleep(500 * time.Millisecond)
 	}
-	if g := ts.do("GET", "/v2/browser/"+id, keyAcme, nil); g.str("status") != "active" {
-		t.Fatalf("a watched session ended while watched: %s", g.Raw)
-	}
+	g := ts.do("GET", "/v2/browser/"+id, keyAcme, nil)
+	require.Equal(t, "active", g.str("status"), "a watched session ended while watched: %s", g.Raw)
 
 	// The end reaches the viewer with its reason, then a close frame.
 	ts.do("DELETE", "/v2/browser/"+id, keyAcme, nil)
 	m := v.message(5*time.Second, "ended", func(m map[string]any) bool { return m["type"] == "ended" })
-	if !strings.Contains(fmt.Sprint(m["reason"]), "deleted") {
-		t.Fatalf("ended: %v", m)
-	}
+	require.Contains(t, fmt.Sprint(m["reason"]), "deleted", "ended: %v", m)
 	select {
 	case <-v.done:
 	case <-time.After(5 * time.Second):

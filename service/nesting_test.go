@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/trawler-dev/trawler/content/contenttest"
 )
 
@@ -57,9 +60,7 @@ func TestDeepAndWidePages(t *testing.T) {
 					r = ts.parseFile(keyAcme, upload{name: "file", filename: strings.TrimPrefix(tc.path, "/"), data: pages[tc.path]},
 						options(map[string]any{"formats": []any{"markdown", "html"}}))
 				}
-				if r.Status != 200 {
-					t.Fatalf("%s: %d %.300s", via, r.Status, r.Raw)
-				}
+				require.Equal(t, 200, r.Status, "%s: %.300s", via, r.Raw)
 				md, _ := data(r)["markdown"].(string)
 				at := 0
 				for _, w := range tc.want {
@@ -69,9 +70,8 @@ func TestDeepAndWidePages(t *testing.T) {
 					}
 					at += i + len(w)
 				}
-				if h, _ := data(r)["html"].(string); !strings.Contains(h, tc.inHTML) {
-					t.Errorf("html lacks %q", tc.inHTML)
-				}
+				h, _ := data(r)["html"].(string)
+				assert.True(t, strings.Contains(h, tc.inHTML), "html lacks %q", tc.inHTML)
 				warning, _ := data(r)["warning"].(string)
 				switch {
 				case tc.warning == "" && warning != "":

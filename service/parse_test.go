@@ -11,11 +11,13 @@ import (
 	"net/textproto"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // upload is one part of a parse request.
@@ -52,9 +54,7 @@ func (ts *testService) parseFile(key string, parts ...upload) response {
 func (ts *testService) send(req *http.Request) response {
 	ts.t.Helper()
 	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		ts.t.Fatalf("POST /v2/parse: %v", err)
-	}
+	require.NoError(ts.t, err, "POST /v2/parse")
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
 	out := response{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
@@ -65,9 +65,7 @@ func (ts *testService) send(req *http.Request) response {
 func fixture(t *testing.T, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("../parse/testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return b
 }
 
@@ -102,15 +100,11 @@ func TestParseDocuments(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := ts.parseFile(keyAcme, upload{name: "file", filename: tc.name, data: fixture(t, tc.file)},
 				options(map[string]any{"formats": []any{"markdown", "html", "links"}}))
-			if r.Status != 200 {
-				t.Fatalf("parse: %d %s", r.Status, r.Raw)
-			}
+			require.Equal(t, 200, r.Status, "parse: %s", r.Raw)
 			d, m := data(r), meta(r)
 			md, _ := d["markdown"].(string)
 			for _, w := range tc.want {
-				if !strings.Contains(md, w) {
-					t.Errorf("markdown lacks %q:\n%s", w, md)
-				}
+				assert.Contains(t, md, w, "markdown")
 			}
 			if h, _ := d["html"].(string); !strings.Contains(h, "<h") {
 				t.Errorf("html lacks headings: %.300s", h)
@@ -118,16 +112,14 @@ func TestParseDocuments(t *testing.T) {
 			if len(tc.links) > 0 {
 				links, _ := d["links"].([]any)
 				for _, l := range tc.links {
-					if !slices.Contains(links, any(l)) {
-						t.Errorf("links %v lack %s", links, l)
-					}
+					assert.Contains(t, links, any(l), "links")
 				}
 			}
 			if m["sourceURL"] != tc.name || m["title"] != tc.title || m["statusCode"] != float64(200) {
 				t.Errorf("metadata: %v", m)
 			}
-			if tc.pages > 0 && m["numPages"] != float64(tc.pages) {
-				t.Errorf("numPages = %v, want %d", m["numPages"], tc.pages)
+			if tc.pages > 0 {
+				assert.Equal(t, float64(tc.pages), m["numPages"], "numPages")
 			}
 			// The document is kept like a scrape's.
 			id, _ := m["scrapeId"].(string)
@@ -287,9 +279,7 @@ func TestParseTooLarge(t *testing.T) {
 	// Just under the limit is accepted (and fails only as a damaged PDF).
 	data := append([]byte("%PDF-1.7\n"), bytes.Repeat([]byte(" "), 50<<20-9)...)
 	r := ts.parseFile(keyAcme, upload{name: "file", filename: "padded.pdf", data: data})
-	if r.Status != 422 {
-		t.Errorf("50 MB exactly: %d %s", r.Status, r.Raw)
-	}
+	assert.Equal(t, 422, r.Status, "50 MB exactly: %s", r.Raw)
 }
 
 // TestParseZeroDataRetention: a team with zero data retention parses a
@@ -306,9 +296,8 @@ func TestParseZeroDataRetention(t *testing.T) {
 	if r.Status != 200 || !strings.Contains(data(r)["markdown"].(string), marker+" heading") {
 		t.Fatalf("zdr parse: %d %s", r.Status, r.Raw)
 	}
-	if g := ts.do("GET", "/v2/scrape/"+meta(r)["scrapeId"].(string), keyAcme, nil); g.Status != 404 {
-		t.Errorf("a zero-data-retention parse is retrievable: %d", g.Status)
-	}
+	g := ts.do("GET", "/v2/scrape/"+meta(r)["scrapeId"].(string), keyAcme, nil)
+	assert.Equal(t, 404, g.Status, "a zero-data-retention parse is retrievable")
 	// A failed parse keeps nothing either.
 	ts.parseFile(keyAcme, upload{name: "file", filename: "broken-" + marker + ".pdf", data: []byte("%PDF-1.7\n" + marker)},
 		options(map[string]any{"zeroDataRetention": true}))
@@ -317,12 +306,8 @@ func TestParseZeroDataRetention(t *testing.T) {
 			return nil
 		}
 		b, _ := os.ReadFile(p)
-		if bytes.Contains(b, []byte(marker)) {
-			t.Errorf("%s holds the document", p)
-		}
+		assert.False(t, bytes.Contains(b, []byte(marker)), "%s holds the document", p)
 		return nil
 	})
-	if strings.Contains(ts.logs.String(), marker) {
-		t.Errorf("the log holds the document:\n%s", ts.logs.String())
-	}
+	assert.NotContains(t, ts.logs.String(), marker, "the log holds the document")
 }

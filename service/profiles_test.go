@@ -12,6 +12,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/remote"
+	"github.com/stretchr/testify/require"
 
 	"github.com/trawler-dev/trawler/profiles/miniotest"
 )
@@ -100,9 +101,7 @@ func drive(t *testing.T, cdpURL string, fn func(ctx context.Context) error) {
 	defer cancel()
 	ctx, cancelT := context.WithTimeout(ctx, 30*time.Second)
 	defer cancelT()
-	if err := fn(ctx); err != nil {
-		t.Fatalf("driving the session: %v", err)
-	}
+	require.NoError(t, fn(ctx), "driving the session")
 }
 
 // visit opens url in the session and returns what the page sees of the
@@ -198,9 +197,8 @@ func profileRoundTrip(t *testing.T, env map[string]string) {
 		_, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.title === 'ready'`, chromedp.WithPollingTimeout(10*time.Second)))
 		return err
 	})
-	if r := ts.do("DELETE", "/v2/browser/"+s1.str("id"), keyAcme, nil); r.Status != 200 {
-		t.Fatalf("DELETE the writer: %d %s", r.Status, r.Raw)
-	}
+	r := ts.do("DELETE", "/v2/browser/"+s1.str("id"), keyAcme, nil)
+	require.Equal(t, 200, r.Status, "DELETE the writer: %s", r.Raw)
 	ts.do("DELETE", "/v2/browser/"+g.str("id"), keyGlobex, nil)
 
 	list := ts.do("GET", "/v2/profiles", keyAcme, nil)
@@ -218,9 +216,7 @@ func profileRoundTrip(t *testing.T, env map[string]string) {
 	s3 := ts.create(keyAcme, reader) // readers do not exclude each other
 	got := visit(t, s2.str("cdpUrl"), site.URL+"/account",
 		`localStorage.setItem('user', 'Mallory'); document.cookie = 'theme=light; max-age=3600'`)
-	if !site.lastAccount() {
-		t.Fatal("the reader's browser did not send the session cookie saved from the writer")
-	}
+	require.True(t, site.lastAccount(), "the reader's browser did not send the session cookie saved from the writer")
 	if got.User != "Ada Lovelace ✓" || !strings.Contains(got.Cookies, "theme=dark") || strings.Contains(got.Cookies, "sid=") ||
 		got.Version != 3 || got.Cart == nil || got.Cart.Qty != 2 || got.Cart.Date != "1970-01-02T00:00:00.000Z" || !got.Cart.Gift ||
 		len(got.Log) != 1 || got.Log[0] != "1,2,3" || got.ByQty != 1 {
@@ -249,19 +245,17 @@ func profileRoundTrip(t *testing.T, env map[string]string) {
 	if r := scrape("/account", nil); r.Status != 200 || !strings.Contains(string(r.Raw), "signed out") {
 		t.Fatalf("scrape without a profile: %d %s", r.Status, r.Raw)
 	}
-	r := scrape("/account", reader["profile"].(map[string]any))
+	r = scrape("/account", reader["profile"].(map[string]any))
 	md, _ := r.Body["data"].(map[string]any)["markdown"].(string)
 	if r.Status != 200 || !strings.Contains(md, "Server says: signed in") || !strings.Contains(md, "Local user: Ada Lovelace ✓") ||
 		!strings.Contains(md, "Cart: 2 of A1 since 1970-01-02") {
 		t.Fatalf("scrape with the profile: %d %s", r.Status, r.Raw)
 	}
 	// A scrape that writes saves what the page set.
-	if r := scrape("/bump", writer["profile"].(map[string]any)); r.Status != 200 {
-		t.Fatalf("scrape with saveChanges: %d %s", r.Status, r.Raw)
-	}
-	if r := scrape("/account", reader["profile"].(map[string]any)); !strings.Contains(string(r.Raw), "signed in, bumped") {
-		t.Fatalf("the writing scrape's cookie was not saved: %s", r.Raw)
-	}
+	r = scrape("/bump", writer["profile"].(map[string]any))
+	require.Equal(t, 200, r.Status, "scrape with saveChanges: %s", r.Raw)
+	r = scrape("/account", reader["profile"].(map[string]any))
+	require.Contains(t, string(r.Raw), "signed in, bumped", "the writing scrape's cookie was not saved")
 
 	// Crawls and batches load the profile read-only.
 	_, st, docs := ts.runJob("/v2/crawl", keyAcme, map[string]any{"url": site.URL + "/account", "limit": 1,
@@ -302,23 +296,18 @@ func profileRoundTrip(t *testing.T, env map[string]string) {
 	if r := scrape("/account", writer["profile"].(map[string]any)); r.Status != 409 || r.str("code") != "PROFILE_LOCKED" {
 		t.Fatalf("a writing scrape while a session writes: %d %s", r.Status, r.Raw)
 	}
-	if l := ts.do("GET", "/v2/profiles", keyAcme, nil); !strings.Contains(string(l.Raw), `"locked":true`) {
-		t.Fatalf("GET /v2/profiles while written: %s", l.Raw)
-	}
+	l := ts.do("GET", "/v2/profiles", keyAcme, nil)
+	require.Contains(t, string(l.Raw), `"locked":true`, "GET /v2/profiles while written")
 	ts.do("DELETE", "/v2/browser/"+s5.str("id"), keyAcme, nil)
-	if r := ts.do("DELETE", "/v2/profiles/shop-login", keyAcme, nil); r.Status != 200 {
-		t.Fatalf("DELETE the profile: %d %s", r.Status, r.Raw)
-	}
-	if r := ts.do("DELETE", "/v2/profiles/shop-login", keyAcme, nil); r.Status != 404 {
-		t.Fatalf("DELETE it again: %d %s", r.Status, r.Raw)
-	}
-	if l := ts.do("GET", "/v2/profiles", keyAcme, nil); strings.Contains(string(l.Raw), "shop-login") {
-		t.Fatalf("deleted profile still listed: %s", l.Raw)
-	}
+	r = ts.do("DELETE", "/v2/profiles/shop-login", keyAcme, nil)
+	require.Equal(t, 200, r.Status, "DELETE the profile: %s", r.Raw)
+	r = ts.do("DELETE", "/v2/profiles/shop-login", keyAcme, nil)
+	require.Equal(t, 404, r.Status, "DELETE it again: %s", r.Raw)
+	l = ts.do("GET", "/v2/profiles", keyAcme, nil)
+	require.NotContains(t, string(l.Raw), "shop-login", "deleted profile still listed")
 	// globex's profile is untouched.
-	if l := ts.do("GET", "/v2/profiles", keyGlobex, nil); !strings.Contains(string(l.Raw), "shop-login") {
-		t.Fatalf("globex's profile: %s", l.Raw)
-	}
+	l = ts.do("GET", "/v2/profiles", keyGlobex, nil)
+	require.Contains(t, string(l.Raw), "shop-login", "globex's profile")
 	// A fresh reader of a deleted profile starts empty.
 	s6 := ts.create(keyAcme, reader)
 	got = visit(t, s6.str("cdpUrl"), site.URL+"/account", "")
@@ -335,11 +324,9 @@ func TestProfileLockRenewedWhileSessionLives(t *testing.T) {
 	writer := map[string]any{"profile": map[string]any{"name": "long-job", "saveChanges": true}}
 	s := ts.create(keyAcme, writer)
 	time.Sleep(3500 * time.Millisecond) // three and a half lock lifetimes
-	if r := ts.do("POST", "/v2/browser", keyAcme, writer); r.Status != 409 {
-		t.Fatalf("a second writer after 3.5 lock ttls: %d %s, want 409: the lock was not renewed", r.Status, r.Raw)
-	}
+	r := ts.do("POST", "/v2/browser", keyAcme, writer)
+	require.Equal(t, 409, r.Status, "a second writer after 3.5 lock ttls (the lock was not renewed): %s", r.Raw)
 	ts.do("DELETE", "/v2/browser/"+s.str("id"), keyAcme, nil)
-	if r := ts.do("POST", "/v2/browser", keyAcme, writer); r.Status != 200 {
-		t.Fatalf("a writer after the first ended: %d %s", r.Status, r.Raw)
-	}
+	r = ts.do("POST", "/v2/browser", keyAcme, writer)
+	require.Equal(t, 200, r.Status, "a writer after the first ended: %s", r.Raw)
 }

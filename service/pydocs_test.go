@@ -8,6 +8,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // pyDocs is Debian's python3.11-doc (a real site nobody here wrote; `make
@@ -41,9 +44,7 @@ func TestCrawlPythonDocsWhole(t *testing.T) {
 	base, hits := servePyDocs(t)
 	ts := crawlService(t, nil)
 	id, st, docs := ts.runJob("/v2/crawl", keyAcme, map[string]any{"url": base + "/", "limit": 2000})
-	if st["status"] != "completed" {
-		t.Fatalf("status %v", st)
-	}
+	require.Equal(t, "completed", st["status"], "status %v", st)
 	var pages int
 	filepath.Walk(pyDocsDir, func(p string, info os.FileInfo, err error) error {
 		if err == nil && strings.HasSuffix(p, ".html") && !strings.Contains(p, "/_") {
@@ -63,14 +64,10 @@ func TestCrawlPythonDocsWhole(t *testing.T) {
 	for _, d := range docs {
 		md := d["metadata"].(map[string]any)
 		u := md["url"].(string)
-		if seen[u] {
-			t.Errorf("%s twice", u)
-		}
+		assert.False(t, seen[u], "%s twice", u)
 		seen[u] = true
 		path := strings.TrimPrefix(u, base)
-		if n := hits(path); n != 1 {
-			t.Errorf("%s was fetched %d times", path, n)
-		}
+		assert.Equal(t, 1, hits(path), "times %s was fetched", path)
 		_, missing := os.Stat(filepath.Join(pyDocsDir, filepath.FromSlash(path)))
 		switch {
 		case strings.HasSuffix(path, "/"):
@@ -115,12 +112,8 @@ func TestNoRenderPathMatchesRendered(t *testing.T) {
 	rendered := markdown(map[string]any{"waitFor": 1})
 	for _, u := range urls {
 		f, r := fast[u], rendered[u]
-		if e := f["metadata"].(map[string]any)["engine"]; e != "browser-fetch" {
-			t.Errorf("%s: default engine %v", u, e)
-		}
-		if e := r["metadata"].(map[string]any)["engine"]; e != "browser-render" {
-			t.Errorf("%s: waitFor engine %v", u, e)
-		}
+		assert.Equal(t, "browser-fetch", f["metadata"].(map[string]any)["engine"], "%s: default engine", u)
+		assert.Equal(t, "browser-render", r["metadata"].(map[string]any)["engine"], "%s: waitFor engine", u)
 		if f["markdown"] != r["markdown"] {
 			fm, rm := f["markdown"].(string), r["markdown"].(string)
 			i := 0

@@ -9,6 +9,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // site is a local test site that records every request it serves.
@@ -126,20 +129,14 @@ func TestScrapeArticle(t *testing.T) {
 	web := newSite(t)
 	ts := start(t, map[string]string{"TRAWLER_ALLOW_PRIVATE_NETWORKS": "true"})
 	r := ts.scrape(map[string]any{"url": web.URL + "/redirect", "formats": []any{"markdown", "links", "images", "html", "rawHtml"}})
-	if r.Status != 200 {
-		t.Fatalf("scrape: %d %s", r.Status, r.Raw)
-	}
+	require.Equal(t, 200, r.Status, "scrape: %s", r.Raw)
 	md := data(r)["markdown"].(string)
 	for _, want := range []string{"# Trawling the Deep", "**trawler**", "[the guide](" + web.URL + "/guide#nets)", "## Kinds of nets",
 		"| Net | Depth |", "| Beam | 200 m |", "```go", `fmt.Println("haul")`, "![A boat](" + web.URL + "/img/boat.png)"} {
-		if !strings.Contains(md, want) {
-			t.Errorf("markdown lacks %q", want)
-		}
+		assert.Contains(t, md, want, "markdown")
 	}
 	for _, unwanted := range []string{"About us", "We use cookies", "Copyright Trawler", "Other stories"} {
-		if strings.Contains(md, unwanted) {
-			t.Errorf("markdown keeps the page chrome %q", unwanted)
-		}
+		assert.NotContains(t, md, unwanted, "markdown keeps the page chrome")
 	}
 	if t.Failed() {
 		t.Logf("markdown:\n%s", md)
@@ -150,19 +147,13 @@ func TestScrapeArticle(t *testing.T) {
 		m["url"] != web.URL+"/article" || !strings.HasPrefix(m["contentType"].(string), "text/html") || m["scrapeId"] == nil {
 		t.Fatalf("metadata: %v", m)
 	}
-	if m["engine"] != "browser-fetch" {
-		t.Errorf("a server-rendered page was not taken from the network: engine %v", m["engine"])
-	}
+	assert.Equal(t, "browser-fetch", m["engine"], "a server-rendered page was not taken from the network")
 	links := fmt.Sprint(data(r)["links"])
 	if !strings.Contains(links, web.URL+"/guide") || strings.Contains(links, "#nets") || !strings.Contains(links, "https://example.org/history") {
 		t.Errorf("links: %s", links)
 	}
-	if !strings.Contains(fmt.Sprint(data(r)["images"]), web.URL+"/img/boat.png") {
-		t.Errorf("images: %v", data(r)["images"])
-	}
-	if raw := data(r)["rawHtml"].(string); !strings.Contains(raw, "site-footer") {
-		t.Errorf("rawHtml lost the footer")
-	}
+	assert.Contains(t, fmt.Sprint(data(r)["images"]), web.URL+"/img/boat.png", "images")
+	assert.True(t, strings.Contains(data(r)["rawHtml"].(string), "site-footer"), "rawHtml lost the footer")
 	if h := data(r)["html"].(string); strings.Contains(h, "site-footer") || !strings.Contains(h, "Kinds of nets") {
 		t.Errorf("cleaned html: %.300s", h)
 	}
@@ -172,13 +163,10 @@ func TestScrapeArticle(t *testing.T) {
 	if g := ts.do("GET", "/v2/scrape/"+id, keyAcme, nil); g.Status != 200 || !strings.Contains(fmt.Sprint(g.Body["data"]), "Trawling the Deep") {
 		t.Fatalf("GET /v2/scrape/{id}: %d %.200s", g.Status, g.Raw)
 	}
-	if g := ts.do("GET", "/v2/scrape/"+id, keyGlobex, nil); g.Status != 404 {
-		t.Fatalf("another team's scrape: %d", g.Status)
-	}
+	g := ts.do("GET", "/v2/scrape/"+id, keyGlobex, nil)
+	require.Equal(t, 404, g.Status, "another team's scrape")
 	act := ts.do("GET", "/v2/team/activity?endpoint=scrape", keyAcme, nil)
-	if !strings.Contains(string(act.Raw), id) {
-		t.Fatalf("activity lacks the scrape: %s", act.Raw)
-	}
+	require.Contains(t, string(act.Raw), id, "activity lacks the scrape")
 }
 
 func TestScrapeRendersClientSideApps(t *testing.T) {
@@ -189,9 +177,7 @@ func TestScrapeRendersClientSideApps(t *testing.T) {
 	if r.Status != 200 || !strings.Contains(data(r)["markdown"].(string), "Only a browser sees this paragraph.") {
 		t.Fatalf("client-rendered page: %d %s", r.Status, r.Raw)
 	}
-	if meta(r)["engine"] != "browser-render" {
-		t.Fatalf("engine %v, want browser-render", meta(r)["engine"])
-	}
+	require.Equal(t, "browser-render", meta(r)["engine"], "engine")
 	// A page that answers 404 is a document with the status, and a warning.
 	r = ts.scrape(map[string]any{"url": web.URL + "/missing", "maxAge": 0})
 	if r.Status != 200 || meta(r)["statusCode"] != float64(404) || meta(r)["error"] == nil || data(r)["warning"] == nil {
@@ -222,18 +208,15 @@ func TestScrapeCache(t *testing.T) {
 	if meta(second)["cacheState"] != "hit" || web.count("/article") != 1 || meta(second)["cachedAt"] == nil {
 		t.Fatalf("second scrape should come from the cache: %v, hits %d", meta(second), web.count("/article"))
 	}
-	if data(second)["links"] == nil {
-		t.Fatal("a cache hit must still give the requested formats")
-	}
+	require.NotNil(t, data(second)["links"], "a cache hit must still give the requested formats")
 	if r := ts.scrape(map[string]any{"url": u, "maxAge": 0}); meta(r)["cacheState"] != "miss" || web.count("/article") != 2 {
 		t.Fatalf("maxAge 0 must scrape afresh: %v, hits %d", meta(r)["cacheState"], web.count("/article"))
 	}
 	if r := ts.scrape(map[string]any{"url": u, "minAge": 1}); meta(r)["cacheState"] != "hit" || web.count("/article") != 2 {
 		t.Fatalf("minAge 1: %v", meta(r))
 	}
-	if r := ts.scrape(map[string]any{"url": u, "minAge": 3600000}); r.str("code") != "SCRAPE_NO_CACHED_DATA" {
-		t.Fatalf("minAge of an hour on a fresh entry: %d %s", r.Status, r.Raw)
-	}
+	r = ts.scrape(map[string]any{"url": u, "minAge": 3600000})
+	require.Equal(t, "SCRAPE_NO_CACHED_DATA", r.str("code"), "minAge of an hour on a fresh entry: %d %s", r.Status, r.Raw)
 	r = ts.scrape(map[string]any{"url": u, "lockdown": true})
 	if r.Status != 200 || meta(r)["cacheState"] != "hit" || meta(r)["creditsUsed"] != float64(5) || web.count("/article") != 2 {
 		t.Fatalf("lockdown hit: %d %v", r.Status, meta(r))
@@ -242,9 +225,8 @@ func TestScrapeCache(t *testing.T) {
 	v := web.URL + "/echo"
 	ts.scrape(map[string]any{"url": v, "storeInCache": false})
 	ts.scrape(map[string]any{"url": v, "headers": map[string]string{"X-Custom": "1"}})
-	if r := ts.scrape(map[string]any{"url": v, "minAge": 1}); r.str("code") != "SCRAPE_NO_CACHED_DATA" {
-		t.Fatalf("storeInCache false / headers still cached the page: %d %s", r.Status, r.Raw)
-	}
+	r = ts.scrape(map[string]any{"url": v, "minAge": 1})
+	require.Equal(t, "SCRAPE_NO_CACHED_DATA", r.str("code"), "storeInCache false / headers still cached the page: %d %s", r.Status, r.Raw)
 }
 
 func TestScrapeOptions(t *testing.T) {
@@ -256,18 +238,14 @@ func TestScrapeOptions(t *testing.T) {
 		"location": map[string]any{"country": "DE"}, "onlyMainContent": false})
 	md := data(r)["markdown"].(string)
 	for _, want := range []string{"UA=TrawlerTest/1.0", "AL=de-DE", "X=hello", "LANGS=de-DE|de", "TZ=Europe/Berlin"} {
-		if !strings.Contains(md, want) {
-			t.Errorf("headers/location: markdown lacks %q:\n%s", want, md)
-		}
+		assert.Contains(t, md, want, "headers/location: markdown")
 	}
 	r = ts.scrape(map[string]any{"url": web.URL + "/echo", "mobile": true, "maxAge": 0})
 	md = data(r)["markdown"].(string)
 	if !strings.Contains(md, "W=390") || !strings.Contains(md, "Mobile") {
 		t.Errorf("mobile: %s", md)
 	}
-	if strings.Contains(md, "Headless") {
-		t.Errorf("the user agent gives the browser away: %s", md)
-	}
+	assert.NotContains(t, md, "Headless", "the user agent gives the browser away")
 	r = ts.scrape(map[string]any{"url": web.URL + "/article", "includeTags": []string{"table"}, "maxAge": 0})
 	md = data(r)["markdown"].(string)
 	if !strings.Contains(md, "| Beam |") || strings.Contains(md, "Kinds of nets") {
@@ -279,29 +257,21 @@ func TestScrapeOptions(t *testing.T) {
 		t.Errorf("excludeTags: %s", md)
 	}
 	r = ts.scrape(map[string]any{"url": web.URL + "/article", "onlyMainContent": false, "maxAge": 0})
-	if md := data(r)["markdown"].(string); !strings.Contains(md, "Copyright Trawler") {
-		t.Errorf("onlyMainContent false dropped the footer: %s", md)
-	}
+	assert.Contains(t, data(r)["markdown"].(string), "Copyright Trawler", "onlyMainContent false dropped the footer")
 	// A screenshot, full page: the PNG is as tall as the page.
 	r = ts.scrape(map[string]any{"url": web.URL + "/tall", "formats": []any{map[string]any{"type": "screenshot", "fullPage": true}}})
 	shot, _ := data(r)["screenshot"].(string)
-	if !strings.HasPrefix(shot, "data:image/png;base64,") {
-		t.Fatalf("screenshot: %.200s", r.Raw)
-	}
+	require.True(t, strings.HasPrefix(shot, "data:image/png;base64,"), "screenshot: %.200s", r.Raw)
 	png, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(shot, "data:image/png;base64,"))
 	if len(png) < 24 || be32(png[20:24]) != 3000 {
 		t.Fatalf("full-page screenshot height %d, want 3000", be32(png[20:24]))
 	}
-	if meta(r)["engine"] != "browser-render" {
-		t.Errorf("a screenshot needs rendering: engine %v", meta(r)["engine"])
-	}
+	assert.Equal(t, "browser-render", meta(r)["engine"], "a screenshot needs rendering")
 	// waitFor waits beyond the smart wait, which settles before 1.5 s.
-	if r := ts.scrape(map[string]any{"url": web.URL + "/delayed", "waitFor": 2500}); !strings.Contains(data(r)["markdown"].(string), "Arrived late.") {
-		t.Errorf("waitFor 2500: %s", data(r)["markdown"])
-	}
-	if r := ts.scrape(map[string]any{"url": web.URL + "/delayed", "maxAge": 0}); strings.Contains(data(r)["markdown"].(string), "Arrived late.") {
-		t.Errorf("without waitFor the late text should not be there yet (the page is taken from the network): %s", data(r)["markdown"])
-	}
+	r = ts.scrape(map[string]any{"url": web.URL + "/delayed", "waitFor": 2500})
+	assert.Contains(t, data(r)["markdown"].(string), "Arrived late.", "waitFor 2500")
+	r = ts.scrape(map[string]any{"url": web.URL + "/delayed", "maxAge": 0})
+	assert.NotContains(t, data(r)["markdown"].(string), "Arrived late.", "without waitFor the late text should not be there yet (the page is taken from the network)")
 	// Timeouts: the page hangs, the scrape does not.
 	began := time.Now()
 	r = ts.scrape(map[string]any{"url": web.URL + "/hang", "timeout": 2000})
@@ -309,9 +279,8 @@ func TestScrapeOptions(t *testing.T) {
 		t.Fatalf("hanging page: %d %s after %s", r.Status, r.Raw, time.Since(began))
 	}
 	// The pool is still healthy after the timeout.
-	if r := ts.scrape(map[string]any{"url": web.URL + "/article", "maxAge": 0}); r.Status != 200 {
-		t.Fatalf("scrape after a timeout: %d %s", r.Status, r.Raw)
-	}
+	r = ts.scrape(map[string]any{"url": web.URL + "/article", "maxAge": 0})
+	require.Equal(t, 200, r.Status, "scrape after a timeout: %s", r.Raw)
 }
 
 func be32(b []byte) int { return int(b[0])<<24 | int(b[1])<<16 | int(b[2])<<8 | int(b[3]) }
@@ -333,14 +302,10 @@ func TestScrapeActions(t *testing.T) {
 		map[string]any{"type": "scrape"},
 		map[string]any{"type": "pdf", "format": "A4"},
 	}})
-	if r.Status != 200 {
-		t.Fatalf("actions: %d %s", r.Status, r.Raw)
-	}
+	require.Equal(t, 200, r.Status, "actions: %s", r.Raw)
 	md := data(r)["markdown"].(string)
 	for _, want := range []string{"You searched for nets ünd boats", "Enter pressed", "Late element"} {
-		if !strings.Contains(md, want) {
-			t.Errorf("markdown lacks %q:\n%s", want, md)
-		}
+		assert.Contains(t, md, want, "markdown")
 	}
 	acts := data(r)["actions"].(map[string]any)
 	js := acts["javascriptReturns"].([]any)
@@ -375,9 +340,7 @@ func TestScrapeRefusesPrivateTargets(t *testing.T) {
 			t.Fatalf("%s: %d %s", u, r.Status, r.Raw)
 		}
 	}
-	if web.count("/article") != 0 {
-		t.Fatal("the blocked target was contacted")
-	}
+	require.Zero(t, web.count("/article"), "times the blocked target was contacted")
 }
 
 func TestScrapeValidation(t *testing.T) {
@@ -440,15 +403,12 @@ func TestScrapeTLSAndZeroDataRetention(t *testing.T) {
 		t.Fatalf("zdr scrape: %d %s", r.Status, r.Raw)
 	}
 	id, _ := meta(r)["scrapeId"].(string)
-	if g := ts.do("GET", "/v2/scrape/"+id, keyAcme, nil); g.Status != 404 {
-		t.Fatalf("a zero-data-retention scrape was stored: %d", g.Status)
-	}
-	if act := ts.do("GET", "/v2/team/activity", keyAcme, nil); strings.Contains(string(act.Raw), web.URL+"/form") {
-		t.Fatalf("a zero-data-retention scrape was logged: %s", act.Raw)
-	}
-	if c := ts.scrape(map[string]any{"url": web.URL + "/form", "minAge": 1}); c.str("code") != "SCRAPE_NO_CACHED_DATA" {
-		t.Fatalf("a zero-data-retention scrape was cached: %d %s", c.Status, c.Raw)
-	}
+	g := ts.do("GET", "/v2/scrape/"+id, keyAcme, nil)
+	require.Equal(t, 404, g.Status, "a zero-data-retention scrape was stored")
+	act := ts.do("GET", "/v2/team/activity", keyAcme, nil)
+	require.NotContains(t, string(act.Raw), web.URL+"/form", "a zero-data-retention scrape was logged")
+	c := ts.scrape(map[string]any{"url": web.URL + "/form", "minAge": 1})
+	require.Equal(t, "SCRAPE_NO_CACHED_DATA", c.str("code"), "a zero-data-retention scrape was cached: %d %s", c.Status, c.Raw)
 	// globex has no such feature.
 	if g := ts.do("POST", "/v2/scrape", keyGlobex, map[string]any{"url": web.URL + "/form", "zeroDataRetention": true}); g.Status != 403 || g.str("code") != "FEATURE_NOT_ENABLED" {
 		t.Fatalf("zdr for a team without it: %d %s", g.Status, g.Raw)
@@ -461,13 +421,11 @@ func TestScrapeBlockAdsHidesConsentBanners(t *testing.T) {
 	ts := start(t, map[string]string{"TRAWLER_ALLOW_PRIVATE_NETWORKS": "true"})
 	check := []any{map[string]any{"type": "executeJavascript", "script": "return getComputedStyle(document.getElementById('onetrust-banner-sdk')).display"}}
 	r := ts.scrape(map[string]any{"url": web.URL + "/article", "actions": check})
-	if js := data(r)["actions"].(map[string]any)["javascriptReturns"].([]any); js[0].(map[string]any)["value"] != "none" {
-		t.Fatalf("blockAds left the cookie banner visible: %v", js)
-	}
+	js := data(r)["actions"].(map[string]any)["javascriptReturns"].([]any)
+	require.Equal(t, "none", js[0].(map[string]any)["value"], "blockAds left the cookie banner visible: %v", js)
 	r = ts.scrape(map[string]any{"url": web.URL + "/article", "actions": check, "blockAds": false})
-	if js := data(r)["actions"].(map[string]any)["javascriptReturns"].([]any); js[0].(map[string]any)["value"] == "none" {
-		t.Fatalf("blockAds false still hid the banner: %v", js)
-	}
+	js = data(r)["actions"].(map[string]any)["javascriptReturns"].([]any)
+	require.NotEqual(t, "none", js[0].(map[string]any)["value"], "blockAds false still hid the banner: %v", js)
 }
 
 func TestScrapePDF(t *testing.T) {
@@ -475,22 +433,16 @@ func TestScrapePDF(t *testing.T) {
 	web := newSite(t)
 	ts := start(t, map[string]string{"TRAWLER_ALLOW_PRIVATE_NETWORKS": "true"})
 	r := ts.scrape(map[string]any{"url": web.URL + "/report.pdf", "formats": []any{"markdown", "html"}})
-	if r.Status != 200 {
-		t.Fatalf("PDF scrape: %d %s", r.Status, r.Raw)
-	}
+	require.Equal(t, 200, r.Status, "PDF scrape: %s", r.Raw)
 	md := data(r)["markdown"].(string)
 	for _, want := range []string{"# Harbour Water Quality Report", "## Key findings", "- Dissolved oxygen stayed above the legal minimum at every station.", "1. Add two stations in the southern basin."} {
-		if !strings.Contains(md, want) {
-			t.Errorf("PDF markdown lacks %q:\n%s", want, md)
-		}
+		assert.Contains(t, md, want, "PDF markdown")
 	}
 	m := meta(r)
 	if m["contentType"] != "application/pdf" || m["numPages"] != float64(1) || m["creditsUsed"] != float64(1) || m["statusCode"] != float64(200) {
 		t.Errorf("PDF metadata: %v", m)
 	}
-	if !strings.Contains(data(r)["html"].(string), "<h1>Harbour Water Quality Report</h1>") {
-		t.Errorf("PDF html: %.300s", data(r)["html"])
-	}
+	assert.Contains(t, data(r)["html"].(string), "<h1>Harbour Water Quality Report</h1>", "PDF html")
 	// parsers: [] returns the PDF itself, base64.
 	r = ts.scrape(map[string]any{"url": web.URL + "/report.pdf", "parsers": []any{}, "maxAge": 0})
 	raw, err := base64.StdEncoding.DecodeString(data(r)["markdown"].(string))

@@ -4,28 +4,23 @@
 // service through it.
 //
 // One listener serves everything: net/http routes /cdp/ to the CDP proxy
-// (gorilla/websocket needs net/http), /metrics to Prometheus, and every other
-// path to the Fiber API through Fiber's adaptor. Keeping one host and port
-// means cdpUrl and liveViewUrl share the API's public base URL.
+// (gorilla/websocket needs net/http), /live/ to the live view, /metrics to
+// Prometheus, and every other path to the API's handler (api.Handler).
+// Keeping one host and port means cdpUrl and liveViewUrl share the API's
+// public base URL.
 package service
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"os"
 	"path"
 	"path/filepath"
-	"slices"
 	"sync"
 	"time"
 
-	"github.com/gofiber/fiber/v2"
-	"github.com/gofiber/fiber/v2/middleware/adaptor"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -38,12 +33,12 @@ import (
 	"github.com/trawler-dev/trawler/liveview"
 	"github.com/trawler-dev/trawler/netguard"
 	"github.com/trawler-dev/trawler/profiles"
-	"github.com/trawler-dev/trawler/publicurl"
 	"github.com/trawler-dev/trawler/scrape"
 	"github.com/trawler-dev/trawler/sessions"
 	"github.com/trawler-dev/trawler/store"
 	"github.com/trawler-dev/trawler/teams"
 	"github.com/trawler-dev/trawler/webhook"
+	"github.com/trawler-dev/trawler/wire"
 )
 
 // Service is a running Trawler.
@@ -107,7 +102,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 	if err != nil {
 		return nil, err
 	}
-	reg, err := teams.Open(ctx, st, cfg)
+	teamRegistry, err := teams.Open(ctx, st, cfg)
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -144,15 +139,15 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 		st.Close()
 		return nil, err
 	}
-	urls := publicurl.Resolver{Base: cfg.PublicURL, Trusted: cfg.TrustedProxies}
+	urls := wire.PublicURL{Base: cfg.PublicURL, Trusted: cfg.TrustedProxies}
 	proxy := cdpproxy.New(mgr, urls, log)
 	scraper := &scrape.Service{Pool: pool, Store: st, Log: log, Retention: cfg.ResultRetention, Guard: guard, Profiles: opener,
 		SharedCache: cfg.SharedCache}
-	hooks := &webhook.Dispatcher{Store: st, Client: guard.Client(10*time.Second, false), Log: log,
+	hooks := &webhook.Dispatcher{Store: st, Client: guard.Client(10*time.Second, netguard.VerifyTLS), Log: log,
 		Secret: func(team string) string { return cfg.WebhookSecrets[team] }}
 	crawler := &crawl.Service{Scrape: scraper, Store: st, Guard: guard, Webhooks: hooks, Log: log,
 		Workers: cfg.JobWorkers, HostConcurrency: cfg.HostConcurrency, Retention: cfg.ResultRetention,
-		TeamLimit: reg.Concurrency}
+		TeamLimit: teamRegistry.Concurrency}
 	if err := crawler.Start(ctx); err != nil {
 		mgr.Close()
 		pool.Close()
@@ -160,7 +155,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 		st.Close()
 		return nil, err
 	}
-	a := api.New(api.Deps{Teams: reg, Sessions: mgr, Scraper: scraper, Crawler: crawler, Store: st, URLs: urls, Log: log,
+	a := api.New(api.Deps{Teams: teamRegistry, Sessions: mgr, Scraper: scraper, Crawler: crawler, Store: st, URLs: urls, Log: log,
 		Profiles: opener})
 
 	s := &Service{Config: cfg, Store: st, Pool: pool, Sessions: mgr, Proxy: proxy, Crawler: crawler, Webhooks: hooks,
@@ -173,29 +168,13 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 		defer s.wg.Done()
 		hooks.Run(bg)
 	}()
-	reg2 := prometheus.NewRegistry()
-	reg2.MustRegister(s.collectors()...)
+	metricsRegistry := prometheus.NewRegistry()
+	metricsRegistry.MustRegister(s.collectors()...)
 	mux := http.NewServeMux()
 	mux.Handle("/cdp/", proxy)
 	mux.Handle("/live/", liveview.New(mgr, urls, log))
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg2, promhttp.HandlerOpts{}))
-	fiberApp := limitBody(adaptor.FiberApp(a.App()))
-	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case api.IsWatch(r):
-			a.Watch(w, r)
-			return
-		case api.IsParse(r):
-			// Uploads stream past the JSON body limit, bounded on their own.
-			a.Parse(w, r)
-			return
-		case !slices.Contains(fiber.DefaultMethods, r.Method):
-			// Fiber answers a method it does not know in plain text.
-			writeError(w, http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "method not allowed on this endpoint")
-			return
-		}
-		fiberApp.ServeHTTP(w, r)
-	}))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(metricsRegistry, promhttp.HandlerOpts{}))
+	mux.Handle("/", a.Handler())
 	s.handler = canonical(mux)
 	return s, nil
 }
@@ -223,38 +202,6 @@ func (s *Service) Close() {
 	s.Store.Close()
 }
 
-// limitBody refuses bodies over api.BodyLimit before Fiber's adaptor reads
-// them whole into memory, and reads the body itself: the adaptor answers a
-// body that cannot be read (cut short of its Content-Length, a malformed
-// chunk) with a plain-text 500, where it is the client's mistake.
-func limitBody(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength > api.BodyLimit {
-			tooLarge(w)
-			return
-		}
-		if r.Body != nil && r.Body != http.NoBody {
-			body, err := io.ReadAll(io.LimitReader(r.Body, api.BodyLimit+1))
-			switch {
-			case len(body) > api.BodyLimit:
-				tooLarge(w)
-				return
-			case err != nil:
-				writeError(w, http.StatusBadRequest, "BAD_REQUEST",
-					"the request body could not be read: it ended before its Content-Length, or its chunked encoding is malformed")
-				return
-			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			r.ContentLength = int64(len(body))
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-func tooLarge(w http.ResponseWriter) {
-	writeError(w, http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE", "request body is larger than 10 MB")
-}
-
 // canonical answers a path with ., .. or empty segments, raw or
 // percent-encoded, with a 404 in the API's error shape. net/http's ServeMux
 // would redirect the first kind with an HTML page, and Fiber would resolve
@@ -263,7 +210,7 @@ func tooLarge(w http.ResponseWriter) {
 func canonical(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if p := r.URL.EscapedPath(); cleanPath(p) != p || cleanPath(r.URL.Path) != r.URL.Path {
-			writeError(w, http.StatusNotFound, "NOT_FOUND",
+			wire.WriteError(w, http.StatusNotFound, "NOT_FOUND",
 				"no such endpoint: a path must be canonical, without ., .. or empty segments")
 			return
 		}
@@ -285,13 +232,6 @@ func cleanPath(p string) string {
 		np += "/"
 	}
 	return np
-}
-
-// writeError answers in the API's error shape.
-func writeError(w http.ResponseWriter, status int, code, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]any{"success": false, "code": code, "error": msg})
 }
 
 func (s *Service) collectors() []prometheus.Collector {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // What the README promises about strictness, with the messages a user
@@ -23,9 +25,7 @@ func TestStrictRequests(t *testing.T) {
 			req.Header.Set("Content-Type", contentType)
 		}
 		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		defer resp.Body.Close()
 		raw, _ := io.ReadAll(resp.Body)
 		out := response{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
@@ -63,9 +63,7 @@ func TestStrictRequests(t *testing.T) {
 			if r.Status != tc.status || r.str("code") != tc.code || !strings.Contains(r.str("error"), tc.want) || r.Body["success"] != false {
 				t.Fatalf("got %d %s\nwant %d %s with %q", r.Status, r.Raw, tc.status, tc.code, tc.want)
 			}
-			if strings.Contains(string(r.Raw), "s3cret") {
-				t.Fatalf("the credentials are echoed: %s", r.Raw)
-			}
+			require.NotContains(t, string(r.Raw), "s3cret", "the credentials are echoed")
 		})
 	}
 	for _, tc := range []struct{ path, want string }{
@@ -94,15 +92,11 @@ func TestStrictRequests(t *testing.T) {
 		{"empty segment", "GET //v2/scrape HTTP/1.1\r\nHost: x\r\n\r\n", "a path must be canonical"},
 	} {
 		conn, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		conn.SetDeadline(time.Now().Add(10 * time.Second))
 		fmt.Fprint(conn, tc.req)
 		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-		if err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
-		}
+		require.NoError(t, err, "%s", tc.name)
 		raw, _ := io.ReadAll(resp.Body)
 		conn.Close()
 		if resp.StatusCode/100 != 4 || resp.Header.Get("Content-Type") != "application/json" || !strings.Contains(string(raw), tc.want) {
@@ -136,9 +130,7 @@ func TestScriptValuesJSONCannotCarry(t *testing.T) {
 		actions = append(actions, map[string]any{"type": "executeJavascript", "script": "return " + c.code})
 	}
 	r := ts.scrape(map[string]any{"url": web.URL + "/article", "actions": actions})
-	if r.Status != 200 {
-		t.Fatalf("scrape: %d %s", r.Status, r.Raw)
-	}
+	require.Equal(t, 200, r.Status, "scrape: %s", r.Raw)
 	js := data(r)["actions"].(map[string]any)["javascriptReturns"].([]any)
 	for i, c := range cases {
 		ret := js[i].(map[string]any)

@@ -4,6 +4,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/trawler-dev/trawler/test/polltest"
 )
 
 // Every request field is checked against the spec's rules, and the message
@@ -64,9 +68,7 @@ func TestValidation(t *testing.T) {
 
 	// What clients inject, and nulls, are accepted.
 	r := ts.do("POST", "/v2/browser", keyAcme, map[string]any{"ttl": nil, "origin": "js-sdk@4.42.0", "integration": "n8n", "streamWebView": false})
-	if r.Status != 200 {
-		t.Fatalf("origin/integration/null: %d %s", r.Status, r.Raw)
-	}
+	require.Equal(t, 200, r.Status, "origin/integration/null: %s", r.Raw)
 	if g := ts.do("GET", "/v2/browser/"+r.str("id"), keyAcme, nil); g.Body["ttl"] != float64(300) || g.Body["activityTtl"] != float64(300) || g.Body["streamWebView"] != false {
 		t.Fatalf("defaults: %s", g.Raw)
 	}
@@ -95,21 +97,15 @@ func TestActivityPaging(t *testing.T) {
 			path += "&cursor=" + cursor
 		}
 		r := ts.do("GET", path, keyAcme, nil)
-		if r.Status != 200 {
-			t.Fatalf("%s: %d %s", path, r.Status, r.Raw)
-		}
+		require.Equal(t, 200, r.Status, "%s: %s", path, r.Raw)
 		pages++
 		for _, e := range r.Body["data"].([]any) {
 			id := e.(map[string]any)["id"].(string)
-			if seen[id] {
-				t.Fatalf("entry %s listed twice", id)
-			}
+			require.False(t, seen[id], "entry %s listed twice", id)
 			seen[id] = true
 		}
 		if r.Body["has_more"] != true {
-			if r.Body["cursor"] != nil {
-				t.Fatalf("last page with a cursor: %s", r.Raw)
-			}
+			require.Nil(t, r.Body["cursor"], "last page with a cursor: %s", r.Raw)
 			break
 		}
 		cursor = r.str("cursor")
@@ -119,24 +115,19 @@ func TestActivityPaging(t *testing.T) {
 	}
 	// Newest first.
 	first := ts.do("GET", "/v2/team/activity?limit=1", keyAcme, nil)
-	if first.Body["data"].([]any)[0].(map[string]any)["id"] != ids[4] {
-		t.Fatalf("first entry is not the newest: %s", first.Raw)
-	}
+	require.Equal(t, ids[4], first.Body["data"].([]any)[0].(map[string]any)["id"], "first entry is not the newest: %s", first.Raw)
 }
 
 func TestHealthAndMetrics(t *testing.T) {
 	t.Parallel()
 	ts := start(t, nil)
-	if r := ts.do("GET", "/healthz", "", nil); r.Status != 200 {
-		t.Fatalf("/healthz: %d", r.Status)
-	}
+	r := ts.do("GET", "/healthz", "", nil)
+	require.Equal(t, 200, r.Status, "/healthz")
 	ts.create(keyAcme, nil)
-	waitFor(t, 20*time.Second, "the pool to refill", func() bool { return ts.Pool.Stats().Idle == 1 })
-	r := ts.do("GET", "/metrics", "", nil)
+	polltest.Until(t, 20*time.Second, "the pool to refill", func() bool { return ts.Pool.Stats().Idle == 1 })
+	r = ts.do("GET", "/metrics", "", nil)
 	body := string(r.Raw)
 	for _, want := range []string{"trawler_browsers_warm 1", "trawler_browsers_leased 1", "trawler_pool_waiters 0", `trawler_sessions{status="active"} 1`} {
-		if !strings.Contains(body, want) {
-			t.Fatalf("/metrics lacks %q:\n%s", want, body)
-		}
+		require.Contains(t, body, want, "/metrics")
 	}
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/trawler-dev/trawler/browsers"
 	"github.com/trawler-dev/trawler/cdp"
+	"github.com/trawler-dev/trawler/profiles"
 	"github.com/trawler-dev/trawler/store"
 )
 
@@ -45,23 +46,6 @@ func (e *DestroyedError) Error() string {
 	return fmt.Sprintf("browser session %s was already destroyed (%s)", e.ID, e.Reason)
 }
 
-// End reasons, as stored and as sent in WebSocket close frames. A close
-// frame's reason must stay under 123 bytes.
-const (
-	ReasonDeleted  = "session deleted by its owner"
-	ReasonShutdown = "service shutting down"
-	// ReasonClientClosed: a CDP client sent Browser.close.
-	ReasonClientClosed = "browser closed by a CDP client"
-)
-
-func reasonTTL(ttl time.Duration) string {
-	return fmt.Sprintf("ttl of %ds reached", int(ttl/time.Second))
-}
-
-func reasonIdle(ttl time.Duration) string {
-	return fmt.Sprintf("activityTtl of %ds passed without activity", int(ttl/time.Second))
-}
-
 // Manager runs interactive browser sessions on leases from the pool.
 type Manager struct {
 	pool  *browsers.Pool
@@ -77,7 +61,7 @@ type Manager struct {
 // NewManager returns a manager. Sessions left active in the store by a
 // service that did not shut down cleanly are marked destroyed.
 func NewManager(ctx context.Context, pool *browsers.Pool, st *store.Store, log *slog.Logger) (*Manager, error) {
-	n, err := st.EndActiveSessions(ctx, "service restarted")
+	n, err := st.EndActiveSessions(ctx, Restarted.Text)
 	if err != nil {
 		return nil, err
 	}
@@ -105,9 +89,9 @@ type CreateOptions struct {
 type Profile interface {
 	// Apply restores the state into the browser's default context.
 	Apply(ctx context.Context, browser *cdp.Mux, browserContextID string) error
-	// Close ends the use; with save, a writer captures and saves the
-	// browser's state first.
-	Close(ctx context.Context, save bool) error
+	// Close ends the use; with profiles.Save, a writer captures and saves
+	// the browser's state first.
+	Close(ctx context.Context, changes profiles.Changes) error
 }
 
 // profileGrace is how long a session's browser outlives its ttl, so that
@@ -129,7 +113,7 @@ type Session struct {
 
 	mu       sync.Mutex
 	ended    bool
-	reason   string
+	end      End
 	endedAt  time.Time
 	done     chan struct{}
 	attached int
@@ -152,15 +136,15 @@ func (s *Session) CDP() *cdp.Mux { return s.lease.Browser().CDP() }
 // Done is closed when the session ends.
 func (s *Session) Done() <-chan struct{} { return s.done }
 
-// Reason says why the session ended; empty while it lasts.
-func (s *Session) Reason() string {
+// Ended says why the session ended; the zero End while it lasts.
+func (s *Session) Ended() End {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.reason
+	return s.end
 }
 
-// End ends the session with reason, as DELETE does.
-func (s *Session) End(reason string) { s.mgr.finish(s, reason) }
+// End ends the session with e, as DELETE does.
+func (s *Session) End(e End) { s.mgr.finish(s, e) }
 
 // Touch records activity, which postpones the activityTtl expiry.
 func (s *Session) Touch() { s.lastActivity.Store(time.Now().UnixNano()) }
@@ -214,7 +198,7 @@ func (s *Session) Record() store.Session {
 	if s.ended {
 		// Ending (saving a profile, freeing the browser) takes a moment;
 		// the record says destroyed from its start, as the store does.
-		r.Status, r.EndReason, r.DestroyedAt = "destroyed", s.reason, s.endedAt
+		r.Status, r.EndReason, r.DestroyedAt = "destroyed", s.end.Text, s.endedAt
 	}
 	return r
 }
@@ -236,7 +220,7 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (*Session, error)
 	m.mu.Unlock()
 	if closed {
 		if o.Profile != nil {
-			o.Profile.Close(context.Background(), false)
+			o.Profile.Close(context.Background(), profiles.Discard)
 		}
 		return nil, ErrClosed
 	}
@@ -246,14 +230,14 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (*Session, error)
 	lease, err := m.pool.Acquire(ctx, browsers.LeaseRequest{Team: o.Team, TeamLimit: o.TeamLimit, Lifetime: o.TTL + profileGrace})
 	if err != nil {
 		if o.Profile != nil {
-			o.Profile.Close(context.Background(), false)
+			o.Profile.Close(context.Background(), profiles.Discard)
 		}
 		return nil, err
 	}
 	if o.Profile != nil {
 		if err := o.Profile.Apply(ctx, lease.Browser().CDP(), ""); err != nil {
-			o.Profile.Close(context.Background(), false)
-			lease.Release(false)
+			o.Profile.Close(context.Background(), profiles.Discard)
+			lease.Release(browsers.Destroy)
 			return nil, err
 		}
 	}
@@ -270,15 +254,15 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (*Session, error)
 	s.lastActivity.Store(now.UnixNano())
 	if err := m.store.InsertSession(ctx, s.rec); err != nil {
 		if o.Profile != nil {
-			o.Profile.Close(context.Background(), false)
+			o.Profile.Close(context.Background(), profiles.Discard)
 		}
-		lease.Release(false)
+		lease.Release(browsers.Destroy)
 		return nil, err
 	}
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
-		m.finish(s, ReasonShutdown)
+		m.finish(s, Shutdown)
 		return nil, ErrClosed
 	}
 	m.active[s.rec.ID] = s
@@ -301,23 +285,15 @@ func (m *Manager) watch(s *Session) {
 		case <-s.done:
 			return
 		case <-ttl.C:
-			m.finish(s, reasonTTL(s.rec.TTL))
+			m.finish(s, ttlEnd(s.rec.TTL))
 			return
 		case <-s.lease.Done():
-			cause := s.lease.Cause()
-			reason := cause.Error()
-			switch {
-			case errors.Is(cause, browsers.ErrLeaseExpired):
-				reason = reasonTTL(s.rec.TTL)
-			case errors.Is(cause, browsers.ErrPoolClosed):
-				reason = ReasonShutdown
-			}
-			m.finish(s, reason)
+			m.finish(s, leaseEnd(s.lease.Cause(), s.rec.TTL))
 			return
 		case <-timer.C:
 			idle := time.Since(time.Unix(0, s.lastActivity.Load()))
 			if idle >= s.rec.ActivityTTL {
-				m.finish(s, reasonIdle(s.rec.ActivityTTL))
+				m.finish(s, idleEnd(s.rec.ActivityTTL))
 				return
 			}
 			timer.Reset(s.rec.ActivityTTL - idle)
@@ -328,14 +304,14 @@ func (m *Manager) watch(s *Session) {
 // finish ends s once: tells attached clients, waits briefly for them to
 // detach, frees the browser and records the end. It reports whether this
 // call ended the session.
-func (m *Manager) finish(s *Session, reason string) bool {
+func (m *Manager) finish(s *Session, e End) bool {
 	s.mu.Lock()
 	if s.ended {
 		s.mu.Unlock()
 		return false
 	}
 	s.ended = true
-	s.reason = reason
+	s.end = e
 	s.endedAt = time.Now().UTC()
 	var detached chan struct{}
 	if s.attached > 0 {
@@ -350,7 +326,7 @@ func (m *Manager) finish(s *Session, reason string) bool {
 	last := time.Unix(0, s.lastActivity.Load())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := m.store.EndSession(ctx, s.rec.ID, s.endedAt, last, reason); err != nil {
+	if err := m.store.EndSession(ctx, s.rec.ID, s.endedAt, last, e.Text); err != nil {
 		m.log.Error("recording the end of a session", "session", s.rec.ID, "err", err)
 	}
 	close(s.done)
@@ -364,18 +340,21 @@ func (m *Manager) finish(s *Session, reason string) bool {
 	if s.profile != nil {
 		// A browser that is still leased is still running: save its state.
 		// One that exited keeps the profile's last saved version.
-		save := s.lease.Cause() == nil
+		changes := profiles.Discard
+		if s.lease.Cause() == nil {
+			changes = profiles.Save
+		}
 		pctx, cancel := context.WithTimeout(context.Background(), profileSaveTimeout)
-		if err := s.profile.Close(pctx, save); err != nil {
+		if err := s.profile.Close(pctx, changes); err != nil {
 			m.log.Error("saving the session's profile", "session", s.rec.ID, "err", err)
 		}
 		cancel()
 	}
-	s.lease.Release(false)
+	s.lease.Release(browsers.Destroy)
 	m.mu.Lock()
 	delete(m.active, s.rec.ID)
 	m.mu.Unlock()
-	m.log.Info("browser session ended", "session", s.rec.ID, "team", s.rec.Team, "reason", reason)
+	m.log.Info("browser session ended", "session", s.rec.ID, "team", s.rec.Team, "reason", e.Text)
 	return true
 }
 
@@ -458,8 +437,8 @@ func (m *Manager) Delete(ctx context.Context, team, id string) (time.Duration, e
 	if err != nil {
 		return 0, err
 	}
-	if !m.finish(s, ReasonDeleted) {
-		return 0, &DestroyedError{ID: id, Reason: s.Reason()}
+	if !m.finish(s, Deleted) {
+		return 0, &DestroyedError{ID: id, Reason: s.Ended().Text}
 	}
 	return time.Since(s.rec.CreatedAt), nil
 }
@@ -550,7 +529,7 @@ func (m *Manager) Execute(ctx context.Context, team, id, code string, timeout ti
 func (m *Manager) execErr(ctx context.Context, s *Session, err error) error {
 	select {
 	case <-s.done:
-		return &DestroyedError{ID: s.rec.ID, Reason: s.Reason()}
+		return &DestroyedError{ID: s.rec.ID, Reason: s.Ended().Text}
 	default:
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -581,7 +560,7 @@ func (m *Manager) Close() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			m.finish(s, ReasonShutdown)
+			m.finish(s, Shutdown)
 		}()
 	}
 	wg.Wait()

@@ -10,9 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/trawler-dev/trawler/browsers"
 	"github.com/trawler-dev/trawler/browsers/browserstest"
 	"github.com/trawler-dev/trawler/cdp"
+	"github.com/trawler-dev/trawler/profiles"
 	"github.com/trawler-dev/trawler/store"
 )
 
@@ -28,9 +31,9 @@ func (p *fakeProfile) Apply(ctx context.Context, browser *cdp.Mux, browserContex
 	return p.applyErr
 }
 
-func (p *fakeProfile) Close(ctx context.Context, save bool) error {
+func (p *fakeProfile) Close(ctx context.Context, changes profiles.Changes) error {
 	p.closed.Add(1)
-	if save {
+	if changes == profiles.Save {
 		p.saved.Add(1)
 	}
 	return nil
@@ -40,15 +43,11 @@ func newManager(t *testing.T, o browsers.PoolOptions) (*Manager, *browsers.Pool)
 	t.Helper()
 	pool, _ := browserstest.NewPool(t, o)
 	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "trawler.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	m, err := NewManager(context.Background(), pool, st, log)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(m.Close)
 	return m, pool
 }
@@ -64,30 +63,27 @@ func TestSessionProfileSavedOrReleased(t *testing.T) {
 
 	ok := &fakeProfile{}
 	s, err := m.Create(context.Background(), opts(ok))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	// The pool is full: the next Create fails and must release its profile.
 	busy := &fakeProfile{}
-	if _, err := m.Create(context.Background(), opts(busy)); err == nil {
-		t.Fatal("a second session on a pool of one was created")
-	}
-	if busy.closed.Load() != 1 || busy.saved.Load() != 0 {
-		t.Fatalf("profile of a refused session: closed %d, saved %d", busy.closed.Load(), busy.saved.Load())
-	}
-	s.End(ReasonDeleted)
-	if ok.applied.Load() != 1 || ok.closed.Load() != 1 || ok.saved.Load() != 1 {
-		t.Fatalf("profile of an ended session: applied %d, closed %d, saved %d", ok.applied.Load(), ok.closed.Load(), ok.saved.Load())
-	}
+	_, err = m.Create(context.Background(), opts(busy))
+	require.Error(t, err, "a second session on a pool of one was created")
+	require.Equal(t, int32(1), busy.closed.Load(), "times the profile of a refused session was closed")
+	require.Zero(t, busy.saved.Load(), "times the profile of a refused session was saved")
+	s.End(Deleted)
+	require.Equal(t, int32(1), ok.applied.Load(), "times the profile of an ended session was applied")
+	require.Equal(t, int32(1), ok.closed.Load(), "times the profile of an ended session was closed")
+	require.Equal(t, int32(1), ok.saved.Load(), "times the profile of an ended session was saved")
 
 	bad := &fakeProfile{applyErr: errors.New("restore failed")}
-	if _, err := m.Create(context.Background(), opts(bad)); err == nil || bad.closed.Load() != 1 || bad.saved.Load() != 0 {
-		t.Fatalf("a profile that fails to restore: err %v, closed %d, saved %d", err, bad.closed.Load(), bad.saved.Load())
-	}
+	_, err = m.Create(context.Background(), opts(bad))
+	require.Error(t, err, "a profile that fails to restore")
+	require.Equal(t, int32(1), bad.closed.Load(), "times a profile that fails to restore was closed")
+	require.Zero(t, bad.saved.Load(), "times a profile that fails to restore was saved")
 
 	m.Close()
 	late := &fakeProfile{}
-	if _, err := m.Create(context.Background(), opts(late)); !errors.Is(err, ErrClosed) || late.closed.Load() != 1 {
-		t.Fatalf("Create after Close: err %v, profile closed %d times", err, late.closed.Load())
-	}
+	_, err = m.Create(context.Background(), opts(late))
+	require.ErrorIs(t, err, ErrClosed, "Create after Close")
+	require.Equal(t, int32(1), late.closed.Load(), "times the profile was closed after Close")
 }

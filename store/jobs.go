@@ -244,16 +244,7 @@ func (s *Store) Jobs(ctx context.Context, team, kind, status string) ([]Job, err
 	if err != nil {
 		return nil, fmt.Errorf("listing jobs: %w", err)
 	}
-	defer rows.Close()
-	var out []Job
-	for rows.Next() {
-		j, err := scanJob(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, j)
-	}
-	return out, rows.Err()
+	return scanAll(rows, scanJob)
 }
 
 // JobURLs returns a job's URLs (without their documents), in discovery

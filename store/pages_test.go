@@ -3,10 +3,11 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // TestPageCacheScope is who may read a cache entry: the team that fetched
@@ -17,9 +18,7 @@ func TestPageCacheScope(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, err := Open(ctx, filepath.Join(t.TempDir(), "t.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer s.Close()
 	now := time.Now()
 	put := func(team, key string, private bool, age time.Duration, shot string) {
@@ -27,9 +26,7 @@ func TestPageCacheScope(t *testing.T) {
 		err := s.PutPage(ctx, CachedPage{Team: team, Key: key, URL: "http://" + key + "/", CreatedAt: now.Add(-age),
 			StatusCode: 200, FinalURL: "http://" + key + "/", ContentType: "text/html", Body: []byte(team + " " + key),
 			Screenshot: shot, Private: private})
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 	}
 	put("acme", "public", false, time.Hour, "")
 	put("acme", "intranet", true, time.Hour, "")
@@ -60,23 +57,22 @@ func TestPageCacheScope(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := s.Page(ctx, tc.q)
-			switch {
-			case tc.want == "" && !errors.Is(err, ErrNotFound):
-				t.Fatalf("got %q, %v; want ErrNotFound", p.Body, err)
-			case tc.want != "" && (err != nil || string(p.Body) != tc.want):
-				t.Fatalf("got %q, %v; want %q", p.Body, err, tc.want)
+			if tc.want == "" {
+				require.ErrorIs(t, err, ErrNotFound, "got %q", p.Body)
+				return
 			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, string(p.Body))
 		})
 	}
 
 	// A team's new fetch replaces its own entry and no other team's.
 	put("acme", "public", true, 0, "")
-	if p, err := s.Page(ctx, PageLookup{Team: "acme", Key: "public"}); err != nil || !p.Private || p.Team != "acme" {
-		t.Fatalf("replaced entry: %+v, %v", p, err)
-	}
-	if _, err := s.Page(ctx, PageLookup{Team: "globex", Key: "public", Shared: true}); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("a page now fetched privately is still shared: %v", err)
-	}
+	p, err := s.Page(ctx, PageLookup{Team: "acme", Key: "public"})
+	require.NoError(t, err, "replaced entry")
+	require.True(t, p.Private && p.Team == "acme", "replaced entry: %+v", p)
+	_, err = s.Page(ctx, PageLookup{Team: "globex", Key: "public", Shared: true})
+	require.ErrorIs(t, err, ErrNotFound, "a page now fetched privately is still shared")
 }
 
 // TestPageCacheMigrationDropsUnscopedEntries: entries written before the
@@ -87,40 +83,30 @@ func TestPageCacheMigrationDropsUnscopedEntries(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "t.db")
 	db, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
+	require.NoError(t, err)
+	exec := func(query string, args ...any) {
+		t.Helper()
+		_, err := db.Exec(query, args...)
+		require.NoError(t, err)
 	}
-	if _, err := db.Exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY)`); err != nil {
-		t.Fatal(err)
-	}
+	exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY)`)
 	for v := 1; v <= 3; v++ {
-		if _, err := db.Exec(migrations[v-1]); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := db.Exec(`INSERT INTO schema_migrations(version) VALUES (?)`, v); err != nil {
-			t.Fatal(err)
-		}
+		exec(migrations[v-1])
+		exec(`INSERT INTO schema_migrations(version) VALUES (?)`, v)
 	}
-	if _, err := db.Exec(`INSERT INTO page_cache (key, url, created_at, status_code, final_url, content_type, body)
-		VALUES ('k', 'http://127.0.0.1/', ?, 200, 'http://127.0.0.1/', 'text/html', 'old')`, time.Now().UnixMilli()); err != nil {
-		t.Fatal(err)
-	}
+	exec(`INSERT INTO page_cache (key, url, created_at, status_code, final_url, content_type, body)
+		VALUES ('k', 'http://127.0.0.1/', ?, 200, 'http://127.0.0.1/', 'text/html', 'old')`, time.Now().UnixMilli())
 	db.Close()
 
 	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer s.Close()
 	for _, q := range []PageLookup{{Key: "k"}, {Team: "acme", Key: "k", Shared: true}} {
-		if _, err := s.Page(ctx, q); !errors.Is(err, ErrNotFound) {
-			t.Fatalf("an entry of the old cache survived the upgrade: %v", err)
-		}
+		_, err := s.Page(ctx, q)
+		require.ErrorIs(t, err, ErrNotFound, "an entry of the old cache survived the upgrade")
 	}
-	if err := s.PutPage(ctx, CachedPage{Team: "acme", Key: "k", CreatedAt: time.Now(), Body: []byte("new")}); err != nil {
-		t.Fatal(err)
-	}
-	if p, err := s.Page(ctx, PageLookup{Team: "acme", Key: "k"}); err != nil || string(p.Body) != "new" {
-		t.Fatalf("after the upgrade: %q, %v", p.Body, err)
-	}
+	require.NoError(t, s.PutPage(ctx, CachedPage{Team: "acme", Key: "k", CreatedAt: time.Now(), Body: []byte("new")}))
+	p, err := s.Page(ctx, PageLookup{Team: "acme", Key: "k"})
+	require.NoError(t, err, "after the upgrade")
+	require.Equal(t, "new", string(p.Body), "after the upgrade")
 }

@@ -114,16 +114,7 @@ func (s *Store) TeamSessions(ctx context.Context, team, status string, limit int
 	if err != nil {
 		return nil, fmt.Errorf("listing sessions: %w", err)
 	}
-	defer rows.Close()
-	var out []Session
-	for rows.Next() {
-		r, err := scanSession(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return scanAll(rows, scanSession)
 }
 
 // CountSessions counts sessions by status, for metrics.

@@ -1,6 +1,15 @@
-// Package store owns Trawler's persistence: SQLite through modernc.org/sqlite
-// (pure Go, WAL, versioned migrations) holding teams and their hashed keys,
-// browser session history and the team activity log.
+// Package store owns Trawler's persistence: one SQLite database through
+// modernc.org/sqlite (pure Go, WAL, versioned migrations) holding
+//   - teams and their hashed API keys (teams.go);
+//   - browser session history (sessions.go) and the teams' activity log
+//     (activity.go);
+//   - the page cache, as fetched and before any transform, and the scrape
+//     results kept for retrieval by id (pages.go);
+//   - crawl and batch-scrape jobs with their URLs, documents and error
+//     states, so that a restarted service resumes them (jobs.go);
+//   - webhook events awaiting delivery or retry (webhooks.go).
+//
+// Records that outlive their retention are deleted by the Prune methods.
 package store
 
 import (
@@ -206,3 +215,17 @@ func (s *Store) migrate(ctx context.Context) error {
 func millis(t time.Time) int64 { return t.UnixMilli() }
 
 func fromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+
+// scanAll reads every row of rows with scan, and closes rows.
+func scanAll[T any](rows *sql.Rows, scan func(row interface{ Scan(...any) error }) (T, error)) ([]T, error) {
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}

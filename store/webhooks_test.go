@@ -2,19 +2,17 @@ package store
 
 import (
 	"context"
-	"errors"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 func openWebhookStore(t *testing.T) *Store {
 	t.Helper()
 	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
 	return s
 }
@@ -23,9 +21,7 @@ func openWebhookStore(t *testing.T) *Store {
 func dueWebhooks(t *testing.T, s *Store, now time.Time, limit int) []string {
 	t.Helper()
 	due, err := s.DueWebhookEvents(context.Background(), now, limit)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var out []string
 	for _, e := range due {
 		out = append(out, e.JobID+":"+string(e.Payload))
@@ -41,26 +37,19 @@ func TestWebhookEventsDueInOrderPerJob(t *testing.T) {
 	add := func(job, payload string) {
 		t.Helper()
 		e := WebhookEvent{JobID: job, Team: "acme", Target: []byte(`{"url":"http://hook.example"}`), Payload: []byte(payload), NextAt: t0}
-		if err := s.AddWebhookEvent(ctx, e); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, s.AddWebhookEvent(ctx, e))
 	}
 	add("a", "a1")
 	add("b", "b1")
 	add("a", "a2")
 	add("c", "c1")
 
-	if got, want := dueWebhooks(t, s, time.Now(), 0), []string{"a:a1", "b:b1", "c:c1"}; !slices.Equal(got, want) {
-		t.Fatalf("due = %v, want %v (the oldest pending event of each job)", got, want)
-	}
-	if got := dueWebhooks(t, s, time.Now(), 2); len(got) != 2 {
-		t.Fatalf("limit 2 gave %v", got)
-	}
+	require.Equal(t, []string{"a:a1", "b:b1", "c:c1"}, dueWebhooks(t, s, time.Now(), 0), "due: the oldest pending event of each job")
+	require.Len(t, dueWebhooks(t, s, time.Now(), 2), 2, "due with limit 2")
 
 	events, err := s.WebhookEvents(ctx, "a")
-	if err != nil || len(events) != 2 {
-		t.Fatalf("WebhookEvents(a) = %v, %v", events, err)
-	}
+	require.NoError(t, err, "WebhookEvents(a)")
+	require.Len(t, events, 2, "WebhookEvents(a)")
 	a1, a2 := events[0], events[1]
 	if a1.State != WebhookPending || a1.Attempts != 0 || a1.Team != "acme" || string(a1.Target) != `{"url":"http://hook.example"}` ||
 		a1.CreatedAt.IsZero() || !a1.NextAt.Equal(t0.Truncate(time.Millisecond)) {
@@ -69,38 +58,22 @@ func TestWebhookEventsDueInOrderPerJob(t *testing.T) {
 
 	// a1 waits for a retry: a2, although due, must not overtake it.
 	next := time.Now().Add(time.Hour)
-	if err := s.MarkWebhookRetry(ctx, a1.ID, 1, next, "answered 500"); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := dueWebhooks(t, s, time.Now(), 0), []string{"b:b1", "c:c1"}; !slices.Equal(got, want) {
-		t.Fatalf("due while a1 waits = %v, want %v", got, want)
-	}
-	if got, want := dueWebhooks(t, s, next, 0), []string{"b:b1", "c:c1", "a:a1"}; !slices.Equal(got, want) {
-		t.Fatalf("due once a1's retry is due = %v, want %v", got, want)
-	}
+	require.NoError(t, s.MarkWebhookRetry(ctx, a1.ID, 1, next, "answered 500"))
+	require.Equal(t, []string{"b:b1", "c:c1"}, dueWebhooks(t, s, time.Now(), 0), "due while a1 waits")
+	require.Equal(t, []string{"b:b1", "c:c1", "a:a1"}, dueWebhooks(t, s, next, 0), "due once a1's retry is due")
 
 	// Once a1 is done (either way) a2 is next.
-	if err := s.MarkWebhookFailed(ctx, a1.ID, 5, "answered 500"); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := dueWebhooks(t, s, time.Now(), 0), []string{"b:b1", "a:a2", "c:c1"}; !slices.Equal(got, want) {
-		t.Fatalf("due after a1 failed = %v, want %v", got, want)
-	}
-	if err := s.MarkWebhookDelivered(ctx, a2.ID, 2); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, s.MarkWebhookFailed(ctx, a1.ID, 5, "answered 500"))
+	require.Equal(t, []string{"b:b1", "a:a2", "c:c1"}, dueWebhooks(t, s, time.Now(), 0), "due after a1 failed")
+	require.NoError(t, s.MarkWebhookDelivered(ctx, a2.ID, 2))
 	events, _ = s.WebhookEvents(ctx, "a")
 	if events[0].State != WebhookFailed || events[0].Attempts != 5 || events[0].LastError != "answered 500" ||
 		events[1].State != WebhookDelivered || events[1].Attempts != 2 {
 		t.Fatalf("after marking: %+v", events)
 	}
-	if got, want := dueWebhooks(t, s, time.Now(), 0), []string{"b:b1", "c:c1"}; !slices.Equal(got, want) {
-		t.Fatalf("due after a is done = %v, want %v", got, want)
-	}
+	require.Equal(t, []string{"b:b1", "c:c1"}, dueWebhooks(t, s, time.Now(), 0), "due after a is done")
 
-	if err := s.MarkWebhookDelivered(ctx, 9999, 1); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("marking a missing event: %v, want ErrNotFound", err)
-	}
+	require.ErrorIs(t, s.MarkWebhookDelivered(ctx, 9999, 1), ErrNotFound, "marking a missing event")
 }
 
 func TestWebhookEventInsideTransaction(t *testing.T) {
@@ -109,30 +82,22 @@ func TestWebhookEventInsideTransaction(t *testing.T) {
 	s := openWebhookStore(t)
 	for _, commit := range []bool{false, true} {
 		tx, err := s.db.BeginTx(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		// A caller-supplied state is ignored: a new event is always pending.
 		e := WebhookEvent{JobID: "j", Team: "acme", Target: []byte(`{}`), Payload: []byte(`{}`), State: WebhookDelivered}
-		if err := insertWebhookEvent(ctx, tx, e); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, insertWebhookEvent(ctx, tx, e))
 		if commit {
 			err = tx.Commit()
 		} else {
 			err = tx.Rollback()
 		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 	}
 	events, err := s.WebhookEvents(ctx, "j")
-	if err != nil || len(events) != 1 || events[0].State != WebhookPending {
-		t.Fatalf("after one rollback and one commit: %+v, %v", events, err)
-	}
-	if got := dueWebhooks(t, s, time.Now(), 0); len(got) != 1 {
-		t.Fatalf("an event with no NextAt is not due at once: %v", got)
-	}
+	require.NoError(t, err, "after one rollback and one commit")
+	require.Len(t, events, 1, "after one rollback and one commit")
+	require.Equal(t, WebhookPending, events[0].State, "after one rollback and one commit")
+	require.Len(t, dueWebhooks(t, s, time.Now(), 0), 1, "an event with no NextAt is not due at once")
 }
 
 func TestPruneWebhookEventsKeepsPending(t *testing.T) {
@@ -145,24 +110,18 @@ func TestPruneWebhookEventsKeepsPending(t *testing.T) {
 		if p == "recent" {
 			e.CreatedAt = time.Time{}
 		}
-		if err := s.AddWebhookEvent(ctx, e); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, s.AddWebhookEvent(ctx, e))
 	}
 	events, _ := s.WebhookEvents(ctx, "j")
 	s.MarkWebhookDelivered(ctx, events[0].ID, 1)
 	s.MarkWebhookFailed(ctx, events[1].ID, 3, "gone")
 	s.MarkWebhookDelivered(ctx, events[3].ID, 1)
 
-	if err := s.PruneWebhookEvents(ctx, time.Now().Add(-24*time.Hour)); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, s.PruneWebhookEvents(ctx, time.Now().Add(-24*time.Hour)))
 	events, _ = s.WebhookEvents(ctx, "j")
 	var left []string
 	for _, e := range events {
 		left = append(left, string(e.Payload))
 	}
-	if want := []string{"pending", "recent"}; !slices.Equal(left, want) {
-		t.Fatalf("after pruning: %v, want %v", left, want)
-	}
+	require.Equal(t, []string{"pending", "recent"}, left, "after pruning")
 }

@@ -291,7 +291,7 @@ func (d *Dispatcher) Flush(ctx context.Context, jobID string) error {
 func (d *Dispatcher) redirectSafeClient() *http.Client {
 	c := d.Client
 	if c == nil {
-		c = (&netguard.Guard{}).Client(tryTimeout, false)
+		c = (&netguard.Guard{}).Client(tryTimeout, netguard.VerifyTLS)
 	}
 	cp := *c
 	next := c.CheckRedirect

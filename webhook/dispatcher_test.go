@@ -15,8 +15,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/trawler-dev/trawler/netguard"
 	"github.com/trawler-dev/trawler/store"
+	"github.com/trawler-dev/trawler/test/logtest"
 )
 
 // delivery is one request a receiver got.
@@ -92,9 +96,7 @@ func (r *receiver) deliveries() []delivery {
 func openStore(t *testing.T) *store.Store {
 	t.Helper()
 	s, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { s.Close() })
 	return s
 }
@@ -107,7 +109,7 @@ func newDispatcher(s *store.Store, guard *netguard.Guard) *Dispatcher {
 	}
 	return &Dispatcher{
 		Store:   s,
-		Client:  guard.Client(10*time.Second, false),
+		Client:  guard.Client(10*time.Second, netguard.VerifyTLS),
 		Log:     slog.New(slog.DiscardHandler),
 		Backoff: func(int) time.Duration { return 20 * time.Millisecond },
 	}
@@ -137,9 +139,7 @@ func enqueue(t *testing.T, d *Dispatcher, team, job string, spec *Spec, from, to
 	for n := from; n <= to; n++ {
 		doc := json.RawMessage(fmt.Sprintf(`{"n":%d}`, n))
 		e := Event(team, job, spec, Payload("crawl", "page", job, spec, []json.RawMessage{doc}, ""))
-		if err := d.Store.AddWebhookEvent(context.Background(), e); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, d.Store.AddWebhookEvent(context.Background(), e))
 	}
 	d.Notify()
 }
@@ -149,9 +149,7 @@ func flush(t *testing.T, d *Dispatcher, jobs ...string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for _, job := range jobs {
-		if err := d.Flush(ctx, job); err != nil {
-			t.Fatalf("flushing %s: %v", job, err)
-		}
+		require.NoError(t, d.Flush(ctx, job), "flushing %s", job)
 	}
 }
 
@@ -159,9 +157,7 @@ func flush(t *testing.T, d *Dispatcher, jobs ...string) {
 func states(t *testing.T, s *store.Store, job string) []string {
 	t.Helper()
 	events, err := s.WebhookEvents(context.Background(), job)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var out []string
 	for _, e := range events {
 		out = append(out, fmt.Sprint(e.State, "/", e.Attempts))
@@ -183,17 +179,11 @@ func TestDeliveryInOrderUnderRetries(t *testing.T) {
 	enqueue(t, d, "acme", "job-a", &Spec{URL: r.URL + "/hook"}, 1, 3)
 	flush(t, d, "job-a")
 
-	if got, want := r.sequence("job-a"), []int{1, 2, 2, 3}; !slices.Equal(got, want) {
-		t.Fatalf("arrivals %v, want %v", got, want)
-	}
-	if got, want := states(t, d.Store, "job-a"), []string{"delivered/1", "delivered/2", "delivered/1"}; !slices.Equal(got, want) {
-		t.Fatalf("stored %v, want %v", got, want)
-	}
+	require.Equal(t, []int{1, 2, 2, 3}, r.sequence("job-a"), "arrivals")
+	require.Equal(t, []string{"delivered/1", "delivered/2", "delivered/1"}, states(t, d.Store, "job-a"), "stored")
 	// A retry sends the same bytes: the receiver can deduplicate on webhookId.
 	all := r.deliveries()
-	if string(all[1].body) != string(all[2].body) {
-		t.Fatalf("the retry's body differs:\n%s\n%s", all[1].body, all[2].body)
-	}
+	require.Equal(t, string(all[1].body), string(all[2].body), "the retry's body differs")
 }
 
 func TestJobsProgressConcurrently(t *testing.T) {
@@ -222,9 +212,7 @@ func TestJobsProgressConcurrently(t *testing.T) {
 	enqueue(t, d, "acme", "job-b", spec, 1, 3)
 	flush(t, d, "job-a", "job-b")
 	for _, job := range []string{"job-a", "job-b"} {
-		if got, want := r.sequence(job), []int{1, 2, 3}; !slices.Equal(got, want) {
-			t.Errorf("%s arrivals %v, want %v", job, got, want)
-		}
+		assert.Equal(t, []int{1, 2, 3}, r.sequence(job), "%s arrivals", job)
 	}
 }
 
@@ -251,12 +239,10 @@ func TestSignatureAndHeaders(t *testing.T) {
 	}
 	for _, job := range []string{"signed", "unsigned"} {
 		h := got[job].header
-		if h.Get("Authorization") != "Bearer abc" || h.Get("X-Custom") != "42" {
-			t.Errorf("%s: custom headers missing: %v", job, h)
-		}
-		if h.Get("Content-Type") != "application/json" || h.Get("User-Agent") != UserAgent {
-			t.Errorf("%s: Content-Type %q, User-Agent %q", job, h.Get("Content-Type"), h.Get("User-Agent"))
-		}
+		assert.Equal(t, "Bearer abc", h.Get("Authorization"), "%s: custom header Authorization", job)
+		assert.Equal(t, "42", h.Get("X-Custom"), "%s: custom header X-Custom", job)
+		assert.Equal(t, "application/json", h.Get("Content-Type"), "%s: Content-Type", job)
+		assert.Equal(t, UserAgent, h.Get("User-Agent"), "%s: User-Agent", job)
 	}
 	// The receiver verifies as a Firecrawl receiver does: HMAC-SHA256 of the
 	// raw body under the shared secret.
@@ -264,9 +250,7 @@ func TestSignatureAndHeaders(t *testing.T) {
 	if sig := signed.header.Get(SignatureHeader); sig != Sign("s3cret", signed.body) || !strings.HasPrefix(sig, "sha256=") || len(sig) != 7+64 {
 		t.Errorf("signature %q does not verify", sig)
 	}
-	if sig, ok := got["unsigned"].header[SignatureHeader]; ok {
-		t.Errorf("a team without a secret got a signature %q", sig)
-	}
+	assert.NotContains(t, got["unsigned"].header, SignatureHeader, "a team without a secret got a signature")
 }
 
 func TestGivesUpAfterMaxAttempts(t *testing.T) {
@@ -291,10 +275,7 @@ func TestGivesUpAfterMaxAttempts(t *testing.T) {
 			enqueue(t, d, "acme", "job", &Spec{URL: r.URL}, 1, 2)
 			flush(t, d, "job")
 
-			want := append(slices.Repeat([]int{1}, tc.tries), 2)
-			if got := r.sequence("job"); !slices.Equal(got, want) {
-				t.Fatalf("arrivals %v, want %v", got, want)
-			}
+			require.Equal(t, append(slices.Repeat([]int{1}, tc.tries), 2), r.sequence("job"), "arrivals")
 			events, _ := d.Store.WebhookEvents(context.Background(), "job")
 			if e := events[0]; e.State != store.WebhookFailed || e.Attempts != tc.tries || !strings.Contains(e.LastError, "503") {
 				t.Fatalf("the given-up event: %+v", e)
@@ -325,17 +306,11 @@ func TestGuardRefusesLoopbackAtOnce(t *testing.T) {
 			start(t, d)
 			enqueue(t, d, "acme", "job", &Spec{URL: r.URL}, 1, 2)
 			flush(t, d, "job")
-			if got := states(t, d.Store, "job"); !slices.Equal(got, tc.want) {
-				t.Fatalf("stored %v, want %v", got, tc.want)
-			}
-			if n := len(r.deliveries()); n != tc.requests {
-				t.Fatalf("the receiver got %d requests, want %d", n, tc.requests)
-			}
+			require.Equal(t, tc.want, states(t, d.Store, "job"), "stored")
+			require.Len(t, r.deliveries(), tc.requests, "requests the receiver got")
 			if !tc.allowPrivate {
 				events, _ := d.Store.WebhookEvents(context.Background(), "job")
-				if !strings.Contains(events[0].LastError, "not allowed") {
-					t.Fatalf("last error %q does not give the reason", events[0].LastError)
-				}
+				require.Contains(t, events[0].LastError, "not allowed", "the last error does not give the reason")
 			}
 		})
 	}
@@ -365,12 +340,8 @@ func TestRedirects(t *testing.T) {
 			start(t, d)
 			enqueue(t, d, "acme", "job", &Spec{URL: redirect.URL}, 1, 1)
 			flush(t, d, "job")
-			if got := states(t, d.Store, "job"); !slices.Equal(got, tc.want) {
-				t.Fatalf("stored %v, want %v", got, tc.want)
-			}
-			if n := len(r.deliveries()); n != tc.requests {
-				t.Fatalf("the redirect target got %d requests, want %d", n, tc.requests)
-			}
+			require.Equal(t, tc.want, states(t, d.Store, "job"), "stored")
+			require.Len(t, r.deliveries(), tc.requests, "requests the redirect target got")
 		})
 	}
 }
@@ -407,51 +378,27 @@ func TestRestartContinuesInOrder(t *testing.T) {
 	stop()
 	releaseSix()
 	want := append(slices.Repeat([]string{"delivered/1"}, 5), slices.Repeat([]string{"pending/0"}, 5)...)
-	if got := states(t, s, job); !slices.Equal(got, want) {
-		t.Fatalf("after the first dispatcher stopped: %v, want %v", got, want)
-	}
+	require.Equal(t, want, states(t, s, job), "after the first dispatcher stopped")
 
 	second := newDispatcher(s, nil)
 	start(t, second)
 	flush(t, second, job)
-	if got, want := r.sequence(job), []int{1, 2, 3, 4, 5, 6, 6, 7, 8, 9, 10}; !slices.Equal(got, want) {
-		t.Fatalf("arrivals %v, want %v", got, want)
-	}
-	if got, want := states(t, s, job), slices.Repeat([]string{"delivered/1"}, 10); !slices.Equal(got, want) {
-		t.Fatalf("after the restart: %v, want %v", got, want)
-	}
+	require.Equal(t, []int{1, 2, 3, 4, 5, 6, 6, 7, 8, 9, 10}, r.sequence(job), "arrivals")
+	require.Equal(t, slices.Repeat([]string{"delivered/1"}, 10), states(t, s, job), "after the restart")
 }
 
 func TestRunSurvivesStoreErrors(t *testing.T) {
 	t.Parallel()
 	s, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	s.Close() // every query now fails
-	var logs strings.Builder
-	var mu sync.Mutex
+	var logs logtest.Buffer
 	d := newDispatcher(s, nil)
-	d.Log = slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))
+	d.Log = slog.New(slog.NewTextHandler(&logs, nil))
 	stop := start(t, d)
 	d.Notify()
 	d.Notify()
 	time.Sleep(50 * time.Millisecond)
 	stop() // returns: Run did not die or hang on the errors
-	mu.Lock()
-	defer mu.Unlock()
-	if !strings.Contains(logs.String(), "reading due webhook events") {
-		t.Fatalf("the store error was not logged: %q", logs.String())
-	}
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (l lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
+	require.Contains(t, logs.String(), "reading due webhook events", "the store error was not logged")
 }

@@ -2,11 +2,12 @@ package webhook
 
 import (
 	"encoding/json"
-	"reflect"
 	"slices"
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestDecode(t *testing.T) {
@@ -56,12 +57,8 @@ func TestDecode(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			got, problems := Decode(json.RawMessage(tc.raw), "webhook")
-			if !slices.Equal(problems, tc.problems) {
-				t.Fatalf("problems = %q, want %q", problems, tc.problems)
-			}
-			if !reflect.DeepEqual(got, tc.want) {
-				t.Fatalf("spec = %+v, want %+v", got, tc.want)
-			}
+			require.Equal(t, tc.problems, problems, "problems")
+			require.Equal(t, tc.want, got, "spec")
 		})
 	}
 }
@@ -69,9 +66,7 @@ func TestDecode(t *testing.T) {
 func TestDecodeNamesTheFieldGiven(t *testing.T) {
 	t.Parallel()
 	_, problems := Decode(json.RawMessage(`{"url":"x"}`), "scrapeOptions.webhook")
-	if want := []string{"scrapeOptions.webhook.url must be an absolute http or https URL"}; !slices.Equal(problems, want) {
-		t.Fatalf("problems = %q, want %q", problems, want)
-	}
+	require.Equal(t, []string{"scrapeOptions.webhook.url must be an absolute http or https URL"}, problems, "problems")
 }
 
 func TestWants(t *testing.T) {
@@ -91,9 +86,7 @@ func TestWants(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			for _, ev := range all {
-				if got, want := tc.spec.Wants(ev), slices.Contains(tc.wanted, ev); got != want {
-					t.Errorf("Wants(%q) = %v, want %v", ev, got, want)
-				}
+				assert.Equal(t, slices.Contains(tc.wanted, ev), tc.spec.Wants(ev), "Wants(%q)", ev)
 			}
 		})
 	}
@@ -127,32 +120,23 @@ func TestPayload(t *testing.T) {
 			t.Parallel()
 			raw := Payload(tc.kind, tc.event, "job-1", tc.spec, tc.docs, tc.errMsg)
 			var got map[string]json.RawMessage
-			if err := json.Unmarshal(raw, &got); err != nil {
-				t.Fatalf("%s: %v", raw, err)
-			}
+			require.NoError(t, json.Unmarshal(raw, &got), "%s", raw)
 			var b body
 			json.Unmarshal(raw, &b)
 			if b.Success != tc.success || b.Type != tc.kind+"."+tc.event || b.ID != "job-1" || b.Error != tc.errMsg {
 				t.Errorf("payload %s", raw)
 			}
-			if _, err := uuid.Parse(b.WebhookID); err != nil {
-				t.Errorf("webhookId %q: %v", b.WebhookID, err)
-			}
-			if string(got["data"]) != tc.data || string(got["metadata"]) != tc.meta {
-				t.Errorf("data %s, metadata %s; want %s, %s", got["data"], got["metadata"], tc.data, tc.meta)
-			}
-			if _, has := got["error"]; has != (tc.errMsg != "") {
-				t.Errorf("error present = %v in %s", has, raw)
-			}
-			if len(got) != 6+boolInt(tc.errMsg != "") {
-				t.Errorf("unexpected members in %s", raw)
-			}
+			_, err := uuid.Parse(b.WebhookID)
+			assert.NoError(t, err, "webhookId %q", b.WebhookID)
+			assert.Equal(t, tc.data, string(got["data"]), "data")
+			assert.Equal(t, tc.meta, string(got["metadata"]), "metadata")
+			_, has := got["error"]
+			assert.Equal(t, tc.errMsg != "", has, "error present in %s", raw)
+			assert.Len(t, got, 6+boolInt(tc.errMsg != ""), "members of %s", raw)
 		})
 	}
 	a, b := Payload("crawl", "started", "j", spec, nil, ""), Payload("crawl", "started", "j", spec, nil, "")
-	if string(a) == string(b) {
-		t.Error("two events share a webhookId")
-	}
+	assert.NotEqual(t, string(a), string(b), "two events share a webhookId")
 }
 
 func boolInt(b bool) int {

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/trawler-dev/trawler/browsers"
 )
 
@@ -45,12 +47,8 @@ func NewPool(t testing.TB, o browsers.PoolOptions) (*browsers.Pool, *browsers.Pr
 func PID(t testing.TB, rt *browsers.ProcessRuntime, b browsers.Browser) int {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(rt.Dir, b.ID(), "trawler.pid"))
-	if err != nil {
-		t.Fatalf("reading the browser's pid: %v", err)
-	}
+	require.NoError(t, err, "reading the browser's pid")
 	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return pid
 }

@@ -15,6 +15,11 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/trawler-dev/trawler/test/polltest"
 )
 
 // chainSite serves /p/0 .. /p/n-1, each linking to the next two, each
@@ -51,9 +56,7 @@ func (p *proc) post(t *testing.T, path string, body any) map[string]any {
 	req.Header.Set("Authorization", "Bearer acme-key-0001")
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer resp.Body.Close()
 	var out map[string]any
 	json.NewDecoder(resp.Body).Decode(&out)
@@ -69,11 +72,9 @@ func TestCrawlResumesAfterKill(t *testing.T) {
 	t.Setenv("TRAWLER_ALLOW_PRIVATE_NETWORKS", "true")
 	p := startBinary(t, dataDir, addr)
 	id, _ := p.post(t, "/v2/crawl", map[string]any{"url": site.URL + "/p/0", "sitemap": "skip", "crawlEntireDomain": true})["id"].(string)
-	if id == "" {
-		t.Fatal("no crawl id")
-	}
+	require.NotEmpty(t, id, "no crawl id")
 	var before float64
-	waitUntil(t, 60*time.Second, "a third of the pages", func() bool {
+	polltest.Until(t, 60*time.Second, "a third of the pages", func() bool {
 		before, _ = p.call(t, "GET", "/v2/crawl/"+id)["completed"].(float64)
 		return before >= pages/3
 	})
@@ -88,7 +89,7 @@ func TestCrawlResumesAfterKill(t *testing.T) {
 		p2.cmd.Wait()
 	})
 	var st map[string]any
-	waitUntil(t, 90*time.Second, "the resumed crawl to complete", func() bool {
+	polltest.Until(t, 90*time.Second, "the resumed crawl to complete", func() bool {
 		st = p2.call(t, "GET", "/v2/crawl/"+id+"?limit=1000")
 		return st["status"] == "completed"
 	})
@@ -102,9 +103,7 @@ func TestCrawlResumesAfterKill(t *testing.T) {
 	const want = pages + 2
 	for i := 0; i < want; i++ {
 		u := fmt.Sprintf("%s/p/%d", site.URL, i)
-		if seen[u] != 1 {
-			t.Errorf("%s appears %d times in the results", u, seen[u])
-		}
+		assert.Equal(t, 1, seen[u], "times %s appears in the results", u)
 	}
 	if len(data) != want || st["completed"].(float64) != want || st["total"].(float64) != want {
 		t.Errorf("%d documents, completed %v, total %v; want %d (before the kill: %v)", len(data), st["completed"], st["total"], want, before)
@@ -118,34 +117,24 @@ func TestCrawlCommand(t *testing.T) {
 	cmd.Env = append(os.Environ(), "TRAWLER_ALLOW_PRIVATE_NETWORKS=true", "TRAWLER_DATA_DIR=")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("trawler crawl: %v\n%s\n%s", err, stdout.String(), stderr.String())
-	}
+	require.NoError(t, cmd.Run(), "trawler crawl:\n%s\n%s", stdout.String(), stderr.String())
 	if !strings.Contains(stdout.String(), "5 pages written") || !strings.Contains(stderr.String(), "5 done") {
 		t.Errorf("stdout %q; stderr %q", stdout.String(), stderr.String())
 	}
 	f, err := os.Open(filepath.Join(out, "index.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer f.Close()
 	n := 0
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		var e struct{ URL, File, Title string }
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			t.Fatalf("index line %q: %v", sc.Text(), err)
-		}
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &e), "index line %q", sc.Text())
 		md, err := os.ReadFile(filepath.Join(out, e.File))
 		if err != nil || !strings.HasPrefix(string(md), "# Page ") || !strings.HasPrefix(e.Title, "Page ") {
 			t.Errorf("%s (%s): %v %q", e.File, e.URL, err, md)
 		}
 		n++
 	}
-	if n != 5 {
-		t.Errorf("index lists %d pages, want 5", n)
-	}
-	if hits("/p/6") != 0 {
-		t.Errorf("a page beyond the limit was fetched")
-	}
+	assert.Equal(t, 5, n, "pages the index lists")
+	assert.Zero(t, hits("/p/6"), "a page beyond the limit was fetched")
 }

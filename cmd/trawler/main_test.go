@@ -16,6 +16,11 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/trawler-dev/trawler/test/logtest"
+	"github.com/trawler-dev/trawler/test/polltest"
 )
 
 var binary string
@@ -38,14 +43,12 @@ func TestMain(m *testing.M) {
 type proc struct {
 	cmd    *exec.Cmd
 	addr   string
-	stderr *bytes.Buffer
+	stderr *logtest.Buffer
 }
 
 func freeAddr(t *testing.T) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer ln.Close()
 	return ln.Addr().String()
 }
@@ -58,11 +61,9 @@ func startBinary(t *testing.T, dataDir, addr string, extra ...string) *proc {
 	cmd.Env = append(os.Environ(), "TRAWLER_DATA_DIR="+dataDir, "TRAWLER_ADDR="+addr,
 		"TRAWLER_API_KEYS=acme:acme-key-0001", "TRAWLER_WARM_BROWSERS=1")
 	cmd.Env = append(cmd.Env, extra...)
-	p := &proc{cmd: cmd, addr: addr, stderr: &bytes.Buffer{}}
+	p := &proc{cmd: cmd, addr: addr, stderr: &logtest.Buffer{}}
 	cmd.Stderr = p.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
 		cmd.Process.Kill()
 		cmd.Wait()
@@ -70,16 +71,15 @@ func startBinary(t *testing.T, dataDir, addr string, extra ...string) *proc {
 			t.Logf("service log:\n%s", p.stderr)
 		}
 	})
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
-			resp.Body.Close()
-			return p
+	polltest.UntilState(t, 20*time.Second, "the service to come up", func() bool {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err != nil {
+			return false
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("service did not come up:\n%s", p.stderr)
-	return nil
+		resp.Body.Close()
+		return true
+	}, func() string { return "its log:\n" + p.stderr.String() })
+	return p
 }
 
 func (p *proc) call(t *testing.T, method, path string) map[string]any {
@@ -95,8 +95,7 @@ func (p *proc) send(t *testing.T, method, path, body string) (int, map[string]an
 	req.Header.Set("Authorization", "Bearer acme-key-0001")
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Error(err)
+	if !assert.NoError(t, err, "%s %s", method, path) {
 		return 0, nil
 	}
 	defer resp.Body.Close()
@@ -127,34 +126,19 @@ func browserPIDs(dataDir string) []int {
 	return pids
 }
 
-func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 func TestRestartAfterKillReapsOrphans(t *testing.T) {
 	dataDir, addr := t.TempDir(), freeAddr(t)
 	p := startBinary(t, dataDir, addr)
 	s := p.call(t, "POST", "/v2/browser")
 	id, _ := s["id"].(string)
-	if id == "" {
-		t.Fatalf("POST /v2/browser: %v", s)
-	}
-	waitUntil(t, 20*time.Second, "the warm browser and the session's browser", func() bool {
+	require.NotEmpty(t, id, "POST /v2/browser: %v", s)
+	polltest.Until(t, 20*time.Second, "the warm browser and the session's browser", func() bool {
 		return len(browserPIDs(dataDir)) >= 2
 	})
 	p.cmd.Process.Signal(syscall.SIGKILL)
 	p.cmd.Wait()
 	orphans := browserPIDs(dataDir)
-	if len(orphans) == 0 {
-		t.Fatal("no browser outlived the killed service; the test cannot show reaping")
-	}
+	require.NotEmpty(t, orphans, "no browser outlived the killed service; the test cannot show reaping")
 
 	p2 := startBinary(t, dataDir, addr)
 	for _, pid := range orphans {
@@ -179,9 +163,7 @@ func TestSIGTERMClosesSessionsAndBrowsers(t *testing.T) {
 	s := p.call(t, "POST", "/v2/browser")
 	cdpURL, _ := s["cdpUrl"].(string)
 	ws, _, err := websocket.DefaultDialer.Dial(cdpURL, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer ws.Close()
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	ws.SetReadDeadline(time.Now().Add(15 * time.Second))
@@ -194,31 +176,22 @@ func TestSIGTERMClosesSessionsAndBrowsers(t *testing.T) {
 	go func() { exited <- p.cmd.Wait() }()
 	select {
 	case err := <-exited:
-		if err != nil {
-			t.Fatalf("service exited with %v", err)
-		}
+		require.NoError(t, err, "service exit")
 	case <-time.After(20 * time.Second):
 		t.Fatal("service did not exit after SIGTERM")
 	}
-	if left := browserPIDs(dataDir); len(left) > 0 {
-		t.Fatalf("browsers left after shutdown: %v", left)
-	}
-	if entries, _ := os.ReadDir(filepath.Join(dataDir, "browsers")); len(entries) > 0 {
-		t.Fatalf("%d user-data directories left after shutdown", len(entries))
-	}
+	require.Empty(t, browserPIDs(dataDir), "browsers left after shutdown")
+	entries, _ := os.ReadDir(filepath.Join(dataDir, "browsers"))
+	require.Empty(t, entries, "user-data directories left after shutdown")
 }
 
 func TestConfigErrorsNameTheSetting(t *testing.T) {
 	cmd := exec.Command(binary, "serve")
 	cmd.Env = append(os.Environ(), "TRAWLER_DATA_DIR="+t.TempDir(), "TRAWLER_POOL_SIZE=0", "TRAWLER_ADDR=0.0.0.0:0")
 	out, err := cmd.CombinedOutput()
-	if err == nil {
-		t.Fatal("serve started with an invalid configuration")
-	}
+	require.Error(t, err, "serve started with an invalid configuration")
 	for _, want := range []string{"TRAWLER_POOL_SIZE must be between 1 and 1000", "TRAWLER_ADDR", "local mode"} {
-		if !strings.Contains(string(out), want) {
-			t.Fatalf("output lacks %q:\n%s", want, out)
-		}
+		require.Contains(t, string(out), want, "output")
 	}
 }
 
@@ -250,9 +223,7 @@ func TestScrapeCommand(t *testing.T) {
 		t.Fatalf("trawler scrape --format json: %v\n%s\n%s", err, out, stderr)
 	}
 	out, _, _ = run(site.URL+"/page", "--format", "links")
-	if strings.TrimSpace(out) != site.URL+"/next" {
-		t.Fatalf("--format links: %q", out)
-	}
+	require.Equal(t, site.URL+"/next", strings.TrimSpace(out), "--format links")
 	if _, stderr, err := run(); err == nil || !strings.Contains(stderr, "a URL is required") {
 		t.Fatalf("no URL: %v %s", err, stderr)
 	}

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/trawler-dev/trawler/api"
 	"github.com/trawler-dev/trawler/config"
 	"github.com/trawler-dev/trawler/parse"
 	"github.com/trawler-dev/trawler/scrape"
@@ -40,8 +39,8 @@ func parseCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if info.Size() > api.MaxUpload {
-		return fmt.Errorf("%s is %d MB; parse reads files of up to %d MB", file, info.Size()>>20, api.MaxUpload>>20)
+	if info.Size() > parse.MaxUpload {
+		return fmt.Errorf("%s is %d MB; parse reads files of up to %d MB", file, info.Size()>>20, parse.MaxUpload>>20)
 	}
 	data, err := os.ReadFile(file)
 	if err != nil {

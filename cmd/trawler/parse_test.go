@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 )
 
 // TestParseCommand converts local files the way a user at a shell would.
@@ -51,8 +53,7 @@ func TestParseCommand(t *testing.T) {
 		{[]string{fake}, "named a DOCX file but its content is PDF"},
 		{[]string{"--format", "yaml", exe}, "--format must be markdown, html or json"},
 	} {
-		if _, _, err := run(tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
-		}
+		_, _, err := run(tc.args...)
+		assert.ErrorContains(t, err, tc.want, "%v", tc.args)
 	}
 }

@@ -10,8 +10,12 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
+	"github.com/trawler-dev/trawler/docker/dockertest"
 	"github.com/trawler-dev/trawler/profiles/miniotest"
+	"github.com/trawler-dev/trawler/test/polltest"
 )
 
 // envList turns settings into NAME=value strings.
@@ -69,20 +73,17 @@ func TestProfileLockAcrossProcesses(t *testing.T) {
 		t.Fatalf("two writers on two services: %d %v and %d %v, want one 200 and one 409", results[0].status, results[0].body,
 			results[1].status, results[1].body)
 	}
-	if loser.body["code"] != "PROFILE_LOCKED" {
-		t.Fatalf("the loser's answer: %v", loser.body)
-	}
+	require.Equal(t, "PROFILE_LOCKED", loser.body["code"], "the loser's answer: %v", loser.body)
 
 	// The winner's service dies with the lock held: its lock lives on until
 	// it expires (no renewals any more), then the other service takes over.
 	killed := time.Now()
 	winner.p.cmd.Process.Signal(syscall.SIGKILL)
 	winner.p.cmd.Wait()
-	if status, body := loser.p.send(t, "POST", "/v2/browser", writerBody); status != 409 {
-		t.Fatalf("a writer right after the holder died: %d %v, want 409 until the lock expires", status, body)
-	}
+	status, body := loser.p.send(t, "POST", "/v2/browser", writerBody)
+	require.Equal(t, 409, status, "a writer right after the holder died, until the lock expires: %v", body)
 	var id string
-	waitUntil(t, 20*time.Second, "the expired lock to be taken over", func() bool {
+	polltest.Until(t, 20*time.Second, "the expired lock to be taken over", func() bool {
 		status, body := loser.p.send(t, "POST", "/v2/browser", writerBody)
 		if status == 200 {
 			id, _ = body["id"].(string)
@@ -93,37 +94,21 @@ func TestProfileLockAcrossProcesses(t *testing.T) {
 	if waited := time.Since(killed); waited < 2*time.Second {
 		t.Fatalf("the lock was taken over %s after its holder died; it had seconds left", waited)
 	}
-	if status, body := loser.p.send(t, "DELETE", "/v2/browser/"+id, ""); status != 200 {
-		t.Fatalf("ending the new writer: %d %v", status, body)
-	}
+	status, body = loser.p.send(t, "DELETE", "/v2/browser/"+id, "")
+	require.Equal(t, 200, status, "ending the new writer: %v", body)
 	_, list := loser.p.send(t, "GET", "/v2/profiles", "")
 	if !strings.Contains(fmt.Sprint(list), "shop-login") || !strings.Contains(fmt.Sprint(list), "locked:false") {
 		t.Fatalf("profiles after the takeover's save: %v", list)
 	}
 }
 
-// containers lists the ids of the containers labelled with instance.
-func containers(t *testing.T, instance string) []string {
-	t.Helper()
-	out, err := exec.Command("docker", "ps", "-aq", "--no-trunc", "--filter", "label=dev.trawler.instance="+instance).Output()
-	if err != nil {
-		t.Fatalf("docker ps: %v", err)
-	}
-	return strings.Fields(string(out))
-}
-
 // After kill -9 of a service on the docker runtime its browser containers
 // keep running; the restarted service removes them.
 func TestRestartAfterKillRemovesOrphanedContainers(t *testing.T) {
-	if out, err := exec.Command("bash", "../../scripts/start-dockerd.sh").CombinedOutput(); err != nil {
-		t.Fatalf("the Docker engine: %v: %s", err, out)
-	}
-	if out, err := exec.Command("bash", "../../scripts/images.sh", "browser").CombinedOutput(); err != nil {
-		t.Fatalf("the browser image: %v: %s", err, out)
-	}
+	dockertest.RequireEngine(t)
 	instance := "test-" + uuid.NewString()[:8]
 	t.Cleanup(func() {
-		for _, c := range containers(t, instance) {
+		for _, c := range dockertest.InstanceContainers(t, instance) {
 			exec.Command("docker", "rm", "-f", c).Run()
 		}
 	})
@@ -132,28 +117,22 @@ func TestRestartAfterKillRemovesOrphanedContainers(t *testing.T) {
 	p := startBinary(t, dataDir, addr, env...)
 	s := p.call(t, "POST", "/v2/browser")
 	id, _ := s["id"].(string)
-	if id == "" {
-		t.Fatalf("POST /v2/browser: %v", s)
-	}
-	waitUntil(t, 30*time.Second, "the warm browser's and the session's containers", func() bool {
-		return len(containers(t, instance)) >= 2
+	require.NotEmpty(t, id, "POST /v2/browser: %v", s)
+	polltest.Until(t, 30*time.Second, "the warm browser's and the session's containers", func() bool {
+		return len(dockertest.InstanceContainers(t, instance)) >= 2
 	})
 	p.cmd.Process.Signal(syscall.SIGKILL)
 	p.cmd.Wait()
-	orphans := containers(t, instance)
-	if len(orphans) < 2 {
-		t.Fatalf("containers after kill -9: %v; the test cannot show their removal", orphans)
-	}
+	orphans := dockertest.InstanceContainers(t, instance)
+	require.GreaterOrEqual(t, len(orphans), 2, "containers after kill -9: %v; the test cannot show their removal", orphans)
 
 	p2 := startBinary(t, dataDir, addr, env...)
 	left := map[string]bool{}
-	for _, c := range containers(t, instance) {
+	for _, c := range dockertest.InstanceContainers(t, instance) {
 		left[c] = true
 	}
 	for _, c := range orphans {
-		if left[c] {
-			t.Errorf("orphaned container %s still exists after the restart", c[:12])
-		}
+		assert.False(t, left[c], "orphaned container %s still exists after the restart", c[:12])
 	}
 	g := p2.call(t, "GET", "/v2/browser/"+id)
 	if g["status"] != "destroyed" || g["endReason"] != "service restarted" {
@@ -161,7 +140,5 @@ func TestRestartAfterKillRemovesOrphanedContainers(t *testing.T) {
 	}
 	// The new run works on the docker runtime.
 	s2 := p2.call(t, "POST", "/v2/browser")
-	if s2["success"] != true {
-		t.Fatalf("a session after the restart: %v", s2)
-	}
+	require.Equal(t, true, s2["success"], "a session after the restart: %v", s2)
 }

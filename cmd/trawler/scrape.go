@@ -6,17 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
-	"os"
-	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
-	"github.com/trawler-dev/trawler/browsers"
 	"github.com/trawler-dev/trawler/config"
-	"github.com/trawler-dev/trawler/netguard"
 	"github.com/trawler-dev/trawler/scrape"
-	"github.com/trawler-dev/trawler/store"
 )
 
 type formatList []string
@@ -34,94 +29,93 @@ func (f *formatList) Set(v string) error {
 	return nil
 }
 
-// scrapeCmd scrapes one URL without a server: it starts one browser of its
-// own pool, prints the result and stops.
+// scrapeFlags are the options of trawler scrape.
+type scrapeFlags struct {
+	formats formatList
+	full    bool
+	timeout time.Duration
+	waitFor time.Duration
+	mobile  bool
+}
+
+// scrapeCmd scrapes one URL without a server: it runs the service in this
+// process with no warm browser, prints the result and stops.
 func scrapeCmd(args []string, stdout, stderr io.Writer) error {
+	target, f, err := parseScrapeFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	// A scrape keeps nothing: its data directory is its own, so that it can
+	// never reap the browsers of a server whose TRAWLER_DATA_DIR it shares.
+	svc, stop, err := localService(ctx, "scrape", stderr, map[string]string{"TRAWLER_WARM_BROWSERS": "0", "TRAWLER_DATA_DIR": ""})
+	if err != nil {
+		return err
+	}
+	defer stop()
+	// The crawler's scrape service is the service's one scrape service.
+	doc, err := svc.Crawler.Scrape.Scrape(ctx, scrape.Request{Team: config.LocalTeam, URL: target, Options: f.options()})
+	if err != nil {
+		return err
+	}
+	return f.print(stdout, stderr, doc)
+}
+
+// parseScrapeFlags reads the command line of trawler scrape: the URL and
+// its flags.
+func parseScrapeFlags(args []string, stderr io.Writer) (string, *scrapeFlags, error) {
+	f := &scrapeFlags{}
 	fs := flag.NewFlagSet("scrape", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var formats formatList
-	fs.Var(&formats, "format", "output: markdown (default), html, rawHtml, links, images, screenshot or json (the whole document); repeat for several, printed as JSON")
-	full := fs.Bool("full-page", false, "keep the whole page (onlyMainContent false)")
-	timeout := fs.Duration("timeout", 60*time.Second, "give up after this long")
-	waitFor := fs.Duration("wait-for", 0, "wait this long after the page settles")
-	mobile := fs.Bool("mobile", false, "emulate a phone")
+	fs.Var(&f.formats, "format", "output: markdown (default), html, rawHtml, links, images, screenshot or json (the whole document); repeat for several, printed as JSON")
+	fs.BoolVar(&f.full, "full-page", false, "keep the whole page (onlyMainContent false)")
+	fs.DurationVar(&f.timeout, "timeout", 60*time.Second, "give up after this long")
+	fs.DurationVar(&f.waitFor, "wait-for", 0, "wait this long after the page settles")
+	fs.BoolVar(&f.mobile, "mobile", false, "emulate a phone")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: trawler scrape [flags] URL\n\nScrapes URL with a local Chromium and prints the result. TRAWLER_* settings apply\n(TRAWLER_ALLOW_PRIVATE_NETWORKS=true to reach local addresses).\n\nflags:")
 		fs.PrintDefaults()
 	}
 	target, err := oneArgument(fs, args, "URL")
 	if err != nil {
-		return err
+		return "", nil, err
 	}
 	if !strings.Contains(target, "://") {
 		target = "http://" + target
 	}
-	if len(formats) == 0 {
-		formats = formatList{"markdown"}
+	if len(f.formats) == 0 {
+		f.formats = formatList{"markdown"}
 	}
+	return target, f, nil
+}
 
-	env := func(k string) string {
-		if k == "TRAWLER_WARM_BROWSERS" {
-			return "0"
-		}
-		return os.Getenv(k)
-	}
-	dataDir := os.Getenv("TRAWLER_DATA_DIR")
-	if dataDir == "" {
-		d, err := os.MkdirTemp("", "trawler-scrape")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(d)
-		dataDir = d
-	}
-	cfg, err := config.FromEnv(func(k string) string {
-		if k == "TRAWLER_DATA_DIR" {
-			return dataDir
-		}
-		return env(k)
-	})
-	if err != nil {
-		return fmt.Errorf("configuration:\n%w", err)
-	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(cfg.DataDir, "trawler.db"))
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	rt := &browsers.ProcessRuntime{Chromium: cfg.ChromiumPath, Dir: filepath.Join(cfg.DataDir, "browsers"), ExtraFlags: cfg.ChromiumFlags,
-		StartTimeout: cfg.BrowserStartTimeout, Log: log}
-	pool := browsers.NewPool(rt, browsers.PoolOptions{Size: 1, Warm: 0, QueueWait: *timeout, Log: log})
-	defer pool.Close()
-	svc := &scrape.Service{Pool: pool, Store: st, Log: log, Guard: &netguard.Guard{AllowPrivate: cfg.AllowPrivateNetworks}}
-
+// options are the scrape options the flags ask for, never cached.
+func (f *scrapeFlags) options() scrape.Options {
 	o := scrape.DefaultOptions()
 	o.Formats = nil
-	asJSON := len(formats) > 1
-	for _, f := range formats {
-		if f == "json" {
-			asJSON = true
-			f = "markdown"
+	for _, name := range f.formats {
+		if name == "json" {
+			name = "markdown"
 		}
-		if !o.Has(f) {
-			o.Formats = append(o.Formats, scrape.Format{Type: f, FullPage: f == "screenshot"})
+		if !o.Has(name) {
+			o.Formats = append(o.Formats, scrape.Format{Type: name, FullPage: name == "screenshot"})
 		}
 	}
-	o.OnlyMainContent = !*full
-	o.Timeout, o.WaitFor, o.Mobile = *timeout, *waitFor, *mobile
+	o.OnlyMainContent = !f.full
+	o.Timeout, o.WaitFor, o.Mobile = f.timeout, f.waitFor, f.mobile
 	o.StoreInCache, o.MaxAge = false, 0
-	doc, err := svc.Scrape(ctx, scrape.Request{Team: config.LocalTeam, URL: target, Options: o})
-	if err != nil {
-		return err
-	}
-	if asJSON {
+	return o
+}
+
+// print writes doc as the flags ask: the whole document as JSON when
+// several formats (or json) are asked for, else the one format as text.
+func (f *scrapeFlags) print(stdout, stderr io.Writer, doc *scrape.Document) error {
+	if len(f.formats) > 1 || slices.Contains(f.formats, "json") {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(doc)
 	}
-	switch formats[0] {
+	switch f.formats[0] {
 	case "markdown":
 		fmt.Fprintln(stdout, doc.Markdown)
 	case "html":

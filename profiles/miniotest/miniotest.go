@@ -18,6 +18,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+	"github.com/stretchr/testify/require"
 )
 
 // Credentials of every test server.
@@ -56,9 +57,7 @@ func Binary() (string, error) {
 func Start(t testing.TB, buckets ...string) *Server {
 	t.Helper()
 	s, err := New(buckets...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(s.Close)
 	return s
 }

@@ -78,7 +78,7 @@ func (b *bench) profileSaveRestore(ctx context.Context, in *instance) error {
 		if err != nil {
 			return err
 		}
-		use, err := opener.Open(ctx, "local", "bench", true)
+		use, err := opener.Open(ctx, "local", "bench", profiles.ReadWrite)
 		if err != nil {
 			return err
 		}
@@ -89,7 +89,7 @@ func (b *bench) profileSaveRestore(ctx context.Context, in *instance) error {
 			return err
 		}
 		t := time.Now()
-		err = use.Close(ctx, true)
+		err = use.Close(ctx, profiles.Save)
 		saves = append(saves, time.Since(t))
 		if err != nil {
 			return err
@@ -107,7 +107,7 @@ func (b *bench) profileSaveRestore(ctx context.Context, in *instance) error {
 			return err
 		}
 		t = time.Now()
-		reader, err := opener.Open(ctx, "local", "bench", false)
+		reader, err := opener.Open(ctx, "local", "bench", profiles.ReadOnly)
 		if err == nil {
 			err = reader.Apply(ctx, s2.CDP(), "")
 		}
@@ -122,7 +122,7 @@ func (b *bench) profileSaveRestore(ctx context.Context, in *instance) error {
 		if got != fmt.Sprintf("%d cookies, 1000,300", profileCookies) {
 			return fmt.Errorf("the restored profile holds %s, want %d cookies, 1000 localStorage entries, 300 records", got, profileCookies)
 		}
-		reader.Close(ctx, false)
+		reader.Close(ctx, profiles.Discard)
 		if err := in.remove(ctx, c2.ID); err != nil {
 			return err
 		}

@@ -294,13 +294,13 @@ func cpuWindow(ctx context.Context, browserPGID int, wsURL string, n int) (cpuUs
 		}
 	}
 	time.Sleep(2 * time.Second) // screencast started, frames flowing
-	self0, br0 := cpuTicks(os.Getpid(), false), cpuTicks(browserPGID, true)
+	self0, br0 := cpuTicks(os.Getpid()), cpuTicks(groupMembers(browserPGID)...)
 	if stdin != nil {
 		io.WriteString(stdin, "mark\n")
 	}
 	t := time.Now()
 	time.Sleep(liveWindow)
-	self1, br1 := cpuTicks(os.Getpid(), false), cpuTicks(browserPGID, true)
+	self1, br1 := cpuTicks(os.Getpid()), cpuTicks(groupMembers(browserPGID)...)
 	el := time.Since(t).Seconds()
 	const hz = 100 // USER_HZ: /proc's clock ticks per second on Linux
 	out.service = float64(self1-self0) / hz / el * 100
@@ -321,18 +321,19 @@ func cpuWindow(ctx context.Context, browserPGID int, wsURL string, n int) (cpuUs
 	return out, nil
 }
 
-// cpuTicks is utime+stime of pid, or of every process of process group pid.
-func cpuTicks(pid int, group bool) int64 {
+// groupMembers lists the live processes of process group pgid.
+func groupMembers(pgid int) []int {
 	var pids []int
-	if group {
-		for _, p := range listProcs() {
-			if p.pgid == pid && p.state != "Z" {
-				pids = append(pids, p.pid)
-			}
+	for _, p := range listProcs() {
+		if p.pgid == pgid && p.state != "Z" {
+			pids = append(pids, p.pid)
 		}
-	} else {
-		pids = []int{pid}
 	}
+	return pids
+}
+
+// cpuTicks is the utime+stime of the processes pids, together.
+func cpuTicks(pids ...int) int64 {
 	var total int64
 	for _, p := range pids {
 		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))

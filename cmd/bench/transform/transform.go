@@ -41,7 +41,7 @@ func Corpus() ([][]byte, error) {
 	paths, err := htmlFiles(PythonDocs)
 	if err != nil || len(paths) == 0 {
 		_, file, _, _ := runtime.Caller(0)
-		dir := filepath.Join(filepath.Dir(file), "..", "..", "content", "testdata")
+		dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "content", "testdata")
 		if paths, err = htmlFiles(dir); err != nil {
 			return nil, fmt.Errorf("loading corpus: %w", err)
 		}

@@ -36,7 +36,7 @@
 //   - leaks: 200 create/delete cycles back to back against the service
 //     with one warm browser, then the Chromium processes (by process group)
 //     and user-data directories beyond the warm browser's are counted.
-//   - transform: bench/transform.Measure over bench/transform.Corpus()
+//   - transform: cmd/bench/transform.Measure over cmd/bench/transform.Corpus()
 //     (200 pages of Python's HTML documentation, from Debian's
 //     python3.11-doc, which `make bench` installs): the MB/s of HTML that
 //     content.Transform (main content, Markdown) converts, and the ratio of
@@ -101,7 +101,7 @@
 // process they or the chromedp baseline started (found by an environment
 // marker Chromium inherits) is still running.
 //
-// Run it with `go run ./bench` (or `make bench`).
+// Run it with `go run ./cmd/bench` (or `make bench`).
 package main
 
 import (

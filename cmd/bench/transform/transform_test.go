@@ -1,6 +1,11 @@
 package transform
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
 
 func TestMeasure(t *testing.T) {
 	pages := [][]byte{
@@ -8,10 +13,7 @@ func TestMeasure(t *testing.T) {
 		[]byte(`<p>A <a href="/x">link</a> and a table:</p><table><tr><td>a</td><td>b</td></tr></table>`),
 	}
 	mbps, ratio, err := Measure(pages)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if mbps <= 0 || ratio <= 0 {
-		t.Errorf("Measure = %v MiB/s, ratio %v; want both positive", mbps, ratio)
-	}
+	require.NoError(t, err)
+	assert.Positive(t, mbps, "MiB/s")
+	assert.Positive(t, ratio, "ratio")
 }

@@ -20,9 +20,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/trawler-dev/trawler/bench/transform"
 	"github.com/trawler-dev/trawler/browsers"
 	"github.com/trawler-dev/trawler/cdp"
+	"github.com/trawler-dev/trawler/cmd/bench/transform"
 	"github.com/trawler-dev/trawler/content"
 )
 
@@ -343,11 +343,11 @@ func (b *bench) concurrentScrape(ctx context.Context, _ *instance) error {
 	size := b.concurrentPool
 	logf("concurrent: pool size %d (TRAWLER_POOL_SIZE; of 2, 4 and 6, 4 was the best-behaved, see concurrentScrape), %d scrapes at once (%d client-rendered)",
 		size, concurrentScrapes, concurrentRendered)
-	wall, failures, _, err := b.burst(ctx, "concurrent", size, false)
+	wall, failures, _, err := b.burst(ctx, "concurrent", size, withoutMemory)
 	if err != nil {
 		return err
 	}
-	_, failures2, peak, err := b.burst(ctx, "concurrent-mem", size, true)
+	_, failures2, peak, err := b.burst(ctx, "concurrent-mem", size, withMemory)
 	if err != nil {
 		return err
 	}
@@ -363,8 +363,8 @@ func (b *bench) concurrentScrape(ctx context.Context, _ *instance) error {
 }
 
 // burst runs the concurrent scrapes once on a fresh service named name,
-// sampling memory if sample is set, and closes the service.
-func (b *bench) burst(ctx context.Context, name string, size int, sample bool) (time.Duration, int, memPeak, error) {
+// sampling memory if memory says so, and closes the service.
+func (b *bench) burst(ctx context.Context, name string, size int, memory memorySampling) (time.Duration, int, memPeak, error) {
 	var peak memPeak
 	site := b.siteURL()
 	in, err := b.startWith(ctx, name, 1, size, scrapeEnv(size, 120*time.Second))
@@ -382,7 +382,7 @@ func (b *bench) burst(ctx context.Context, name string, size int, sample bool) (
 	client := &http.Client{Timeout: 150 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: concurrentScrapes}}
 	defer client.CloseIdleConnections()
 	var mem *memSampler
-	if sample {
+	if memory == withMemory {
 		mem = startMemSampler(in.dataDir, 100*time.Millisecond)
 	}
 	type result struct {
@@ -482,15 +482,25 @@ type lap struct {
 	d    time.Duration
 }
 
+// stopwatch times consecutive steps.
+type stopwatch struct {
+	start time.Time
+	laps  []lap
+}
+
+func newStopwatch() *stopwatch { return &stopwatch{start: time.Now()} }
+
+// lap records the step name as the time since the last lap, and starts the
+// next step.
+func (s *stopwatch) lap(name string) {
+	s.laps = append(s.laps, lap{name, time.Since(s.start)})
+	s.start = time.Now()
+}
+
 // replayStatic takes u's document at the network layer on a leased
 // browser, as a static scrape does, and returns the time of each step.
 func replayStatic(ctx context.Context, in *instance, u string) ([]lap, error) {
-	var out []lap
-	t := time.Now()
-	done := func(name string) {
-		out = append(out, lap{name, time.Since(t)})
-		t = time.Now()
-	}
+	sw := newStopwatch()
 	lease, err := in.svc.Pool.Acquire(ctx, browsers.LeaseRequest{Team: "bench-breakdown", Lifetime: time.Minute})
 	if err != nil {
 		return nil, err
@@ -498,91 +508,93 @@ func replayStatic(ctx context.Context, in *instance, u string) ([]lap, error) {
 	released := false
 	defer func() {
 		if !released {
-			lease.Release(false)
+			lease.Release(browsers.Destroy)
 		}
 	}()
-	done("acquire")
+	sw.lap("acquire")
 	conn, err := lease.Browser().CDP().Dial(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Close()
-	done("dial")
+	sw.lap("dial")
+	contextID, sessionID, taker, err := openStaticTab(ctx, conn, sw)
+	if err != nil {
+		return nil, err
+	}
+	navStart := sw.start
+	if err := conn.Call(ctx, sessionID, "Page.navigate", map[string]any{"url": u}, nil); err != nil {
+		return nil, err
+	}
+	var tk takenDocument
+	select {
+	case tk = <-taker.taken:
+	case <-time.After(10 * time.Second):
+		return nil, errors.New("the document was not taken at the network layer")
+	}
+	sw.lap("Page.navigate (until it returns)")
+	sw.laps = append(sw.laps, lap{"(of which until the body was taken)", tk.at.Sub(navStart)})
+	conn.OnEvent(nil)
+	sw.start = time.Now()
+	if err := conn.Call(ctx, "", "Target.disposeBrowserContext", map[string]any{"browserContextId": contextID}, nil); err != nil {
+		return nil, err
+	}
+	sw.lap("disposeBrowserContext")
+	released = true
+	lease.Release(browsers.Reuse)
+	sw.lap("release")
+	if _, err := content.Transform(tk.body, u, content.Options{OnlyMainContent: true, RemoveBase64Images: true,
+		Want: content.Want{Markdown: true}}); err != nil {
+		return nil, err
+	}
+	sw.lap("content.Transform")
+	return sw.laps, nil
+}
+
+// openStaticTab opens a tab in a fresh browser context of conn's browser
+// and sets it up as package scrape does for a static scrape, its document
+// taken at the network layer by the returned taker; it times each step.
+func openStaticTab(ctx context.Context, conn *cdp.Conn, sw *stopwatch) (contextID, sessionID string, taker *documentTaker, err error) {
 	var bc struct {
 		BrowserContextID string `json:"browserContextId"`
 	}
 	if err := conn.Call(ctx, "", "Target.createBrowserContext", map[string]any{"disposeOnDetach": true}, &bc); err != nil {
-		return nil, err
+		return "", "", nil, err
 	}
-	done("createBrowserContext")
+	sw.lap("createBrowserContext")
 	var tg struct {
 		TargetID string `json:"targetId"`
 	}
 	if err := conn.Call(ctx, "", "Target.createTarget", map[string]any{"url": "about:blank", "browserContextId": bc.BrowserContextID}, &tg); err != nil {
-		return nil, err
+		return "", "", nil, err
 	}
-	done("createTarget")
-	type takenAt struct {
-		at   time.Time
-		body []byte
-	}
-	taken := make(chan takenAt, 1)
-	var mu sync.Mutex
-	sid := ""
-	conn.OnEvent(func(ev cdp.Event) {
-		mu.Lock()
-		mine := sid != "" && ev.SessionID == sid
-		mu.Unlock()
-		if !mine || ev.Method != "Fetch.requestPaused" {
-			return
-		}
-		var e struct {
-			RequestID          string `json:"requestId"`
-			ResponseStatusCode int    `json:"responseStatusCode"`
-		}
-		if json.Unmarshal(ev.Params, &e) != nil {
-			return
-		}
-		go func() {
-			if e.ResponseStatusCode == 0 {
-				conn.Call(ctx, ev.SessionID, "Fetch.continueRequest", map[string]any{"requestId": e.RequestID}, nil)
-				return
-			}
-			var rb struct {
-				Body          string `json:"body"`
-				Base64Encoded bool   `json:"base64Encoded"`
-			}
-			conn.Call(ctx, ev.SessionID, "Fetch.getResponseBody", map[string]any{"requestId": e.RequestID}, &rb)
-			body := []byte(rb.Body)
-			if rb.Base64Encoded {
-				body, _ = base64.StdEncoding.DecodeString(rb.Body)
-			}
-			select {
-			case taken <- takenAt{time.Now(), body}:
-			default:
-			}
-			conn.Call(ctx, ev.SessionID, "Fetch.fulfillRequest", map[string]any{"requestId": e.RequestID, "responseCode": 200,
-				"responseHeaders": []map[string]string{{"name": "Content-Type", "value": "text/html"}},
-				"body":            base64.StdEncoding.EncodeToString([]byte("<!doctype html><title></title>"))}, nil)
-		}()
-	})
+	sw.lap("createTarget")
+	taker = &documentTaker{conn: conn, taken: make(chan takenDocument, 1)}
+	conn.OnEvent(func(ev cdp.Event) { taker.onEvent(ctx, ev) })
 	var at struct {
 		SessionID string `json:"sessionId"`
 	}
 	if err := conn.Call(ctx, "", "Target.attachToTarget", map[string]any{"targetId": tg.TargetID, "flatten": true}, &at); err != nil {
-		return nil, err
+		return "", "", nil, err
 	}
-	mu.Lock()
-	sid = at.SessionID
-	mu.Unlock()
-	done("attachToTarget")
+	taker.attached(at.SessionID)
+	sw.lap("attachToTarget")
+	if err := setUpStaticTab(ctx, conn, at.SessionID, sw); err != nil {
+		return "", "", nil, err
+	}
+	return bc.BrowserContextID, at.SessionID, taker, nil
+}
+
+// setUpStaticTab sends the calls package scrape makes to set up a tab for
+// a static scrape, timing each.
+func setUpStaticTab(ctx context.Context, conn *cdp.Conn, sessionID string, sw *stopwatch) error {
 	var v struct {
 		UserAgent string `json:"userAgent"`
 	}
 	if err := conn.Call(ctx, "", "Browser.getVersion", nil, &v); err != nil {
-		return nil, err
+		return err
 	}
-	done("Browser.getVersion")
+	sw.lap("Browser.getVersion")
 	for _, c := range []struct {
 		method string
 		params any
@@ -596,36 +608,74 @@ func replayStatic(ctx context.Context, in *instance, u string) ([]lap, error) {
 		{"Network.setUserAgentOverride", map[string]any{"userAgent": strings.Replace(v.UserAgent, "HeadlessChrome", "Chrome", 1)}},
 		{"Page.addScriptToEvaluateOnNewDocument", map[string]any{"source": "(() => {})()"}},
 	} {
-		if err := conn.Call(ctx, at.SessionID, c.method, c.params, nil); err != nil {
-			return nil, fmt.Errorf("%s: %w", c.method, err)
+		if err := conn.Call(ctx, sessionID, c.method, c.params, nil); err != nil {
+			return fmt.Errorf("%s: %w", c.method, err)
 		}
-		done(c.method)
+		sw.lap(c.method)
 	}
-	navStart := t
-	if err := conn.Call(ctx, at.SessionID, "Page.navigate", map[string]any{"url": u}, nil); err != nil {
-		return nil, err
+	return nil
+}
+
+// takenDocument is the body of a document taken at the network layer, and
+// when it was taken.
+type takenDocument struct {
+	at   time.Time
+	body []byte
+}
+
+// documentTaker lets requests of its tab through and takes the body of
+// its document's response, which it replaces with an empty page.
+type documentTaker struct {
+	conn  *cdp.Conn
+	taken chan takenDocument
+	mu    sync.Mutex
+	sid   string // the tab's session, once attached
+}
+
+func (d *documentTaker) attached(sessionID string) {
+	d.mu.Lock()
+	d.sid = sessionID
+	d.mu.Unlock()
+}
+
+func (d *documentTaker) onEvent(ctx context.Context, ev cdp.Event) {
+	d.mu.Lock()
+	mine := d.sid != "" && ev.SessionID == d.sid
+	d.mu.Unlock()
+	if !mine || ev.Method != "Fetch.requestPaused" {
+		return
 	}
-	var tk takenAt
+	var e struct {
+		RequestID          string `json:"requestId"`
+		ResponseStatusCode int    `json:"responseStatusCode"`
+	}
+	if json.Unmarshal(ev.Params, &e) != nil {
+		return
+	}
+	go d.paused(ctx, ev.SessionID, e.RequestID, e.ResponseStatusCode)
+}
+
+// paused continues a paused request, or takes a paused response's body.
+func (d *documentTaker) paused(ctx context.Context, sessionID, requestID string, status int) {
+	conn := d.conn
+	if status == 0 {
+		conn.Call(ctx, sessionID, "Fetch.continueRequest", map[string]any{"requestId": requestID}, nil)
+		return
+	}
+	var rb struct {
+		Body          string `json:"body"`
+		Base64Encoded bool   `json:"base64Encoded"`
+	}
+	conn.Call(ctx, sessionID, "Fetch.getResponseBody", map[string]any{"requestId": requestID}, &rb)
+	body := []byte(rb.Body)
+	if rb.Base64Encoded {
+		body, _ = base64.StdEncoding.DecodeString(rb.Body)
+	}
 	select {
-	case tk = <-taken:
-	case <-time.After(10 * time.Second):
-		return nil, errors.New("the document was not taken at the network layer")
+	case d.taken <- takenDocument{time.Now(), body}:
+	default:
 	}
-	done("Page.navigate (until it returns)")
-	out = append(out, lap{"(of which until the body was taken)", tk.at.Sub(navStart)})
-	conn.OnEvent(nil)
-	t = time.Now()
-	if err := conn.Call(ctx, "", "Target.disposeBrowserContext", map[string]any{"browserContextId": bc.BrowserContextID}, nil); err != nil {
-		return nil, err
-	}
-	done("disposeBrowserContext")
-	released = true
-	lease.Release(true)
-	done("release")
-	if _, err := content.Transform(tk.body, u, content.Options{OnlyMainContent: true, RemoveBase64Images: true,
-		Want: content.Want{Markdown: true}}); err != nil {
-		return nil, err
-	}
-	done("content.Transform")
-	return out, nil
+	conn.Call(ctx, sessionID, "Fetch.fulfillRequest", map[string]any{"requestId": requestID, "responseCode": 200,
+		"responseHeaders": []map[string]string{{"name": "Content-Type", "value": "text/html"}},
+		"body":            base64.StdEncoding.EncodeToString([]byte("<!doctype html><title></title>"))}, nil)
 }

@@ -280,33 +280,35 @@ func preparePage(direct, proxied *wsConn) (int, error) {
 	return r.Result.Value, nil
 }
 
-// screenshot captures the page and returns the size of the PNG in bytes.
-func screenshot(c *wsConn, check bool) (int, error) {
+// screenshot captures the page and returns the PNG, base64-encoded.
+func screenshot(c *wsConn) ([]byte, error) {
 	res, err := c.call("Page.captureScreenshot", screenshotParams)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	var r struct {
 		Data json.RawMessage `json:"data"`
 	}
 	if err := json.Unmarshal(res, &r); err != nil {
-		return 0, err
+		return nil, err
 	}
 	if len(r.Data) < 2 {
-		return 0, fmt.Errorf("Page.captureScreenshot answered no data")
+		return nil, fmt.Errorf("Page.captureScreenshot answered no data")
 	}
-	b64 := r.Data[1 : len(r.Data)-1]
-	if check {
-		png, err := base64.StdEncoding.DecodeString(string(b64))
-		if err != nil {
-			return 0, fmt.Errorf("screenshot data: %w", err)
-		}
-		if !bytes.HasPrefix(png, []byte("\x89PNG")) {
-			return 0, fmt.Errorf("screenshot is not a PNG")
-		}
-		return len(png), nil
+	return r.Data[1 : len(r.Data)-1], nil
+}
+
+// pngSize decodes a screenshot, checks that it is a PNG and returns its
+// size in bytes.
+func pngSize(b64 []byte) (int, error) {
+	png, err := base64.StdEncoding.DecodeString(string(b64))
+	if err != nil {
+		return 0, fmt.Errorf("screenshot data: %w", err)
 	}
-	return base64.StdEncoding.DecodedLen(len(b64)), nil
+	if !bytes.HasPrefix(png, []byte("\x89PNG")) {
+		return 0, fmt.Errorf("screenshot is not a PNG")
+	}
+	return len(png), nil
 }
 
 // screenshots takes n screenshots on each connection, alternating which goes
@@ -320,10 +322,14 @@ func screenshots(ctx context.Context, direct, proxied *wsConn, n int) (dTotal, p
 		logf("screenshot ms proxied: %s", strings.Join(pl, " "))
 	}()
 	// Warm-up: one each, not timed; the first also checks the PNG.
-	if size, err = screenshot(direct, true); err != nil {
+	b64, err := screenshot(direct)
+	if err == nil {
+		size, err = pngSize(b64)
+	}
+	if err != nil {
 		return 0, 0, 0, 0, 0, err
 	}
-	if _, err = screenshot(proxied, false); err != nil {
+	if _, err = screenshot(proxied); err != nil {
 		return 0, 0, 0, 0, 0, err
 	}
 	for i := 0; i < n; i++ {
@@ -336,7 +342,7 @@ func screenshots(ctx context.Context, direct, proxied *wsConn, n int) (dTotal, p
 		}
 		for _, c := range order {
 			t := time.Now()
-			if _, err := screenshot(c, false); err != nil {
+			if _, err := screenshot(c); err != nil {
 				return 0, 0, 0, 0, 0, err
 			}
 			el := time.Since(t)

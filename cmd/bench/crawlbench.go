@@ -19,7 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/trawler-dev/trawler/bench/transform"
+	"github.com/trawler-dev/trawler/cmd/bench/transform"
 )
 
 const (
@@ -80,11 +80,11 @@ func (b *bench) crawlThroughput(ctx context.Context, _ *instance) error {
 	if err != nil {
 		return err
 	}
-	fetched, err := b.crawlOnce(ctx, "crawl", root, site, map[string]any{"formats": []string{"markdown"}}, false)
+	fetched, err := b.crawlOnce(ctx, "crawl", root, site, map[string]any{"formats": []string{"markdown"}}, withoutMemory)
 	if err != nil {
 		return err
 	}
-	sampled, err := b.crawlOnce(ctx, "crawl-memory", root, site, map[string]any{"formats": []string{"markdown"}}, true)
+	sampled, err := b.crawlOnce(ctx, "crawl-memory", root, site, map[string]any{"formats": []string{"markdown"}}, withMemory)
 	if err != nil {
 		return err
 	}
@@ -92,7 +92,7 @@ func (b *bench) crawlThroughput(ctx context.Context, _ *instance) error {
 	if err != nil {
 		return err
 	}
-	rendered, err := b.crawlOnce(ctx, "crawl-rendered", root, site, map[string]any{"formats": []string{"markdown"}, "waitFor": 1}, false)
+	rendered, err := b.crawlOnce(ctx, "crawl-rendered", root, site, map[string]any{"formats": []string{"markdown"}, "waitFor": 1}, withoutMemory)
 	if err != nil {
 		return err
 	}
@@ -129,10 +129,10 @@ type crawlResult struct {
 }
 
 // crawlOnce crawls root on a fresh service named name with scrapeOptions,
-// sampling memory if sample is set, reads the documents back for their
+// sampling memory if memory says so, reads the documents back for their
 // engines and closes the service, checking that none of its Chromium
 // processes is left.
-func (b *bench) crawlOnce(ctx context.Context, name, root string, site *countingSite, scrapeOptions map[string]any, sample bool) (crawlResult, error) {
+func (b *bench) crawlOnce(ctx context.Context, name, root string, site *countingSite, scrapeOptions map[string]any, memory memorySampling) (crawlResult, error) {
 	var r crawlResult
 	in, err := b.startWith(ctx, name, 1, poolSize, scrapeEnv(poolSize, 120*time.Second))
 	if err != nil {
@@ -156,7 +156,7 @@ func (b *bench) crawlOnce(ctx context.Context, name, root string, site *counting
 		return r, err
 	}
 	var mem *memSampler
-	if sample {
+	if memory == withMemory {
 		mem = startMemSampler(in.dataDir, 100*time.Millisecond)
 	}
 	before := site.snapshot()

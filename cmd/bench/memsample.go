@@ -8,6 +8,16 @@ import (
 	"time"
 )
 
+// memorySampling says whether a run samples memory as it goes. A run that
+// does is not the one timed: on a 2-core machine the sampler holds a core
+// for much of it.
+type memorySampling int
+
+const (
+	withoutMemory memorySampling = iota
+	withMemory
+)
+
 // memPeak is the highest sample of a memSampler, and its parts.
 type memPeak struct {
 	total, self, chromium int64 // kB

@@ -1,0 +1,198 @@
+package crawl
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/url"
+	"time"
+
+	"github.com/trawler-dev/trawler/scrape"
+	"github.com/trawler-dev/trawler/store"
+	"github.com/trawler-dev/trawler/webhook"
+)
+
+// errorCode names a page failure for GET /v2/crawl/{id}/errors: the code a
+// scrape request failing so is answered with (scrape.Classify), a timeout
+// for a page cut off by its deadline, SCRAPE_FAILED for anything else.
+func errorCode(err error) string {
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = scrape.ErrTimeout
+	}
+	if f, ok := scrape.Classify(err); ok {
+		return f.Code
+	}
+	return "SCRAPE_FAILED"
+}
+
+// record stores a page's outcome with the URLs it led to and its webhook
+// event, then updates the job in memory and tells its watchers.
+func (s *Service) record(j *job, u *store.JobURL, doc *scrape.Document, scrapeErr error) {
+	out := store.JobURL{Key: u.Key, URL: u.URL, Depth: u.Depth, Seq: u.Seq, State: store.URLDone}
+	var raw json.RawMessage
+	var discovered []store.JobURL
+	credits := 0
+	switch {
+	case u.State == store.URLRobots:
+		out.State = store.URLRobots
+	case scrapeErr != nil:
+		out.State, out.ErrorCode, out.Error = store.URLFailed, errorCode(scrapeErr), scrapeErr.Error()
+	default:
+		var err error
+		if raw, err = json.Marshal(doc); err != nil {
+			out.State, out.ErrorCode, out.Error = store.URLFailed, "SCRAPE_FAILED", err.Error()
+			break
+		}
+		if n, ok := doc.Metadata["creditsUsed"].(int); ok {
+			credits = n
+		}
+		if !j.spec.ZeroDataRetention {
+			out.Document = raw
+		}
+		j.mu.Lock()
+		// The page a redirect ended on is the same page.
+		if final, ok := doc.Metadata["url"].(string); ok && j.rules != nil {
+			if fu, err := url.Parse(final); err == nil {
+				j.keys[j.rules.Key(fu)] = true
+			}
+		}
+		for _, l := range doc.Discovered {
+			lu, err := url.Parse(l)
+			if err != nil {
+				continue
+			}
+			if nu, ok := s.admitLocked(j, lu, u.Depth+1); ok {
+				discovered = append(discovered, nu)
+			}
+		}
+		j.mu.Unlock()
+	}
+	var events []store.WebhookEvent
+	if out.State == store.URLDone {
+		events = s.events(j, "page", []json.RawMessage{raw}, "")
+	}
+	seq, err := s.Store.FinishJobURL(context.Background(), j.id, out, out.State == store.URLDone, discovered, credits, events)
+	if err != nil {
+		s.Log.Error("recording a page", "job", j.id, "err", err)
+		s.fail(j, "could not record a page: "+err.Error())
+		return
+	}
+	if len(events) > 0 {
+		s.notifyWebhooks()
+	}
+	j.mu.Lock()
+	delete(j.inflight, u.Key)
+	switch out.State {
+	case store.URLDone:
+		j.done++
+		j.credits += credits
+		if j.spec.ZeroDataRetention {
+			for int64(len(j.memDocs)) < seq {
+				j.memDocs = append(j.memDocs, nil)
+			}
+			j.memDocs[seq-1] = raw
+		}
+	case store.URLFailed:
+		j.failed++
+		if j.firstErr == "" {
+			j.firstErr = out.Error
+		}
+	case store.URLRobots:
+		j.robots++
+		j.admitted--
+	}
+	for i := range discovered {
+		if discovered[i].State == store.URLQueued {
+			j.queue = append(j.queue, &discovered[i])
+		}
+	}
+	if out.State == store.URLDone {
+		j.publishLocked(Event{Type: "document", Doc: raw, Seq: seq})
+	}
+	if len(j.inflight) == 0 && j.drained != nil {
+		close(j.drained)
+		j.drained = nil
+	}
+	j.mu.Unlock()
+	s.maybeEnd(j)
+}
+
+// maybeEnd completes a job that has nothing left to do.
+func (s *Service) maybeEnd(j *job) {
+	j.mu.Lock()
+	ended := j.endedLocked()
+	status, msg := StatusCompleted, ""
+	if ended && j.done == 0 && j.failed > 0 {
+		status, msg = StatusFailed, "no page could be scraped: "+j.firstErr
+	}
+	j.mu.Unlock()
+	if ended {
+		s.end(j, status, msg)
+	}
+}
+
+func (s *Service) fail(j *job, msg string) { s.end(j, StatusFailed, msg) }
+
+// end ends a job with status, once.
+func (s *Service) end(j *job, status, msg string) {
+	j.mu.Lock()
+	if j.status != StatusScraping && j.status != StatusCancelled {
+		j.mu.Unlock()
+		return
+	}
+	if j.status == StatusCancelled && status != StatusCancelled {
+		j.mu.Unlock()
+		return
+	}
+	j.status = status
+	j.mu.Unlock()
+	now := time.Now()
+	event := map[string]string{StatusCompleted: "completed", StatusFailed: "failed", StatusCancelled: "cancelled"}[status]
+	var docs []json.RawMessage
+	events := s.events(j, event, docs, msg)
+	err := s.Store.FinishJob(context.Background(), j.id, status, msg, now, now.Add(s.Retention), events)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		s.Log.Error("ending a job", "job", j.id, "err", err)
+	}
+	s.notifyWebhooks()
+	j.mu.Lock()
+	j.publishLocked(Event{Type: status})
+	j.mu.Unlock()
+	j.cancel()
+	s.mu.Lock()
+	if !j.spec.ZeroDataRetention {
+		delete(s.jobs, j.id)
+	} else {
+		// Its documents live only here: they go when its results expire.
+		time.AfterFunc(s.Retention, func() {
+			s.mu.Lock()
+			delete(s.jobs, j.id)
+			s.mu.Unlock()
+		})
+	}
+	s.broadcastLocked()
+	s.mu.Unlock()
+	s.Log.Info("job ended", "job", j.id, "kind", j.kind, "status", status)
+}
+
+// events builds job j's webhook events of kind event, if it wants them.
+func (s *Service) events(j *job, event string, docs []json.RawMessage, msg string) []store.WebhookEvent {
+	spec := j.spec.Webhook
+	if spec == nil || !spec.Wants(event) {
+		return nil
+	}
+	kind := "crawl"
+	if j.kind == KindBatch {
+		kind = "batch_scrape"
+	}
+	if docs == nil {
+		docs = []json.RawMessage{}
+	}
+	return []store.WebhookEvent{webhook.Event(j.team, j.id, spec, webhook.Payload(kind, event, j.id, spec, docs, msg))}
+}
+
+func (s *Service) notifyWebhooks() {
+	if s.Webhooks != nil {
+		s.Webhooks.Notify()
+	}
+}

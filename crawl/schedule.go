@@ -1,0 +1,172 @@
+package crawl
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"time"
+
+	"github.com/trawler-dev/trawler/scrape"
+	"github.com/trawler-dev/trawler/store"
+)
+
+// maxRetries is how often a page is tried again when the infrastructure,
+// not the page, failed it (no browser, a browser that died).
+const maxRetries = 3
+
+// lane takes pages from the running jobs until the service closes.
+func (s *Service) lane() {
+	defer s.wg.Done()
+	w := s.Scrape.NewWorker()
+	defer w.Close()
+	served := map[string]bool{}
+	for {
+		j, u, ctx := s.next(w)
+		if j == nil {
+			return
+		}
+		s.mu.Lock()
+		for id := range served {
+			if s.jobs[id] == nil || s.jobs[id].ctx.Err() != nil {
+				w.Forget(id)
+				delete(served, id)
+			}
+		}
+		s.mu.Unlock()
+		served[j.id] = true
+		s.page(ctx, w, j, u)
+	}
+}
+
+// next waits for the next page any job may start, takes it and returns it
+// with the context of its scrape; nil when the service closes. A lane idle
+// for a while gives its browser back to the pool.
+func (s *Service) next(w *scrape.Worker) (*job, *store.JobURL, context.Context) {
+	idle := time.NewTimer(5 * time.Second)
+	defer idle.Stop()
+	for {
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return nil, nil, nil
+		}
+		now := time.Now()
+		var best *job
+		var bestTeam int
+		var bestServed time.Time
+		wait := time.Duration(0)
+		for _, j := range s.jobs {
+			j.mu.Lock()
+			ok, d := j.runnableLocked(now)
+			if d > 0 && (wait == 0 || d < wait) {
+				wait = d
+			}
+			if ok && s.hostInflight[hostOf(j.queue[0].URL)] >= s.HostConcurrency {
+				ok = false
+			}
+			served := j.lastServed
+			j.mu.Unlock()
+			if !ok || s.teamInflight[j.team] >= s.teamLimit(j.team) {
+				continue
+			}
+			t := s.teamInflight[j.team]
+			if best == nil || t < bestTeam || (t == bestTeam && served.Before(bestServed)) {
+				best, bestTeam, bestServed = j, t, served
+			}
+		}
+		if best != nil {
+			j := best
+			j.mu.Lock()
+			u := j.queue[0]
+			j.queue = j.queue[1:]
+			ctx, cancel := context.WithCancel(j.ctx)
+			j.inflight[u.Key] = cancel
+			j.lastStart, j.lastServed = now, now
+			j.mu.Unlock()
+			s.hostInflight[hostOf(u.URL)]++
+			s.teamInflight[j.team]++
+			s.mu.Unlock()
+			return j, u, ctx
+		}
+		ch := s.changed
+		s.mu.Unlock()
+		var timer *time.Timer
+		var fire <-chan time.Time
+		if wait > 0 {
+			timer = time.NewTimer(wait)
+			fire = timer.C
+		}
+		select {
+		case <-ch:
+		case <-fire:
+		case <-idle.C:
+			w.Close()
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+	}
+}
+
+// page scrapes one URL of j and records the outcome.
+func (s *Service) page(ctx context.Context, w *scrape.Worker, j *job, u *store.JobURL) {
+	host := hostOf(u.URL)
+	defer func() {
+		s.mu.Lock()
+		s.hostInflight[host]--
+		s.teamInflight[j.team]--
+		s.broadcastLocked()
+		s.mu.Unlock()
+	}()
+	pu, err := url.Parse(u.URL)
+	if err != nil {
+		s.record(j, u, nil, err)
+		return
+	}
+	if j.kind == KindCrawl && !j.spec.Crawl.IgnoreRobotsTxt {
+		if r := s.robotsFor(ctx, j, pu); !r.Allowed(pu) {
+			s.record(j, &store.JobURL{Key: u.Key, URL: u.URL, Depth: u.Depth, Seq: u.Seq, State: store.URLRobots}, nil, nil)
+			return
+		}
+	}
+	req := scrape.Request{Team: j.team, URL: u.URL, Options: j.spec.Scrape, Job: true,
+		Discover: j.kind == KindCrawl && j.spec.Crawl.Sitemap != "only"}
+	doc, err := w.Scrape(ctx, j.id, req)
+	if j.ctx.Err() != nil {
+		s.drop(j, u) // cancelled (or the service is closing): the page stays queued in the store
+		return
+	}
+	var re *scrape.RetryableError
+	if errors.As(err, &re) {
+		j.mu.Lock()
+		j.retries[u.Key]++
+		again := j.retries[u.Key] < maxRetries
+		j.mu.Unlock()
+		if again {
+			s.Log.Warn("retrying a page", "job", j.id, "err", err)
+			s.requeue(j, u)
+			return
+		}
+	}
+	s.record(j, u, doc, err)
+}
+
+// drop forgets an in-flight page without recording it.
+func (s *Service) drop(j *job, u *store.JobURL) {
+	j.mu.Lock()
+	delete(j.inflight, u.Key)
+	drained := len(j.inflight) == 0 && j.drained != nil
+	if drained {
+		close(j.drained)
+		j.drained = nil
+	}
+	j.mu.Unlock()
+}
+
+func (s *Service) requeue(j *job, u *store.JobURL) {
+	j.mu.Lock()
+	delete(j.inflight, u.Key)
+	j.queue = append([]*store.JobURL{u}, j.queue...)
+	j.mu.Unlock()
+	s.broadcast()
+}
