@@ -47,6 +47,9 @@ func startInstance(ctx context.Context, name, dataDir string, warm, poolSize int
 		"TRAWLER_TEAM_CONCURRENCY": strconv.Itoa(poolSize),
 		"TRAWLER_QUEUE_WAIT":       "30s",
 		"TRAWLER_LOG_LEVEL":        "warn",
+		// Every site the bench measures is its own, on loopback; interactive
+		// sessions are under the network guard too.
+		"TRAWLER_ALLOW_PRIVATE_NETWORKS": "true",
 		// Only the browser binary is taken from the caller's environment: a
 		// TRAWLER_API_KEYS there must not take the bench out of local mode.
 		"TRAWLER_CHROMIUM_PATH": os.Getenv("TRAWLER_CHROMIUM_PATH"),
