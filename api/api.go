@@ -17,6 +17,7 @@ import (
 	"github.com/trawler-dev/trawler/crawl"
 	"github.com/trawler-dev/trawler/profiles"
 	"github.com/trawler-dev/trawler/scrape"
+	"github.com/trawler-dev/trawler/search"
 	"github.com/trawler-dev/trawler/sessions"
 	"github.com/trawler-dev/trawler/store"
 	"github.com/trawler-dev/trawler/teams"
@@ -34,6 +35,8 @@ type Deps struct {
 	Log      *slog.Logger
 	// Profiles opens the teams' browser profiles.
 	Profiles *profiles.Opener
+	// Search answers POST /v2/search.
+	Search *search.Service
 }
 
 // API is the Fiber application and what it needs.
@@ -80,6 +83,7 @@ func New(d Deps) *API {
 	v2.Delete("/batch/scrape/:id", query(), a.cancelJob(crawl.KindBatch))
 	v2.Get("/batch/scrape/:id/errors", query(), a.jobErrors(crawl.KindBatch))
 	v2.Post("/map", query(), a.mapSite)
+	v2.Post("/search", query(), a.search)
 	v2.Get("/profiles", query(), a.listProfiles)
 	v2.Delete("/profiles/:name", query(), a.deleteProfile)
 	return a

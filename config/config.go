@@ -20,6 +20,7 @@ import (
 	"github.com/docker/go-units"
 
 	"github.com/trawler-dev/trawler/browsers"
+	"github.com/trawler-dev/trawler/search/provider"
 )
 
 // Config is everything the service needs to start.
@@ -85,6 +86,17 @@ type Config struct {
 	// ResultRetention is how long scrape and job results stay retrievable
 	// (TRAWLER_RESULT_RETENTION, default 24h).
 	ResultRetention time.Duration
+	// CacheRetention is how long a fetched page stays in the cache, and so
+	// in the search index (TRAWLER_CACHE_RETENTION, default 720h: 30 days).
+	CacheRetention time.Duration
+	// SearchProviders are where POST /v2/search takes results from, in
+	// order (TRAWLER_SEARCH_PROVIDERS, default the embedded index alone; see
+	// package search/provider for the syntax).
+	SearchProviders []provider.Spec
+	// SearchIndex keeps the embedded search index of fetched pages
+	// (TRAWLER_SEARCH_INDEX, default true). Off, search has only the live
+	// providers, and the index entry of SearchProviders is skipped.
+	SearchIndex bool
 
 	// JobWorkers is how many pages crawls and batch scrapes work on at once,
 	// across all teams (TRAWLER_JOB_WORKERS; default half the pool, at least
@@ -158,6 +170,9 @@ type S3 struct {
 type Features struct {
 	ZeroDataRetention bool
 	IgnoreRobotsTxt   bool
+	// SearchZDR and SearchAnon allow the search enterprise values zdr and
+	// anon (features searchZdr, searchAnon).
+	SearchZDR, SearchAnon bool
 }
 
 // TeamKey is one configured API key and the team it belongs to.
@@ -212,6 +227,9 @@ func defaults() *Config {
 		BrowserStartTimeout: 30 * time.Second,
 		LogLevel:            "info",
 		ResultRetention:     24 * time.Hour,
+		CacheRetention:      30 * 24 * time.Hour,
+		SearchProviders:     []provider.Spec{{Kind: "index"}},
+		SearchIndex:         true,
 		HostConcurrency:     8,
 		Runtime:             "process",
 		ProfileLockTTL:      time.Minute,
@@ -329,6 +347,15 @@ func (e *envReader) limits(c *Config) {
 	e.duration("TRAWLER_QUEUE_WAIT", &c.QueueWait)
 	e.duration("TRAWLER_BROWSER_START_TIMEOUT", &c.BrowserStartTimeout)
 	e.duration("TRAWLER_RESULT_RETENTION", &c.ResultRetention)
+	e.duration("TRAWLER_CACHE_RETENTION", &c.CacheRetention)
+	e.boolean("TRAWLER_SEARCH_INDEX", &c.SearchIndex)
+	if v := e.get("TRAWLER_SEARCH_PROVIDERS"); v != "" {
+		specs, err := provider.ParseSpecs(v)
+		if err != nil {
+			e.errs = append(e.errs, err)
+		}
+		c.SearchProviders = specs
+	}
 	e.integer("TRAWLER_JOB_WORKERS", &c.JobWorkers)
 	e.integer("TRAWLER_HOST_CONCURRENCY", &c.HostConcurrency)
 }
@@ -436,8 +463,12 @@ func parseFeatures(v string) (map[string]Features, error) {
 				f.ZeroDataRetention = true
 			case "ignoreRobotsTxt":
 				f.IgnoreRobotsTxt = true
+			case "searchZdr":
+				f.SearchZDR = true
+			case "searchAnon":
+				f.SearchAnon = true
 			default:
-				return nil, fmt.Errorf("TRAWLER_TEAM_FEATURES: unknown feature %q for team %q (known: zeroDataRetention, ignoreRobotsTxt)", name, team)
+				return nil, fmt.Errorf("TRAWLER_TEAM_FEATURES: unknown feature %q for team %q (known: zeroDataRetention, ignoreRobotsTxt, searchZdr, searchAnon)", name, team)
 			}
 		}
 		out[team] = f
@@ -483,6 +514,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ResultRetention < time.Minute {
 		errs = append(errs, fmt.Errorf("TRAWLER_RESULT_RETENTION must be at least 1m, got %s", c.ResultRetention))
+	}
+	if c.CacheRetention < time.Minute {
+		errs = append(errs, fmt.Errorf("TRAWLER_CACHE_RETENTION must be at least 1m, got %s", c.CacheRetention))
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

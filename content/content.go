@@ -1,21 +1,23 @@
 // Package content turns a page's HTML into model-ready content: the
 // main-content filter, include/exclude selectors, cleaned HTML, Markdown,
-// links, images and page metadata. It never fetches anything.
+// links, images, page metadata and the publication date. It never fetches
+// anything.
 //
 // Transform parses the page once and works on that one tree: metadata,
-// links and images are collected from the whole page, then the selectors
-// and the main-content filter prune the body, and the pruned tree is
-// rendered to HTML and handed to the Markdown converter as it is. A page
-// nested deeper than the HTML parser takes is parsed again, flattened past
-// a depth (see parseHTML), and lists and quotes nested past a bound are
-// flattened before the Markdown conversion (see flattenIndents); either
-// says so in Result.Warning.
+// links, images and the publication date are collected from the whole
+// page, then the selectors and the main-content filter prune the body, and
+// the pruned tree is rendered to HTML and handed to the Markdown converter
+// as it is. A page nested deeper than the HTML parser takes is parsed
+// again, flattened past a depth (see parseHTML), and lists and quotes
+// nested past a bound are flattened before the Markdown conversion (see
+// flattenIndents); either says so in Result.Warning.
 package content
 
 import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/andybalholm/cascadia"
@@ -50,12 +52,15 @@ type Options struct {
 	Want Want
 }
 
-// Want lists the outputs Transform computes. Metadata is always computed.
+// Want lists the outputs Transform computes. Metadata and the publication
+// date are always computed.
 type Want struct {
 	Markdown bool
 	HTML     bool
 	Links    bool
 	Images   bool
+	// ImageDetails asks for Result.ImageDetails.
+	ImageDetails bool
 }
 
 // DefaultOptions returns the spec's defaults: main content only, base64
@@ -82,11 +87,23 @@ type Result struct {
 	// img src and its largest srcset candidate, <picture> sources and
 	// og:image, from the whole page.
 	Images []string
+	// ImageDetails describes the page's images, one entry per distinct
+	// absolute image URL, og:image first and then in document order (as
+	// Images), from the whole page: each <img> (its src, or its largest
+	// srcset candidate when it has no src), <picture> source and og:image.
+	// Tracking pixels (both sizes given and at most 2) are left out. An
+	// image that appears again fills the alt text and the size its first
+	// entry lacks.
+	ImageDetails []ImageRef
 	// Metadata holds the page metadata in Firecrawl's shape: title,
 	// description, language, favicon, og* and dc* members, and every
 	// <meta name|property|itemprop> under its own name (a name that
 	// repeats with different values gives a []string).
 	Metadata map[string]any
+	// Published is the article's publication date in UTC, as the page's
+	// metadata, structured data or <time> elements give it (see
+	// Transform); zero when the page gives none. It is always computed.
+	Published time.Time
 	// Warning says what Transform had to change in the page to read it:
 	// a page nested deeper than the HTML parser takes is flattened past a
 	// depth (its text, headings, links and images kept), and lists and
@@ -95,10 +112,34 @@ type Result struct {
 	Warning string
 }
 
+// ImageRef is one image of a page, as Result.ImageDetails gives it.
+type ImageRef struct {
+	// URL is the image's absolute http(s) URL.
+	URL string
+	// Alt is the image's alt text (og:image:alt for an og:image; a
+	// <picture> source shares its <img>'s); empty when there is none.
+	Alt string
+	// Width and Height are the size in pixels the page gives (width and
+	// height attributes as plain integers or "NNNpx", og:image:width and
+	// og:image:height); 0 when not given.
+	Width, Height int
+}
+
 // Transform turns rawHTML, a UTF-8 HTML page served at pageURL, into
 // cleaned content. pageURL (with the page's <base href>) resolves relative
 // URLs; it may be empty, in which case relative links cannot be made
 // absolute and are left out of Links.
+//
+// Result.Published is taken from the first of these that holds a date no
+// more than a day ahead of now: <meta property="article:published_time">;
+// og:published_time or og:article:published_time; an itemprop=datePublished
+// element's content or datetime; a JSON-LD datePublished (at the top level,
+// in @graph or in an array of objects); <meta name="date">; DC.date.issued
+// or dcterms.issued; DC.date; parsely-pub-date; sailthru.date; and the
+// datetime of a <time> inside <article> or <main> or with pubdate, the
+// first one first. Values are read as RFC 3339 (seconds and zone
+// optional), 2006-01-02, "2006-01-02 15:04:05" or RFC 1123; a value that is
+// none of them is passed over.
 func Transform(rawHTML []byte, pageURL string, opts Options) (*Result, error) {
 	include, err := compileSelectors(opts.IncludeTags)
 	if err != nil {
@@ -116,12 +157,15 @@ func Transform(rawHTML []byte, pageURL string, opts Options) (*Result, error) {
 	p := newPage(root, pageURL)
 	p.collect()
 
-	res := &Result{Metadata: p.metadata(), Warning: warning}
+	res := &Result{Metadata: p.metadata(), Published: p.published(time.Now()), Warning: warning}
 	if opts.Want.Links {
 		res.Links = p.links()
 	}
 	if opts.Want.Images {
 		res.Images = p.images()
+	}
+	if opts.Want.ImageDetails {
+		res.ImageDetails = p.imageDetails()
 	}
 	if !opts.Want.HTML && !opts.Want.Markdown {
 		return res, nil

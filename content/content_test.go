@@ -132,6 +132,104 @@ func TestImages(t *testing.T) {
 	}
 }
 
+func TestImageDetails(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		html string
+		want []ImageRef
+	}{
+		{
+			name: "alt and size from attributes",
+			html: `<img src="a.jpg" alt=" A
+  photo " width="640" height="480px"><img src="b.jpg" width="50%" height="auto"><img src="c.jpg" width="1.5" height="-3">`,
+			want: []ImageRef{
+				{URL: "https://example.com/p/a.jpg", Alt: "A photo", Width: 640, Height: 480},
+				{URL: "https://example.com/p/b.jpg"},
+				{URL: "https://example.com/p/c.jpg"},
+			},
+		},
+		{
+			name: "duplicates keep the first entry and fill its gaps",
+			html: `<img src="x.jpg"><img src="/p/x.jpg" alt="Second" width="10" height="20"><img src="x.jpg" alt="Third" width="30" height="40">` +
+				`<img src="y.jpg" alt="Why" width="100"><img src="y.jpg" width="300" height="200"><img src="y.jpg" width="100" height="50">`,
+			want: []ImageRef{
+				{URL: "https://example.com/p/x.jpg", Alt: "Second", Width: 10, Height: 20},
+				{URL: "https://example.com/p/y.jpg", Alt: "Why", Width: 100, Height: 50},
+			},
+		},
+		{
+			name: "srcset only takes the largest candidate",
+			html: `<img srcset="s.jpg 400w, l.jpg 1200w, m.jpg 800w" alt="Wide" width="1200" height="800">`,
+			want: []ImageRef{{URL: "https://example.com/p/l.jpg", Alt: "Wide", Width: 1200, Height: 800}},
+		},
+		{
+			name: "src wins over srcset",
+			html: `<img src="a.png" srcset="a.png 1x, a2.png 2x" alt="Icon" width="32" height="32">`,
+			want: []ImageRef{{URL: "https://example.com/p/a.png", Alt: "Icon", Width: 32, Height: 32}},
+		},
+		{
+			name: "og:image with size and alt",
+			html: `<head><meta property="og:image" content="/card.png"><meta property="og:image:width" content="1200"><meta property="og:image:height" content="630"><meta property="og:image:alt" content="The card">` +
+				`<meta property="og:image" content="https://cdn.example.com/second.png"></head>` +
+				`<img src="/card.png" alt="Inline card" width="600" height="315"><img src="https://cdn.example.com/second.png" alt="Second card">`,
+			want: []ImageRef{
+				{URL: "https://example.com/card.png", Alt: "The card", Width: 1200, Height: 630},
+				{URL: "https://cdn.example.com/second.png", Alt: "Second card"},
+			},
+		},
+		{
+			name: "picture sources share the img's alt",
+			html: `<picture><source srcset="h1.avif 1x, h2.avif 2x" width="800" height="600"><source srcset="h.webp"><img src="h.jpg" alt="Harbour"></picture>`,
+			want: []ImageRef{
+				{URL: "https://example.com/p/h2.avif", Alt: "Harbour", Width: 800, Height: 600},
+				{URL: "https://example.com/p/h.webp", Alt: "Harbour"},
+				{URL: "https://example.com/p/h.jpg", Alt: "Harbour"},
+			},
+		},
+		{
+			name: "data URLs and tracking pixels left out",
+			html: `<img src="data:image/png;base64,AAAA" alt="inline"><img src="/pixel.gif" width="1" height="1"><img src="/beacon" width="0px" height="0px">` +
+				`<img src="/spacer.gif" width="1"><img src="/rule.png" width="1" height="400">`,
+			want: []ImageRef{
+				{URL: "https://example.com/spacer.gif", Width: 1},
+				{URL: "https://example.com/rule.png", Width: 1, Height: 400},
+			},
+		},
+		{
+			name: "lazy image takes its real URL",
+			html: `<img src="data:image/gif;base64,R0lGOD=" data-src="/real.jpg" alt="Lazy" width="300" height="200">`,
+			want: []ImageRef{{URL: "https://example.com/real.jpg", Alt: "Lazy", Width: 300, Height: 200}},
+		},
+		{
+			name: "whole page, not only the main content",
+			html: `<nav><img src="/logo.svg" alt="Logo"></nav><main><p>Text</p><img src="/figure.png" alt="Figure"></main><footer><img src="/badge.png"></footer>`,
+			want: []ImageRef{
+				{URL: "https://example.com/logo.svg", Alt: "Logo"},
+				{URL: "https://example.com/figure.png", Alt: "Figure"},
+				{URL: "https://example.com/badge.png"},
+			},
+		},
+		{
+			name: "no images",
+			html: `<p>Text only</p>`,
+			want: []ImageRef{},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			res, err := Transform([]byte(tc.html), "https://example.com/p/index.html", Options{OnlyMainContent: true, Want: Want{ImageDetails: true, Markdown: true}})
+			require.NoError(t, err)
+			require.Equal(t, tc.want, res.ImageDetails, "image details")
+		})
+	}
+
+	res, err := Transform([]byte(`<img src="/a.png">`), "https://example.com/", Options{Want: Want{Images: true}})
+	require.NoError(t, err)
+	require.Nil(t, res.ImageDetails, "image details not asked for")
+}
+
 func TestLargestCandidate(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

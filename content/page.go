@@ -2,6 +2,7 @@ package content
 
 import (
 	"net/url"
+	"strconv"
 	"strings"
 
 	"golang.org/x/net/html"
@@ -24,8 +25,13 @@ type page struct {
 	metas []metaTag
 	icons []iconLink
 
-	hrefs     []string // raw a/area hrefs, document order
-	imageURLs []string // raw image URLs, document order
+	hrefs []string    // raw a/area hrefs, document order
+	imgs  []pageImage // <img> and <picture> images, document order
+
+	// Where the page may give its publication date (see published).
+	itemDates []string // itemprop=datePublished values, document order
+	jsonLD    []string // JSON-LD scripts that mention datePublished
+	timeDates []string // datetime of <time>s in <article> or <main> or with pubdate
 
 	// Elements the main-content filter builds on.
 	mains    []*html.Node // <main> and [role=main]
@@ -37,6 +43,45 @@ type page struct {
 type metaTag struct{ name, content string }
 
 type iconLink struct{ rel, href string }
+
+// pageImage is one image reference as the page writes it, with what the
+// page says about the image.
+type pageImage struct {
+	url           string // raw: resolved by pageImages
+	alt           string
+	width, height int  // 0 unless given as a plain number of pixels
+	pixel         bool // both sizes given and at most 2: a tracking pixel
+	// variant marks an <img>'s largest srcset candidate next to its src:
+	// listed in Images, while ImageDetails describes the src.
+	variant bool
+}
+
+// newPageImage makes the pageImage of url from its width and height
+// attributes.
+func newPageImage(url, alt, width, height string) pageImage {
+	w, wok := imageSize(width)
+	h, hok := imageSize(height)
+	return pageImage{url: url, alt: alt, width: w, height: h, pixel: wok && hok && w <= 2 && h <= 2}
+}
+
+// imageSize reads a width or height attribute: a plain integer of pixels,
+// "NNN" or "NNNpx". ok is false for anything else ("50%", "auto", "").
+func imageSize(v string) (n int, ok bool) {
+	v = strings.TrimSuffix(lower(strings.TrimSpace(v)), "px")
+	if v == "" {
+		return 0, false
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < '0' || v[i] > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil { // out of range
+		return 0, false
+	}
+	return n, true
+}
 
 func newPage(root *html.Node, pageURL string) *page {
 	p := &page{root: root, pageURL: pageURL}
@@ -71,6 +116,7 @@ func newPage(root *html.Node, pageURL string) *page {
 type walkState struct {
 	inSVG     bool
 	inArticle bool
+	inMain    bool
 }
 
 // collect walks the whole document once: it gathers metadata, links and
@@ -108,6 +154,8 @@ func (p *page) walk(n *html.Node, st walkState) {
 			cst.inSVG = true
 		case atom.Article:
 			cst.inArticle = true
+		case atom.Main:
+			cst.inMain = true
 		}
 		p.walk(c, cst)
 	}
@@ -117,7 +165,14 @@ func (p *page) walk(n *html.Node, st walkState) {
 // removed. Its children are not visited yet.
 func (p *page) element(c *html.Node, st walkState) (remove bool) {
 	switch c.DataAtom {
-	case atom.Script, atom.Style, atom.Noscript, atom.Template:
+	case atom.Script:
+		if strings.EqualFold(strings.TrimSpace(attr(c, "type")), "application/ld+json") {
+			if text := textOf(c); strings.Contains(text, "datePublished") {
+				p.jsonLD = append(p.jsonLD, text)
+			}
+		}
+		return true
+	case atom.Style, atom.Noscript, atom.Template:
 		return true
 	case atom.Meta:
 		p.meta(c)
@@ -152,7 +207,15 @@ func (p *page) element(c *html.Node, st walkState) (remove bool) {
 	case atom.Source:
 		if c.Parent != nil && c.Parent.DataAtom == atom.Picture {
 			if best := largestCandidate(attr(c, "srcset")); best != "" {
-				p.imageURLs = append(p.imageURLs, best)
+				// A source is a rendition of the picture its <img>
+				// describes: it shares that alt text.
+				p.imgs = append(p.imgs, newPageImage(best, pictureAlt(c.Parent), attr(c, "width"), attr(c, "height")))
+			}
+		}
+	case atom.Time:
+		if dt := strings.TrimSpace(attr(c, "datetime")); dt != "" {
+			if _, pubdate := attrOK(c, "pubdate"); pubdate || st.inArticle || st.inMain {
+				p.timeDates = append(p.timeDates, dt)
 			}
 		}
 	case atom.Pre:
@@ -169,6 +232,10 @@ func (p *page) element(c *html.Node, st walkState) (remove bool) {
 		case "role":
 			if strings.EqualFold(strings.TrimSpace(a.Val), "main") && c.DataAtom != atom.Main {
 				p.mains = append(p.mains, c)
+			}
+		case "itemprop":
+			if hasToken(a.Val, "datePublished") {
+				p.itemDates = append(p.itemDates, itemDate(c))
 			}
 		case "id":
 			if a.Val == "main" {
@@ -203,11 +270,23 @@ func (p *page) meta(c *html.Node) {
 	if name != "" && content != "" {
 		p.metas = append(p.metas, metaTag{name: name, content: content})
 	}
+	if hasToken(attr(c, "itemprop"), "datePublished") {
+		p.itemDates = append(p.itemDates, itemDate(c))
+	}
 }
 
-// image records an <img>'s URLs and, for lazy-loaded images whose real URL
-// sits in a data- attribute or only in srcset, sets src to it so that the
-// Markdown shows the real image.
+// itemDate returns the value of an itemprop=datePublished element: its
+// content, else its datetime.
+func itemDate(c *html.Node) string {
+	if v := strings.TrimSpace(attr(c, "content")); v != "" {
+		return v
+	}
+	return strings.TrimSpace(attr(c, "datetime"))
+}
+
+// image records an <img>'s URLs, alt text and size and, for lazy-loaded
+// images whose real URL sits in a data- attribute or only in srcset, sets
+// src to it so that the Markdown shows the real image.
 func (p *page) image(c *html.Node) {
 	src := strings.TrimSpace(attr(c, "src"))
 	if src == "" || hasScheme(src, "data") {
@@ -229,11 +308,21 @@ func (p *page) image(c *html.Node) {
 		setAttr(c, "src", best)
 	}
 	if src != "" {
-		p.imageURLs = append(p.imageURLs, src)
+		p.imgs = append(p.imgs, newPageImage(src, collapseSpace(attr(c, "alt")), attr(c, "width"), attr(c, "height")))
 	}
 	if best != "" && best != src {
-		p.imageURLs = append(p.imageURLs, best)
+		p.imgs = append(p.imgs, pageImage{url: best, variant: true})
 	}
+}
+
+// pictureAlt returns the alt text of picture's <img>.
+func pictureAlt(picture *html.Node) string {
+	for c := picture.FirstChild; c != nil; c = c.NextSibling {
+		if c.Type == html.ElementNode && c.DataAtom == atom.Img {
+			return collapseSpace(attr(c, "alt"))
+		}
+	}
+	return ""
 }
 
 // isPermalink reports whether a is a heading's permalink anchor (Sphinx's

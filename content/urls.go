@@ -41,31 +41,111 @@ func (p *page) links() []string {
 // og:image first (the head comes first), then each image in document
 // order.
 func (p *page) images() []string {
-	raw := make([]string, 0, len(p.imageURLs)+1)
-	for _, m := range p.metas {
-		if m.name == "og:image" {
-			raw = append(raw, m.content)
+	imgs := p.pageImages()
+	out := make([]string, 0, len(imgs))
+	seen := make(map[string]bool, len(imgs))
+	for _, im := range imgs {
+		if !seen[im.url] {
+			seen[im.url] = true
+			out = append(out, im.url)
 		}
 	}
-	raw = append(raw, p.imageURLs...)
+	return out
+}
 
-	out := make([]string, 0, len(raw))
-	seen := make(map[string]bool, len(raw))
-	for _, r := range raw {
-		if hasScheme(r, "data") {
+// imageDetails returns one ImageRef per distinct image URL, in the order
+// of pageImages, leaving out tracking pixels and the srcset candidates
+// that images lists next to an <img>'s src. An image met again fills the
+// alt text and the size its first entry lacks.
+func (p *page) imageDetails() []ImageRef {
+	imgs := p.pageImages()
+	out := make([]ImageRef, 0, len(imgs))
+	at := make(map[string]int, len(imgs))
+	for _, im := range imgs {
+		if im.variant || im.pixel {
 			continue
 		}
-		u := p.resolve(r)
+		i, ok := at[im.url]
+		if !ok {
+			at[im.url] = len(out)
+			out = append(out, ImageRef{URL: im.url, Alt: im.alt, Width: im.width, Height: im.height})
+			continue
+		}
+		r := &out[i]
+		if r.Alt == "" {
+			r.Alt = im.alt
+		}
+		// A size is filled from one that agrees with what is known, so
+		// that a width and a height never come from two renditions.
+		switch {
+		case r.Width == 0 && r.Height == 0:
+			r.Width, r.Height = im.width, im.height
+		case r.Width == 0 && r.Height == im.height:
+			r.Width = im.width
+		case r.Height == 0 && r.Width == im.width:
+			r.Height = im.height
+		}
+	}
+	return out
+}
+
+// pageImages returns the page's images with absolute http(s) URLs: the
+// og:images first (the head comes first), then the <img> and <picture>
+// images in document order. Those whose URL is not an http(s) one (data:
+// URLs, relative URLs on a page of unknown address) are left out. It is
+// the one source of both Images and ImageDetails.
+func (p *page) pageImages() []pageImage {
+	all := append(p.ogImages(), p.imgs...)
+	out := all[:0]
+	for _, im := range all {
+		if hasScheme(im.url, "data") {
+			continue
+		}
+		u := p.resolve(im.url)
 		if u == nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			continue
 		}
 		u.User = nil
 		u.Host = lower(u.Host)
-		s := u.String()
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
+		im.url = u.String()
+		out = append(out, im)
+	}
+	return out
+}
+
+// ogImages returns the page's og:images with their og:image:alt,
+// og:image:width and og:image:height: Open Graph's structured properties
+// describe the og:image before them.
+func (p *page) ogImages() []pageImage {
+	type og struct{ url, alt, width, height string }
+	var ogs []og
+	for _, m := range p.metas {
+		if m.name == "og:image" {
+			ogs = append(ogs, og{url: m.content})
+			continue
 		}
+		if len(ogs) == 0 {
+			continue
+		}
+		last := &ogs[len(ogs)-1]
+		var field *string
+		switch m.name {
+		case "og:image:alt":
+			field = &last.alt
+		case "og:image:width":
+			field = &last.width
+		case "og:image:height":
+			field = &last.height
+		default:
+			continue
+		}
+		if *field == "" { // the first value wins
+			*field = m.content
+		}
+	}
+	out := make([]pageImage, 0, len(ogs))
+	for _, o := range ogs {
+		out = append(out, newPageImage(o.url, collapseSpace(o.alt), o.width, o.height))
 	}
 	return out
 }

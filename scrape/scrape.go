@@ -57,6 +57,9 @@ type Service struct {
 	// fetched, when that page came from public addresses only
 	// (TRAWLER_SHARED_CACHE). Off, each team reads only its own entries.
 	SharedCache bool
+	// OnCached, when set, is called after a page is written to the cache
+	// (the search index follows the cache).
+	OnCached func()
 
 	spares spares
 }
@@ -165,6 +168,8 @@ func (s *Service) run(ctx context.Context, req Request, guard *netguard.Cache, f
 				Body: pg.body, Screenshot: pg.screenshot, Engine: pg.engine, Private: private})
 			if err != nil {
 				s.Log.Error("writing the cache", "err", err)
+			} else if s.OnCached != nil {
+				s.OnCached()
 			}
 		}
 	}

@@ -53,6 +53,7 @@ type Service struct {
 	Profiles profiles.Store
 	// Egress is the proxy every browser's requests go through.
 	Egress *egress.Proxy
+	search *searchParts
 	log    *slog.Logger
 	// closeRuntime releases the browser runtime after the pool has stopped
 	// every browser.
@@ -64,7 +65,8 @@ type Service struct {
 }
 
 // janitor deletes what has outlived its retention: activity older than the
-// 24 h window and expired scrape results.
+// 24 h window, cached pages (and so their index entries), expired scrape
+// results, jobs and webhook events.
 func (s *Service) janitor() {
 	defer s.wg.Done()
 	t := time.NewTicker(10 * time.Minute)
@@ -73,6 +75,11 @@ func (s *Service) janitor() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		if err := s.Store.PruneActivity(ctx, time.Now().Add(-api.ActivityWindow)); err != nil {
 			s.log.Error("pruning activity", "err", err)
+		}
+		if err := s.Store.PruneCache(ctx, time.Now().Add(-s.Config.CacheRetention)); err != nil {
+			s.log.Error("pruning the cache", "err", err)
+		} else {
+			s.search.notify()
 		}
 		if err := s.Store.PruneScrapes(ctx); err != nil {
 			s.log.Error("pruning scrapes", "err", err)
@@ -148,7 +155,16 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 	crawler := &crawl.Service{Scrape: scraper, Store: st, Guard: guard, Webhooks: hooks, Log: log,
 		Workers: cfg.JobWorkers, HostConcurrency: cfg.HostConcurrency, Retention: cfg.ResultRetention,
 		TeamLimit: teamRegistry.Concurrency}
+	found, err := newSearch(cfg, st, scraper, log)
+	if err != nil {
+		mgr.Close()
+		pool.Close()
+		closeRuntime()
+		st.Close()
+		return nil, err
+	}
 	if err := crawler.Start(ctx); err != nil {
+		found.close()
 		mgr.Close()
 		pool.Close()
 		closeRuntime()
@@ -156,14 +172,18 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 		return nil, err
 	}
 	a := api.New(api.Deps{Teams: teamRegistry, Sessions: mgr, Scraper: scraper, Crawler: crawler, Store: st, URLs: urls, Log: log,
-		Profiles: opener})
+		Profiles: opener, Search: found.service})
 
 	s := &Service{Config: cfg, Store: st, Pool: pool, Sessions: mgr, Proxy: proxy, Crawler: crawler, Webhooks: hooks,
-		Profiles: profileStore, Egress: out.proxy, log: log, stop: make(chan struct{}), closeRuntime: closeRuntime}
+		Profiles: profileStore, Egress: out.proxy, search: found, log: log, stop: make(chan struct{}), closeRuntime: closeRuntime}
 	bg, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
-	s.wg.Add(2)
+	s.wg.Add(3)
 	go s.janitor()
+	go func() {
+		defer s.wg.Done()
+		found.run(bg)
+	}()
 	go func() {
 		defer s.wg.Done()
 		hooks.Run(bg)
@@ -199,6 +219,7 @@ func (s *Service) Close() {
 	s.closeRuntime()
 	s.Egress.Close()
 	s.Proxy.Wait()
+	s.search.close()
 	s.Store.Close()
 }
 

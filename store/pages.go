@@ -46,12 +46,21 @@ type PageLookup struct {
 	Screenshot bool
 }
 
-// PutPage stores (or replaces) the team's cache entry.
+// PutPage stores (or replaces) the team's cache entry, and logs it for the
+// search index in the same transaction.
 func (s *Store) PutPage(ctx context.Context, p CachedPage) error {
-	_, err := s.db.ExecContext(ctx, `INSERT OR REPLACE INTO page_cache (team_id, key, url, created_at, status_code,
-		final_url, content_type, body, screenshot, engine, private) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		p.Team, p.Key, p.URL, millis(p.CreatedAt), p.StatusCode, p.FinalURL, p.ContentType, p.Body, p.Screenshot,
-		p.Engine, p.Private)
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO page_cache (team_id, key, url, created_at, status_code,
+			final_url, content_type, body, screenshot, engine, private) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			p.Team, p.Key, p.URL, millis(p.CreatedAt), p.StatusCode, p.FinalURL, p.ContentType, p.Body, p.Screenshot,
+			p.Engine, p.Private)
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO index_log (team_id, key, final_url, deleted) VALUES (?, ?, ?, 0)`,
+			p.Team, p.Key, p.FinalURL)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("caching %s: %w", p.URL, err)
 	}
@@ -80,26 +89,46 @@ func (s *Store) Page(ctx context.Context, q PageLookup) (CachedPage, error) {
 	if q.Screenshot {
 		where += ` AND screenshot != ''`
 	}
+	return s.onePage(ctx, where+` ORDER BY created_at DESC LIMIT 1`, args...)
+}
+
+// pageColumns are the columns scanPage reads, in its order.
+const pageColumns = `team_id, key, url, created_at, status_code, final_url, content_type, body, screenshot, engine,
+	private`
+
+func scanPage(row interface{ Scan(...any) error }) (CachedPage, error) {
 	var p CachedPage
 	var created int64
-	err := s.db.QueryRowContext(ctx, `SELECT team_id, key, url, created_at, status_code, final_url, content_type, body,
-		screenshot, engine, private FROM page_cache WHERE `+where+` ORDER BY created_at DESC LIMIT 1`, args...).
-		Scan(&p.Team, &p.Key, &p.URL, &created, &p.StatusCode, &p.FinalURL, &p.ContentType, &p.Body, &p.Screenshot,
-			&p.Engine, &p.Private)
+	err := row.Scan(&p.Team, &p.Key, &p.URL, &created, &p.StatusCode, &p.FinalURL, &p.ContentType, &p.Body,
+		&p.Screenshot, &p.Engine, &p.Private)
+	p.CreatedAt = fromMillis(created)
+	return p, err
+}
+
+// onePage reads the first cache entry that where selects, or ErrNotFound.
+func (s *Store) onePage(ctx context.Context, where string, args ...any) (CachedPage, error) {
+	p, err := scanPage(s.db.QueryRowContext(ctx, `SELECT `+pageColumns+` FROM page_cache WHERE `+where, args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return p, ErrNotFound
 	}
 	if err != nil {
 		return p, fmt.Errorf("reading the cache: %w", err)
 	}
-	p.CreatedAt = fromMillis(created)
 	return p, nil
 }
 
-// PruneCache deletes cache entries older than before.
+// PruneCache deletes cache entries older than before, and logs each for
+// the search index.
 func (s *Store) PruneCache(ctx context.Context, before time.Time) error {
-	_, err := s.db.ExecContext(ctx, `DELETE FROM page_cache WHERE created_at < ?`, millis(before))
-	return err
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO index_log (team_id, key, final_url, deleted)
+			SELECT team_id, key, final_url, 1 FROM page_cache WHERE created_at < ?`, millis(before))
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM page_cache WHERE created_at < ?`, millis(before))
+		return err
+	})
 }
 
 // PutScrape stores a scrape's document (JSON) for GET /v2/scrape/{id}.

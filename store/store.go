@@ -158,6 +158,17 @@ var migrations = []string{
 	);
 	CREATE INDEX page_cache_created ON page_cache(created_at);
 	CREATE INDEX page_cache_key ON page_cache(key, created_at);`,
+	// The search index follows the cache through this log: every entry
+	// written or deleted appends a row, and the index remembers the last
+	// row it applied, so that it catches up after a crash.
+	`CREATE TABLE index_log (
+		seq INTEGER PRIMARY KEY AUTOINCREMENT,
+		team_id TEXT NOT NULL,
+		key TEXT NOT NULL,
+		final_url TEXT NOT NULL,
+		deleted INTEGER NOT NULL
+	);
+	CREATE INDEX page_cache_final ON page_cache(team_id, final_url, created_at);`,
 }
 
 // Open opens (creating if needed) the database at path and migrates it.
@@ -228,4 +239,17 @@ func scanAll[T any](rows *sql.Rows, scan func(row interface{ Scan(...any) error 
 		out = append(out, v)
 	}
 	return out, rows.Err()
+}
+
+// inTx runs f in a transaction, committed when f returns nil.
+func (s *Store) inTx(ctx context.Context, f func(tx *sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := f(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
 }

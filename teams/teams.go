@@ -84,7 +84,7 @@ func (r *Registry) team(id string) Team {
 	f := r.features[id]
 	if r.local {
 		// The local team is the operator: every feature is theirs.
-		f = config.Features{ZeroDataRetention: true, IgnoreRobotsTxt: true}
+		f = config.Features{ZeroDataRetention: true, IgnoreRobotsTxt: true, SearchZDR: true, SearchAnon: true}
 	}
 	return Team{ID: id, Concurrency: r.concurrency, Features: f}
 }

@@ -1,0 +1,285 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+
+	"github.com/trawler-dev/trawler/index"
+	"github.com/trawler-dev/trawler/search"
+	"github.com/trawler-dev/trawler/teams"
+)
+
+// searchRequest is spec 4.6 as it arrives.
+type searchRequest struct {
+	Query             *string           `json:"query"`
+	Limit             *int              `json:"limit"`
+	Sources           []json.RawMessage `json:"sources"`
+	Categories        []json.RawMessage `json:"categories"`
+	IncludeDomains    []string          `json:"includeDomains"`
+	ExcludeDomains    []string          `json:"excludeDomains"`
+	TBS               *string           `json:"tbs"`
+	Location          *string           `json:"location"`
+	Country           *string           `json:"country"`
+	Timeout           *int              `json:"timeout"`
+	IgnoreInvalidURLs *bool             `json:"ignoreInvalidURLs"`
+	Enterprise        []string          `json:"enterprise"`
+	ScrapeOptions     json.RawMessage   `json:"scrapeOptions"`
+	clientTags
+}
+
+// maxQuery is the longest query, in characters.
+const maxQuery = 500
+
+func (a *API) search(c *fiber.Ctx) error {
+	if a.Search == nil {
+		return &Error{Status: fiber.StatusServiceUnavailable, Code: "UNAVAILABLE", Message: "search is not configured on this server"}
+	}
+	var req searchRequest
+	if err := decodeBody(c, &req); err != nil {
+		return err
+	}
+	team := teamOf(c)
+	r, err := a.searchOptions(&req, team)
+	if err != nil {
+		return err
+	}
+	resp, err := a.Search.Search(context.Background(), r)
+	if errors.Is(err, search.ErrTimeout) {
+		return &Error{Status: fiber.StatusRequestTimeout, Code: "SEARCH_TIMEOUT", Message: "Search timed out"}
+	}
+	if err != nil {
+		return err
+	}
+	id := uuid.NewString()
+	if !r.ZDR {
+		a.recordActivity(team.ID, id, "search", r.Text)
+	}
+	data := fiber.Map{}
+	for _, src := range r.Sources {
+		data[src] = searchEntries(src, resp.Results[src])
+	}
+	var warning any
+	if w := uniqueJoin(resp.Warnings); w != "" {
+		warning = w
+	}
+	return c.JSON(fiber.Map{"success": true, "data": data, "warning": warning, "id": id, "creditsUsed": resp.Credits})
+}
+
+// searchOptions validates the request into a search; every problem is
+// named by its field.
+func (a *API) searchOptions(req *searchRequest, team teams.Team) (*search.Request, error) {
+	var problems []FieldProblem
+	r := &search.Request{Team: team.ID, TeamLimit: team.Concurrency, Country: ""}
+	switch {
+	case req.Query == nil:
+		problems = append(problems, fieldError("query", "query is required"))
+	case strings.TrimSpace(*req.Query) == "":
+		problems = append(problems, fieldError("query", "query must not be empty"))
+	case utf8.RuneCountInString(*req.Query) > maxQuery:
+		problems = append(problems, fieldError("query", "query must be at most %d characters, got %d", maxQuery,
+			utf8.RuneCountInString(*req.Query)))
+	default:
+		r.Text = strings.TrimSpace(*req.Query)
+		q, err := index.ParseQuery(r.Text)
+		if err != nil {
+			problems = append(problems, fieldError("query", "query: %v", err))
+		}
+		r.Query = q
+	}
+	r.Limit = intRange(&problems, "limit", req.Limit, 1, 100, 10)
+	r.Sources = typedList(&problems, "sources", req.Sources, []string{index.SourceWeb, index.SourceImages, index.SourceNews})
+	if len(r.Sources) == 0 {
+		r.Sources = []string{index.SourceWeb}
+	}
+	r.Categories = typedList(&problems, "categories", req.Categories,
+		[]string{index.CategoryGitHub, index.CategoryResearch, index.CategoryPDF})
+	r.IncludeDomains = hostList(&problems, "includeDomains", req.IncludeDomains)
+	r.ExcludeDomains = hostList(&problems, "excludeDomains", req.ExcludeDomains)
+	if len(req.IncludeDomains) > 0 && len(req.ExcludeDomains) > 0 {
+		problems = append(problems, fieldError("excludeDomains", "includeDomains and excludeDomains cannot be used together"))
+	}
+	if req.TBS != nil {
+		t, err := index.ParseTBS(*req.TBS, time.Now())
+		if err != nil {
+			problems = append(problems, fieldError("tbs", "%v", err))
+		}
+		r.TBS = t
+	}
+	if req.Location != nil {
+		if n := utf8.RuneCountInString(*req.Location); n > 200 {
+			problems = append(problems, fieldError("location", "location must be at most 200 characters"))
+		}
+		r.Location = strings.TrimSpace(*req.Location)
+	}
+	if req.Country != nil {
+		if !isCountryCode(*req.Country) {
+			problems = append(problems, fieldError("country", "country must be a two-letter ISO 3166-1 code such as US, got %q", *req.Country))
+		}
+		r.Country = strings.ToUpper(*req.Country)
+	}
+	r.Timeout = time.Duration(intRange(&problems, "timeout", req.Timeout, 1000, 600000, 60000)) * time.Millisecond
+	if req.IgnoreInvalidURLs != nil && *req.IgnoreInvalidURLs {
+		r.Valid = func(u string) bool { _, p := checkURL("url", u); return p == nil }
+	}
+	enterprise := enterpriseList(&problems, req.Enterprise)
+	if formatsGiven(req.ScrapeOptions) {
+		o := a.jobScrapeOptions(req.ScrapeOptions, "scrapeOptions.", team, &problems)
+		r.Scrape = &o
+	}
+	if len(problems) > 0 {
+		return nil, badRequest(problems...)
+	}
+	for _, e := range enterprise {
+		if (e == "zdr" && !team.Features.SearchZDR) || (e == "anon" && !team.Features.SearchAnon) {
+			return nil, featureError("enterprise " + e)
+		}
+		r.ZDR = true
+	}
+	if r.ZDR && r.Scrape != nil {
+		r.Scrape.ZeroDataRetention, r.Scrape.StoreInCache = true, false
+	}
+	return r, nil
+}
+
+// typedList reads an array of names given as strings or as {type: name}
+// objects (sources, categories), each one of allowed, in order, once.
+func typedList(problems *[]FieldProblem, field string, raw []json.RawMessage, allowed []string) []string {
+	var out []string
+	for i, item := range raw {
+		path := fmt.Sprintf("%s.%d", field, i)
+		var name string
+		if err := json.Unmarshal(item, &name); err != nil {
+			var obj map[string]json.RawMessage
+			if err := json.Unmarshal(item, &obj); err != nil {
+				*problems = append(*problems, fieldError(path, "%s[%d] must be a string or an object with a type", field, i))
+				continue
+			}
+			for k := range obj {
+				if k != "type" {
+					*problems = append(*problems, fieldError(path+"."+k, "%s[%d].%s is not a known member (only type is)", field, i, k))
+				}
+			}
+			if err := json.Unmarshal(obj["type"], &name); err != nil {
+				*problems = append(*problems, fieldError(path+".type", "%s[%d].type must be a string", field, i))
+				continue
+			}
+		}
+		if !slices.Contains(allowed, name) {
+			*problems = append(*problems, fieldError(path, "%s[%d] must be one of %s, got %q", field, i,
+				strings.Join(allowed, ", "), name))
+			continue
+		}
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// hostList checks an array of host names (no scheme, no path).
+func hostList(problems *[]FieldProblem, field string, hosts []string) []string {
+	var out []string
+	for i, h := range hosts {
+		h = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(h)), ".")
+		if h == "" || strings.ContainsAny(h, "/:?#@ ") || !plausibleHost(h) {
+			*problems = append(*problems, fieldError(fmt.Sprintf("%s.%d", field, i),
+				"%s[%d] must be a host name such as example.com, without protocol or path, got %q", field, i, hosts[i]))
+			continue
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+func enterpriseList(problems *[]FieldProblem, values []string) []string {
+	var out []string
+	for i, v := range values {
+		if v != "zdr" && v != "anon" {
+			*problems = append(*problems, fieldError(fmt.Sprintf("enterprise.%d", i),
+				"enterprise[%d] must be zdr or anon, got %q", i, v))
+			continue
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+func isCountryCode(s string) bool {
+	if len(s) != 2 {
+		return false
+	}
+	for _, r := range s {
+		if (r < 'A' || r > 'Z') && (r < 'a' || r > 'z') {
+			return false
+		}
+	}
+	return true
+}
+
+// formatsGiven reports whether scrapeOptions names formats: only then is
+// each result scraped.
+func formatsGiven(raw json.RawMessage) bool {
+	var o struct {
+		Formats []json.RawMessage `json:"formats"`
+	}
+	return len(raw) > 0 && json.Unmarshal(raw, &o) == nil && len(o.Formats) > 0
+}
+
+// searchEntries shapes one source's results as spec 2.6 does.
+func searchEntries(source string, results []search.Result) []fiber.Map {
+	out := make([]fiber.Map, 0, len(results))
+	for _, r := range results {
+		e := fiber.Map{}
+		if r.Document != nil {
+			raw, _ := json.Marshal(r.Document)
+			_ = json.Unmarshal(raw, &e)
+		}
+		if r.Error != "" {
+			e["metadata"] = fiber.Map{"sourceURL": r.URL, "url": r.URL, "error": r.Error}
+		}
+		e["url"] = r.URL
+		e["title"] = r.Title
+		e["position"] = r.Position
+		switch source {
+		case index.SourceImages:
+			e["imageUrl"] = r.ImageURL
+			e["imageWidth"] = r.ImageWidth
+			e["imageHeight"] = r.ImageHeight
+		case index.SourceNews:
+			e["snippet"] = r.Description
+			if !r.Published.IsZero() {
+				e["date"] = isoTime(r.Published)
+			}
+			if r.ImageURL != "" {
+				e["imageUrl"] = r.ImageURL
+			}
+		default:
+			e["description"] = r.Description
+		}
+		if r.Category != "" {
+			e["category"] = r.Category
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// uniqueJoin joins warnings, each once.
+func uniqueJoin(ws []string) string {
+	var out []string
+	for _, w := range ws {
+		if !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+	}
+	return strings.Join(out, "; ")
+}

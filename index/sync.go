@@ -1,0 +1,286 @@
+package index
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/trawler-dev/trawler/store"
+)
+
+// Convert turns a cache entry into the document the index takes; ok is
+// false for a page that is not to be found by search (an error page, a
+// body with no text).
+type Convert func(ctx context.Context, p store.CachedPage) (d Doc, ok bool, err error)
+
+// logBatch is how many log rows one index batch applies.
+const logBatch = 200
+
+// Syncer keeps the index in step with the store's cache: it applies the
+// index log in order, rebuilds the index from the cache when it is missing
+// or cannot be caught up, and prunes the log rows the index has persisted.
+type Syncer struct {
+	Index   *Index
+	Store   *store.Store
+	Convert Convert
+	Log     *slog.Logger
+
+	notify  chan struct{}
+	applied atomic.Int64 // the last log row applied
+	mu      sync.Mutex
+	moved   chan struct{} // closed and replaced each time applied moves
+	stat    status
+}
+
+// status is what a search says about an index that is not complete.
+type status struct {
+	rebuilding  atomic.Bool
+	done, total atomic.Int64
+}
+
+// NewSyncer returns a syncer; Run starts it.
+func NewSyncer(ix *Index, st *store.Store, convert Convert, log *slog.Logger) *Syncer {
+	return &Syncer{Index: ix, Store: st, Convert: convert, Log: log, notify: make(chan struct{}, 1),
+		moved: make(chan struct{})}
+}
+
+// Notify tells the syncer that the log has new rows.
+func (s *Syncer) Notify() {
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Run applies the log until ctx ends. It first rebuilds the index when the
+// index holds nothing the store has, or when the rows it would need to
+// catch up are gone.
+func (s *Syncer) Run(ctx context.Context) {
+	marker, err := s.Index.marker()
+	if err != nil {
+		s.Log.Error("reading the search index's position; rebuilding it", "err", err)
+	}
+	s.setApplied(marker)
+	if need, why := s.needsRebuild(ctx, marker); need {
+		s.Log.Info("rebuilding the search index from the store", "why", why)
+		if err := s.rebuild(ctx); err != nil {
+			if ctx.Err() == nil {
+				s.Log.Error("rebuilding the search index", "err", err)
+			}
+			return
+		}
+	}
+	prunable := int64(0)
+	tick := time.NewTicker(time.Minute)
+	defer tick.Stop()
+	for {
+		for {
+			n, err := s.apply(ctx)
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				s.Log.Error("updating the search index", "err", err)
+				break
+			}
+			if n < logBatch {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.notify:
+		case <-tick.C:
+			// The index persists its batches within seconds: the rows it
+			// had applied a minute ago are safe to drop.
+			if prunable > 0 {
+				if err := s.Store.PruneIndexLog(ctx, prunable); err != nil {
+					s.Log.Error("pruning the index log", "err", err)
+				}
+			}
+			prunable = s.applied.Load()
+		}
+	}
+}
+
+// needsRebuild says whether the index cannot be caught up from the log.
+func (s *Syncer) needsRebuild(ctx context.Context, marker int64) (bool, string) {
+	last, err := s.Store.LastIndexSeq(ctx)
+	if err != nil {
+		return false, ""
+	}
+	switch {
+	case marker > last:
+		return true, "the index is ahead of the store"
+	case marker == 0:
+		n, err := s.Store.CountPages(ctx)
+		return err == nil && n > 0, "the index is new or was lost"
+	}
+	rows, err := s.Store.IndexLog(ctx, marker, 1)
+	if err == nil && len(rows) > 0 && rows[0].Seq > marker+1 {
+		return true, "the log rows the index needs were pruned"
+	}
+	return false, ""
+}
+
+// rebuild indexes every cache entry, then resumes the log from where it
+// stood when the rebuild began.
+func (s *Syncer) rebuild(ctx context.Context) error {
+	last, err := s.Store.LastIndexSeq(ctx)
+	if err != nil {
+		return err
+	}
+	total, err := s.Store.CountPages(ctx)
+	if err != nil {
+		return err
+	}
+	s.stat.total.Store(int64(total))
+	s.stat.done.Store(0)
+	s.stat.rebuilding.Store(true)
+	defer s.stat.rebuilding.Store(false)
+	var cur store.PageCursor
+	for {
+		pages, next, err := s.Store.Pages(ctx, cur, logBatch)
+		if err != nil {
+			return err
+		}
+		if len(pages) == 0 {
+			break
+		}
+		cur = next
+		var docs []Doc
+		for _, p := range pages {
+			// Of several entries with one final URL, the newest is the page.
+			newest, err := s.Store.NewestPage(ctx, p.Team, p.FinalURL)
+			if err != nil || newest.Key != p.Key {
+				continue
+			}
+			if d, ok := s.convert(ctx, p); ok {
+				docs = append(docs, d)
+			}
+		}
+		if err := s.Index.Put(docs, nil, 0); err != nil {
+			return err
+		}
+		s.stat.done.Add(int64(len(pages)))
+	}
+	if err := s.Index.Put(nil, nil, last); err != nil {
+		return err
+	}
+	s.setApplied(last)
+	return nil
+}
+
+// apply applies the next rows of the log and returns how many it read.
+func (s *Syncer) apply(ctx context.Context) (int, error) {
+	rows, err := s.Store.IndexLog(ctx, s.applied.Load(), logBatch)
+	if err != nil || len(rows) == 0 {
+		return 0, err
+	}
+	// The last row of a page decides; earlier ones are superseded.
+	type target struct{ team, url string }
+	final := map[target]store.IndexEntry{}
+	var order []target
+	for _, r := range rows {
+		t := target{r.Team, r.FinalURL}
+		if _, ok := final[t]; !ok {
+			order = append(order, t)
+		}
+		final[t] = r
+	}
+	var docs []Doc
+	var gone [][2]string
+	for _, t := range order {
+		r := final[t]
+		var p store.CachedPage
+		if r.Deleted {
+			// Another entry may still hold the page (fetched with other
+			// options): it stays, from that entry.
+			p, err = s.Store.NewestPage(ctx, r.Team, r.FinalURL)
+		} else {
+			p, err = s.Store.PageByKey(ctx, r.Team, r.Key)
+		}
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			gone = append(gone, [2]string{t.team, t.url})
+			continue
+		case err != nil:
+			return 0, err
+		}
+		if d, ok := s.convert(ctx, p); ok {
+			docs = append(docs, d)
+		} else {
+			gone = append(gone, [2]string{t.team, t.url})
+		}
+	}
+	seq := rows[len(rows)-1].Seq
+	if err := s.Index.Put(docs, gone, seq); err != nil {
+		return 0, err
+	}
+	s.setApplied(seq)
+	return len(rows), nil
+}
+
+// convert converts p, logging a failure: a page that cannot be read is
+// not found by search, and does not hold up the pages after it.
+func (s *Syncer) convert(ctx context.Context, p store.CachedPage) (Doc, bool) {
+	d, ok, err := s.Convert(ctx, p)
+	if err != nil {
+		s.Log.Warn("indexing a page", "url", p.FinalURL, "err", err)
+		return d, false
+	}
+	return d, ok
+}
+
+func (s *Syncer) setApplied(seq int64) {
+	s.mu.Lock()
+	s.applied.Store(seq)
+	close(s.moved)
+	s.moved = make(chan struct{})
+	s.mu.Unlock()
+}
+
+// CatchUp waits until the index holds every page the store held when it
+// was called, for at most wait. It returns a warning for the search's
+// answer when the index is not complete: rebuilding, or still behind.
+func (s *Syncer) CatchUp(ctx context.Context, wait time.Duration) string {
+	if s.stat.rebuilding.Load() {
+		return s.rebuildWarning()
+	}
+	last, err := s.Store.LastIndexSeq(ctx)
+	if err != nil {
+		return ""
+	}
+	s.Notify()
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		applied, moved := s.applied.Load(), s.moved
+		s.mu.Unlock()
+		if applied >= last {
+			return ""
+		}
+		select {
+		case <-moved:
+		case <-ctx.Done():
+			return ""
+		case <-deadline.C:
+			if s.stat.rebuilding.Load() {
+				return s.rebuildWarning()
+			}
+			return fmt.Sprintf("the search index is %d pages behind the store: the newest pages may be missing",
+				last-applied)
+		}
+	}
+}
+
+func (s *Syncer) rebuildWarning() string {
+	return fmt.Sprintf("the search index is being rebuilt from the store (%d of %d pages done): results may be incomplete",
+		s.stat.done.Load(), s.stat.total.Load())
+}

@@ -1,0 +1,69 @@
+package scrape
+
+import (
+	"context"
+	"mime"
+	"net/url"
+	"strings"
+
+	"github.com/trawler-dev/trawler/content"
+	"github.com/trawler-dev/trawler/index"
+	"github.com/trawler-dev/trawler/parse"
+	"github.com/trawler-dev/trawler/store"
+)
+
+// IndexDoc turns a cached page into the search index's document, with the
+// same readers a scrape uses: main-content Markdown of web pages, the parsed
+// text of documents. Pages that answered an error, and bodies that are
+// neither a web page, text nor a document, are not indexed.
+func IndexDoc(ctx context.Context, c store.CachedPage) (index.Doc, bool, error) {
+	d := index.Doc{Team: c.Team, URL: c.FinalURL, ContentType: c.ContentType, Fetched: c.CreatedAt,
+		Private: c.Private}
+	if d.URL == "" {
+		d.URL = c.URL
+	}
+	if c.StatusCode < 200 || c.StatusCode > 299 || len(c.Body) == 0 {
+		return d, false, nil
+	}
+	pg := &page{contentType: c.ContentType, finalURL: d.URL, body: c.Body}
+	if kind := pageDocumentKind(pg); kind != "" {
+		pd, err := parse.Parse(ctx, kind, c.Body)
+		if err != nil {
+			return d, false, err
+		}
+		d.Markdown, d.Title = pd.Markdown, pd.Title
+		return d, d.Markdown != "" || d.Title != "", nil
+	}
+	mt, _, _ := mime.ParseMediaType(c.ContentType)
+	switch {
+	case mt == "text/plain" || mt == "text/markdown":
+		d.Markdown = string(c.Body)
+		return d, true, nil
+	case mt != "" && mt != "text/html" && mt != "application/xhtml+xml" && parse.Sniff(c.Body) != "html":
+		return d, false, nil
+	}
+	res, err := content.Transform(c.Body, d.URL, content.Options{OnlyMainContent: true, RemoveBase64Images: true,
+		Want: content.Want{Markdown: true, Links: true, ImageDetails: true}})
+	if err != nil {
+		return d, false, err
+	}
+	d.Markdown = res.Markdown
+	d.Title, _ = res.Metadata["title"].(string)
+	d.Description, _ = res.Metadata["description"].(string)
+	d.Language, _ = res.Metadata["language"].(string)
+	d.Published = res.Published
+	for _, img := range res.ImageDetails {
+		d.Images = append(d.Images, index.Image{URL: img.URL, Alt: img.Alt, Width: img.Width, Height: img.Height})
+	}
+	seen := map[string]bool{}
+	for _, l := range res.Links {
+		if u, err := url.Parse(l); err == nil && u.Hostname() != "" {
+			h := strings.ToLower(u.Hostname())
+			if !seen[h] {
+				seen[h] = true
+				d.LinkHosts = append(d.LinkHosts, h)
+			}
+		}
+	}
+	return d, strings.TrimSpace(d.Markdown) != "" || d.Title != "", nil
+}
