@@ -25,6 +25,7 @@ import (
 	"github.com/blevesearch/bleve/v2/analysis/lang/en"
 	"github.com/blevesearch/bleve/v2/mapping"
 	bindex "github.com/blevesearch/bleve_index_api"
+	bolt "go.etcd.io/bbolt"
 )
 
 // Doc is one fetched page as the index takes it.
@@ -105,7 +106,10 @@ type Index struct {
 // cannot be opened (damaged, or of an older layout) is moved aside and
 // created anew: the syncer rebuilds it from the store.
 func Open(dir string) (*Index, error) {
-	b, err := bleve.Open(dir)
+	b, err := bleve.OpenUsing(dir, map[string]any{"bolt_timeout": "2s"})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("opening the search index %s: another Trawler process holds it (is a server running on this data directory?)", dir)
+	}
 	if errors.Is(err, bleve.ErrorIndexPathDoesNotExist) {
 		b, err = bleve.New(dir, newMapping())
 	} else if err != nil {

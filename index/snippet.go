@@ -106,7 +106,7 @@ func snippet(body string, stems map[string]bool) string {
 var (
 	mdLink   = regexp.MustCompile(`!?\[([^\]]*)\]\([^()\s]*(?:\s+"[^"]*")?\)`)
 	mdEscape = regexp.MustCompile(`\\([\\!-/:-@\[-` + "`" + `{-~])`)
-	mdMarks  = regexp.MustCompile("(?m)^\\s*(#{1,6}|[-*+>]|\\d+\\.)\\s+|[*_`|]+|\\\\")
+	mdMarks  = regexp.MustCompile("(?m)^\\s*(#{1,6}|[-*+>]|\\d+\\.)\\s+|[*`|]+|\\\\")
 	mdSpaces = regexp.MustCompile(`\s+`)
 )
 

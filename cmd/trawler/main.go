@@ -26,6 +26,9 @@ Usage:
   trawler crawl [--limit N] [--out DIR] URL
                     crawl a site with local Chromium browsers into one Markdown file per page
                     plus index.jsonl, with a progress bar, no server needed
+  trawler search [--limit N] [--source web|images|news] [--scrape] [--json] QUERY
+                    search the pages fetched into TRAWLER_DATA_DIR with the operators of
+                    POST /v2/search, no server needed (stop the server of that directory first)
   trawler parse [--format markdown|html|json] FILE
                     convert a local document (.pdf, .docx, .doc, .odt, .rtf, .xlsx, .xls, .html)
                     and print it, no server or browser needed
@@ -56,6 +59,11 @@ func main() {
 	case "crawl":
 		if err := crawlCmd(os.Args[2:], os.Stdout, os.Stderr); err != nil {
 			fmt.Fprintln(os.Stderr, "trawler crawl:", err)
+			os.Exit(1)
+		}
+	case "search":
+		if err := searchCmd(os.Args[2:], os.Stdout, os.Stderr); err != nil {
+			fmt.Fprintln(os.Stderr, "trawler search:", err)
 			os.Exit(1)
 		}
 	case "parse":
