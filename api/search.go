@@ -143,6 +143,7 @@ func (a *API) searchOptions(req *searchRequest, team teams.Team) (*search.Reques
 			return nil, featureError("enterprise " + e)
 		}
 		r.ZDR = true
+		r.EndToEnd = r.EndToEnd || e == "zdr"
 	}
 	if r.ZDR && r.Scrape != nil {
 		r.Scrape.ZeroDataRetention, r.Scrape.StoreInCache = true, false

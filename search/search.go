@@ -61,8 +61,12 @@ type Request struct {
 	// Valid, when set, keeps only the results whose URL it accepts
 	// (ignoreInvalidURLs).
 	Valid func(string) bool
-	// ZDR: nothing of the search is stored, its scrapes included.
+	// ZDR: nothing of the search is stored, its scrapes included
+	// (enterprise zdr or anon).
 	ZDR bool
+	// EndToEnd: enterprise zdr was asked, billed 10 credits per 10 results;
+	// anon alone is billed as an ordinary search.
+	EndToEnd bool
 	// Scrape, when set, is the scrape of each web and news result.
 	Scrape *scrape.Options
 }
@@ -220,7 +224,7 @@ func dedupeKey(raw string) string {
 // credits bills the results: per started 10, 2 credits (anon: 2, zdr: 10).
 func credits(results int, r *Request) int {
 	per := 2
-	if r.ZDR {
+	if r.EndToEnd {
 		per = 10
 	}
 	return (results + 9) / 10 * per
