@@ -259,13 +259,13 @@ func hostSuffixes(host string) []string {
 
 // linkHosts are the hosts a page links to with their parent domains, but
 // not top-level domains alone: a page linking to docs.python.org links to
-// python.org, not to all of org.
+// python.org, not to all of org (a one-label host, localhost, is kept).
 func linkHosts(hosts []string) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, h := range hosts {
-		for _, s := range hostSuffixes(strings.ToLower(h)) {
-			if strings.Contains(s, ".") && !seen[s] {
+		for i, s := range hostSuffixes(strings.ToLower(h)) {
+			if (i == 0 || strings.Contains(s, ".")) && !seen[s] {
 				seen[s] = true
 				out = append(out, s)
 			}

@@ -83,6 +83,9 @@ func TestRelevanceOnPythonDocs(t *testing.T) {
 	if _, err := os.Stat(pythonDocs); err != nil {
 		t.Skip("python3.11-doc is not installed")
 	}
+	if raceEnabled {
+		t.Skip("under the race detector: make bench measures relevance, and go test without -race runs this")
+	}
 	ix, err := index.Open(filepath.Join(t.TempDir(), "ix"))
 	require.NoError(t, err)
 	defer ix.Close()
