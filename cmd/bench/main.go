@@ -16,7 +16,7 @@
 // MB are MiB (2^20 bytes).
 //
 // Phases (-only create,memory,cdp,leaks,transform,scrape,concurrent,crawl,
-// docker,profiles,liveview,parse runs a subset):
+// docker,profiles,liveview,parse,search runs a subset):
 //
 //   - create: p50 of POST /v2/browser over HTTP, 15 samples (after one
 //     warm-up) with one warm browser ready (TRAWLER_WARM_BROWSERS=1) and
@@ -96,6 +96,15 @@
 //     XLSX (cells/s, and against excelize's own GetRows); then a 50 MB PDF,
 //     DOCX and XLSX, each uploaded to a fresh trawler serve process, with
 //     the rise of its peak RSS (VmHWM) over its size.
+//   - search: the embedded search index on python3.11-doc: docs/s of
+//     converting (scrape.IndexDoc) and indexing its pages in batches of 200,
+//     and of indexing alone; MRR@10 and recall@10 of index.Measure over
+//     index/testdata/python-queries.tsv; query p50/p99 over that table on
+//     the 530-page index and on a 20,000-document one made of shuffled
+//     copies of its pages, whose size on disk per 1,000 documents and this
+//     process's RSS with it open are taken too; then crawl pages/s with the
+//     index on over off (TRAWLER_SEARCH_INDEX=false), and the crawled pages
+//     searched through POST /v2/search.
 //
 // Before exiting, the services are closed and the bench fails if any
 // process they or the chromedp baseline started (found by an environment
@@ -158,7 +167,7 @@ func main() {
 	// crawl phase is about half of it).
 	ctx, cancel := context.WithTimeout(ctx, 25*time.Minute)
 	b := &bench{log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
-	flag.StringVar(&b.only, "only", "", "run only these phases, comma-separated: create, memory, cdp, leaks, transform, scrape, concurrent, crawl, docker, profiles, liveview, parse")
+	flag.StringVar(&b.only, "only", "", "run only these phases, comma-separated: create, memory, cdp, leaks, transform, scrape, concurrent, crawl, docker, profiles, liveview, parse, search")
 	flag.IntVar(&b.concurrentPool, "concurrent-pool", concurrentPool, "pool size of the concurrent phase")
 	flag.Parse()
 	err := b.run(ctx)
@@ -258,6 +267,7 @@ func (b *bench) run(ctx context.Context) error {
 		{"profiles", b.profileSaveRestore},
 		{"liveview", b.liveView},
 		{"parse", b.parseThroughput},
+		{"search", b.searchPerformance},
 	}
 	for _, ph := range phases {
 		if !b.selected(ph.name) {
