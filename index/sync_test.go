@@ -56,7 +56,10 @@ func (n *node) cachePage(t testing.TB, team, path, words string, at time.Time) {
 
 func (n *node) find(t testing.TB, team, q string) []string {
 	t.Helper()
-	require.Empty(t, n.syncer.CatchUp(context.Background(), 10*time.Second))
+	// An index closed before it persisted its last batches is rebuilt.
+	polltest.Until(t, 60*time.Second, "the index holds what the store holds", func() bool {
+		return n.syncer.CatchUp(context.Background(), time.Second) == ""
+	})
 	parsed, err := index.ParseQuery(q)
 	require.NoError(t, err)
 	hits, err := n.ix.Search(context.Background(), index.Request{Team: team, Query: parsed, Limit: 100})
