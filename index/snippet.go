@@ -2,6 +2,7 @@ package index
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -25,15 +26,6 @@ const snippetLen = 240
 // snippetScan bounds how much of a page is read for its snippet.
 const snippetScan = 200 << 10
 
-// analyzeWords returns the terms the index makes of words.
-func analyzeWords(words []string) map[string]bool {
-	out := map[string]bool{}
-	for _, t := range english.Analyze([]byte(strings.Join(words, " "))) {
-		out[string(t.Term)] = true
-	}
-	return out
-}
-
 // analyzeList returns the terms the index makes of text, in order.
 func analyzeList(text string) []string {
 	var out []string
@@ -43,37 +35,92 @@ func analyzeList(text string) []string {
 	return out
 }
 
-// snippet returns the passage of body (Markdown) that holds the most of
-// the query's terms, as plain text, or "" when none is in it.
-func snippet(body string, stems map[string]bool) string {
-	if len(stems) == 0 || body == "" {
+// snippetNeedles are what a snippet looks for in a page: each query word
+// lower-cased and its stem, which starts most forms of the word
+// ("coroutin" finds "coroutines").
+func snippetNeedles(words []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(w string) {
+		if len(w) >= 2 && !seen[w] {
+			seen[w] = true
+			out = append(out, w)
+		}
+	}
+	for _, w := range words {
+		for _, f := range strings.Fields(asciiLower(w)) {
+			add(strings.Trim(f, `"'.,;:!?()[]{}`))
+		}
+	}
+	for _, t := range analyzeList(strings.Join(words, " ")) {
+		add(t)
+	}
+	return out
+}
+
+// maxNeedleHits bounds the places one word is looked at in a page.
+const maxNeedleHits = 200
+
+// span is where a needle starts a word of the page.
+type span struct {
+	start, end int
+	needle     string
+}
+
+// snippet returns the passage of body (plain text) that holds the most of
+// the needles, each at the start of a word, or "" when none is in it. It
+// scans with byte searches, not the analyzer: a search builds one for each
+// hit it returns.
+func snippet(body string, needles []string) string {
+	if len(needles) == 0 || body == "" {
 		return ""
 	}
 	if len(body) > snippetScan {
 		body = body[:snippetScan]
 	}
-	var hits []*analysis.Token
-	for _, t := range english.Analyze([]byte(body)) {
-		if stems[string(t.Term)] {
-			hits = append(hits, t)
+	lower := asciiLower(body)
+	var hits []span
+	for _, n := range needles {
+		for from, found := 0, 0; found < maxNeedleHits; found++ {
+			i := strings.Index(lower[from:], n)
+			if i < 0 {
+				break
+			}
+			start := from + i
+			from = start + len(n)
+			if start > 0 && isWordByte(lower[start-1]) {
+				continue
+			}
+			end := from
+			for end < len(lower) && isWordByte(lower[end]) {
+				end++
+			}
+			hits = append(hits, span{start, end, n})
 		}
 	}
 	if len(hits) == 0 {
 		return ""
 	}
+	slices.SortFunc(hits, func(a, b span) int { return a.start - b.start })
 	// The window of snippetLen bytes, starting at a hit, with the most
-	// distinct terms.
+	// distinct needles.
 	best, bestN := 0, 0
 	for i := range hits {
 		seen := map[string]bool{}
-		for j := i; j < len(hits) && hits[j].End-hits[i].Start <= snippetLen; j++ {
-			seen[string(hits[j].Term)] = true
+		for j := i; j < len(hits) && hits[j].end-hits[i].start <= snippetLen; j++ {
+			seen[hits[j].needle] = true
 		}
 		if len(seen) > bestN {
 			best, bestN = i, len(seen)
 		}
 	}
-	start := max(hits[best].Start-snippetLen/4, 0)
+	return passage(body, hits[best].start)
+}
+
+// passage is the text around byte at of body, whole words, about
+// snippetLen long, with ellipses where it is cut.
+func passage(body string, at int) string {
+	start := max(at-snippetLen/4, 0)
 	end := min(start+snippetLen, len(body))
 	for start > 0 && !utf8.RuneStart(body[start]) {
 		start--
@@ -82,9 +129,8 @@ func snippet(body string, stems map[string]bool) string {
 		end++
 	}
 	text := body[start:end]
-	// Whole words only at both ends.
 	if start > 0 {
-		if i := strings.IndexAny(text, " \n"); i >= 0 && i < hits[best].Start-start {
+		if i := strings.IndexAny(text, " \n"); i >= 0 && i < at-start {
 			text = text[i+1:]
 		}
 	}
@@ -101,6 +147,24 @@ func snippet(body string, stems map[string]bool) string {
 		text += "…"
 	}
 	return text
+}
+
+// asciiLower lower-cases ASCII letters only, so that byte offsets stay
+// those of s.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// isWordByte: letters, digits, underscore, and any byte of a non-ASCII
+// character.
+func isWordByte(c byte) bool {
+	return c >= 0x80 || c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 }
 
 var (

@@ -34,7 +34,14 @@ type Syncer struct {
 	mu      sync.Mutex
 	moved   chan struct{} // closed and replaced each time applied moves
 	stat    status
+	// offered are documents the scrape already made of the page it cached,
+	// by log row: applying that row then reads and converts nothing.
+	offered map[int64]Doc
 }
+
+// maxOffered bounds the documents held for rows not yet applied; past it,
+// rows are converted from the store as after a restart.
+const maxOffered = 2000
 
 // status is what a search says about an index that is not complete.
 type status struct {
@@ -45,7 +52,32 @@ type status struct {
 // NewSyncer returns a syncer; Run starts it.
 func NewSyncer(ix *Index, st *store.Store, convert Convert, log *slog.Logger) *Syncer {
 	return &Syncer{Index: ix, Store: st, Convert: convert, Log: log, notify: make(chan struct{}, 1),
-		moved: make(chan struct{})}
+		moved: make(chan struct{}), offered: map[int64]Doc{}}
+}
+
+// Offer hands over the document of the page that log row seq cached, as
+// the scrape made it, and tells the syncer of the row.
+func (s *Syncer) Offer(seq int64, d Doc) {
+	s.mu.Lock()
+	if len(s.offered) < maxOffered && seq > s.applied.Load() {
+		s.offered[seq] = d
+	}
+	s.mu.Unlock()
+	s.Notify()
+}
+
+// takeOffered removes and returns the documents offered for rows.
+func (s *Syncer) takeOffered(rows []store.IndexEntry) map[int64]Doc {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[int64]Doc{}
+	for _, r := range rows {
+		if d, ok := s.offered[r.Seq]; ok {
+			out[r.Seq] = d
+			delete(s.offered, r.Seq)
+		}
+	}
+	return out
 }
 
 // Notify tells the syncer that the log has new rows.
@@ -193,10 +225,15 @@ func (s *Syncer) apply(ctx context.Context) (int, error) {
 		}
 		final[t] = r
 	}
+	offered := s.takeOffered(rows)
 	var docs []Doc
 	var gone [][2]string
 	for _, t := range order {
 		r := final[t]
+		if d, ok := offered[r.Seq]; ok {
+			docs = append(docs, d)
+			continue
+		}
 		var p store.CachedPage
 		if r.Deleted {
 			// Another entry may still hold the page (fetched with other

@@ -49,8 +49,9 @@ func (n *node) cachePage(t testing.TB, team, path, words string, at time.Time) {
 	t.Helper()
 	u := "http://site.test/" + path
 	body := fmt.Sprintf("<html><head><title>%s</title></head><body><main><p>%s</p></main></body></html>", path, words)
-	require.NoError(t, n.st.PutPage(context.Background(), store.CachedPage{Team: team, Key: u, URL: u, FinalURL: u,
-		CreatedAt: at, StatusCode: 200, ContentType: "text/html", Body: []byte(body)}))
+	_, err := n.st.PutPage(context.Background(), store.CachedPage{Team: team, Key: u, URL: u, FinalURL: u,
+		CreatedAt: at, StatusCode: 200, ContentType: "text/html", Body: []byte(body)})
+	require.NoError(t, err)
 	n.syncer.Notify()
 }
 
@@ -87,9 +88,10 @@ func TestIndexFollowsTheCache(t *testing.T) {
 	st, err := store.Open(context.Background(), filepath.Join(dir, "trawler.db"))
 	require.NoError(t, err)
 	u := "http://site.test/three"
-	require.NoError(t, st.PutPage(context.Background(), store.CachedPage{Team: "a", Key: u, URL: u, FinalURL: u,
+	_, err = st.PutPage(context.Background(), store.CachedPage{Team: "a", Key: u, URL: u, FinalURL: u,
 		CreatedAt: time.Now(), StatusCode: 200, ContentType: "text/html",
-		Body: []byte("<title>three</title><main>alpha durian</main>")}))
+		Body: []byte("<title>three</title><main>alpha durian</main>")})
+	require.NoError(t, err)
 	require.NoError(t, st.PruneCache(context.Background(), time.Now().Add(-24*time.Hour)))
 	st.Close()
 	n = startNode(t, dir)
@@ -145,4 +147,29 @@ func TestKilledWhileIndexing(t *testing.T) {
 	count, err := n.ix.Count()
 	require.NoError(t, err)
 	require.EqualValues(t, pages, count, "every page the store holds is in the index")
+}
+
+// TestOfferedDocumentsAreIndexedAsGiven checks that a page the scrape
+// already converted is indexed from that document, without reading and
+// converting the cache entry again, and that the store still decides when
+// the offer went missing.
+func TestOfferedDocumentsAreIndexedAsGiven(t *testing.T) {
+	n := startNode(t, t.TempDir())
+	defer n.stop()
+	// The syncer is running (not about to rebuild from what it finds).
+	n.cachePage(t, "a", "first", "first page", time.Now())
+	require.Len(t, n.find(t, "a", "first"), 1)
+	u := "http://site.test/offered"
+	seq, err := n.st.PutPage(context.Background(), store.CachedPage{Team: "a", Key: u, URL: u, FinalURL: u,
+		CreatedAt: time.Now(), StatusCode: 200, ContentType: "text/html",
+		Body: []byte("<title>offered</title><main>words of the stored body</main>")})
+	require.NoError(t, err)
+	n.syncer.Offer(seq, index.Doc{Team: "a", URL: u, Title: "offered", Markdown: "words the scrape made",
+		Fetched: time.Now()})
+	require.Equal(t, []string{u}, n.find(t, "a", `"the scrape made"`))
+	require.Empty(t, n.find(t, "a", `"stored body"`), "the offered document is the page's")
+
+	// No offer (a restart, a full hand-over): the cache entry is converted.
+	n.cachePage(t, "a", "plain", "converted from the store", time.Now())
+	require.Equal(t, []string{"http://site.test/plain"}, n.find(t, "a", `"converted from the store"`))
 }

@@ -1,5 +1,10 @@
 package scrape
 
+import (
+	"github.com/trawler-dev/trawler/index"
+	"github.com/trawler-dev/trawler/store"
+)
+
 // Document is a scraped document (spec section 2.2). Members appear
 // according to the requested formats.
 type Document struct {
@@ -17,6 +22,9 @@ type Document struct {
 	Discovered []string `json:"-"`
 	// pdfPages is how many pages of a parsed PDF the document bills.
 	pdfPages int
+	// forIndex is the search index's document of the page, when the
+	// transform made it (see servesIndex).
+	forIndex *index.Doc
 }
 
 // ActionResults are what actions produced.
@@ -37,4 +45,18 @@ type ActionScrape struct {
 type JSReturn struct {
 	Type  string `json:"type"`
 	Value any    `json:"value"`
+}
+
+// indexDoc returns the search index's document of the page c cached, when
+// the transform made it; nil otherwise (and for a failed transform).
+func (d *Document) indexDoc(c store.CachedPage) *index.Doc {
+	if d == nil || d.forIndex == nil {
+		return nil
+	}
+	out := *d.forIndex
+	out.Team, out.URL, out.ContentType, out.Fetched, out.Private = c.Team, c.FinalURL, c.ContentType, c.CreatedAt, c.Private
+	if out.URL == "" {
+		out.URL = c.URL
+	}
+	return &out
 }

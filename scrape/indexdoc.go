@@ -42,11 +42,29 @@ func IndexDoc(ctx context.Context, c store.CachedPage) (index.Doc, bool, error) 
 	case mt != "" && mt != "text/html" && mt != "application/xhtml+xml" && parse.Sniff(c.Body) != "html":
 		return d, false, nil
 	}
-	res, err := content.Transform(c.Body, d.URL, content.Options{OnlyMainContent: true, RemoveBase64Images: true,
-		Want: content.Want{Markdown: true, Links: true, ImageDetails: true}})
+	res, err := content.Transform(c.Body, d.URL, indexOptions)
 	if err != nil {
 		return d, false, err
 	}
+	return d, fillIndexDoc(&d, res), nil
+}
+
+// indexOptions are the content options of the index's text: the main
+// content, base64 images left out, with the image details and links it
+// keeps.
+var indexOptions = content.Options{OnlyMainContent: true, RemoveBase64Images: true,
+	Want: content.Want{Markdown: true, Links: true, ImageDetails: true}}
+
+// servesIndex reports whether a scrape with o transforms a web page as the
+// index does, so that its transform can be the index's document.
+func servesIndex(o *Options) bool {
+	return o.OnlyMainContent && o.RemoveBase64Images && len(o.IncludeTags) == 0 && len(o.ExcludeTags) == 0 &&
+		o.Has("markdown")
+}
+
+// fillIndexDoc takes a web page's text, metadata, images and link hosts
+// from its transform, and reports whether the page has anything to find.
+func fillIndexDoc(d *index.Doc, res *content.Result) bool {
 	d.Markdown = res.Markdown
 	d.Title, _ = res.Metadata["title"].(string)
 	d.Description, _ = res.Metadata["description"].(string)
@@ -65,5 +83,5 @@ func IndexDoc(ctx context.Context, c store.CachedPage) (index.Doc, bool, error) 
 			}
 		}
 	}
-	return d, strings.TrimSpace(d.Markdown) != "" || d.Title != "", nil
+	return strings.TrimSpace(d.Markdown) != "" || d.Title != ""
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/trawler-dev/trawler/browsers"
 	"github.com/trawler-dev/trawler/content"
+	"github.com/trawler-dev/trawler/index"
 	"github.com/trawler-dev/trawler/netguard"
 	"github.com/trawler-dev/trawler/parse"
 	"github.com/trawler-dev/trawler/profiles"
@@ -58,8 +59,10 @@ type Service struct {
 	// (TRAWLER_SHARED_CACHE). Off, each team reads only its own entries.
 	SharedCache bool
 	// OnCached, when set, is called after a page is written to the cache
-	// (the search index follows the cache).
-	OnCached func()
+	// (the search index follows the cache), with the cache log's row and,
+	// when the scrape's own transform is the index's document, that
+	// document (else nil: the index converts the page itself).
+	OnCached func(seq int64, d *index.Doc)
 
 	spares spares
 }
@@ -133,6 +136,8 @@ func (s *Service) run(ctx context.Context, req Request, guard *netguard.Cache, f
 		}
 	}
 	key := cacheKey(req.URL, o)
+	var seq int64 // the cache log's row of a page this scrape cached
+	var cached store.CachedPage
 	cacheState := "miss"
 	var cachedAt time.Time
 	var pg *page
@@ -163,18 +168,20 @@ func (s *Service) run(ctx context.Context, req Request, guard *netguard.Cache, f
 		}
 		if o.StoreInCache && !o.ZeroDataRetention && pg.status < 500 {
 			private := pg.private || s.Guard.AllowPrivate && nonPublic(ctx, s.Guard.Resolver, req.URL, pg.finalURL)
-			err := s.Store.PutPage(context.Background(), store.CachedPage{Team: req.Team, Key: key, URL: req.URL,
-				CreatedAt: time.Now(), StatusCode: pg.status, FinalURL: pg.finalURL, ContentType: pg.contentType,
-				Body: pg.body, Screenshot: pg.screenshot, Engine: pg.engine, Private: private})
+			cached = store.CachedPage{Team: req.Team, Key: key, URL: req.URL, CreatedAt: time.Now(),
+				StatusCode: pg.status, FinalURL: pg.finalURL, ContentType: pg.contentType, Body: pg.body,
+				Screenshot: pg.screenshot, Engine: pg.engine, Private: private}
+			seq, err = s.Store.PutPage(context.Background(), cached)
 			if err != nil {
 				s.Log.Error("writing the cache", "err", err)
-			} else if s.OnCached != nil {
-				s.OnCached()
 			}
 		}
 	}
 
-	doc, err := s.transform(ctx, req, pg)
+	doc, err := s.transform(ctx, req, pg, seq > 0 && s.OnCached != nil)
+	if seq > 0 && s.OnCached != nil {
+		s.OnCached(seq, doc.indexDoc(cached))
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -525,8 +532,10 @@ func (t *tab) takenPage(tb takenBody) *page {
 	return pg
 }
 
-// transform turns the page into the requested formats.
-func (s *Service) transform(ctx context.Context, req Request, pg *page) (*Document, error) {
+// transform turns the page into the requested formats; forIndex asks it
+// to keep the search index's document of a web page when its transform
+// is the index's (servesIndex).
+func (s *Service) transform(ctx context.Context, req Request, pg *page, forIndex bool) (*Document, error) {
 	o := &req.Options
 	doc := &Document{Metadata: map[string]any{}}
 	if pg.actions != nil {
@@ -538,14 +547,21 @@ func (s *Service) transform(ctx context.Context, req Request, pg *page) (*Docume
 	if kind := pageDocumentKind(pg); kind != "" {
 		return s.transformDocument(ctx, req, pg, kind, doc)
 	}
+	forIndex = forIndex && servesIndex(o) && pg.status >= 200 && pg.status <= 299
 	res, err := content.Transform(pg.body, pg.finalURL, content.Options{
 		OnlyMainContent: o.OnlyMainContent, IncludeTags: o.IncludeTags, ExcludeTags: o.ExcludeTags,
 		RemoveBase64Images: o.RemoveBase64Images,
-		Want: content.Want{Markdown: o.Has("markdown"), HTML: o.Has("html"), Links: o.Has("links") || req.Discover,
-			Images: o.Has("images")},
+		Want: content.Want{Markdown: o.Has("markdown"), HTML: o.Has("html"),
+			Links: o.Has("links") || req.Discover || forIndex, Images: o.Has("images"), ImageDetails: forIndex},
 	})
 	if err != nil {
 		return nil, err
+	}
+	if forIndex {
+		doc.forIndex = &index.Doc{}
+		if !fillIndexDoc(doc.forIndex, res) {
+			doc.forIndex = nil
+		}
 	}
 	doc.Markdown, doc.HTML, doc.Images = res.Markdown, res.HTML, res.Images
 	doc.Warning = res.Warning

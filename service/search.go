@@ -36,7 +36,13 @@ func newSearch(cfg *config.Config, st *store.Store, scraper *scrape.Service, log
 			return nil, err
 		}
 		p.index, p.syncer = ix, index.NewSyncer(ix, st, scrape.IndexDoc, log)
-		scraper.OnCached = p.syncer.Notify
+		scraper.OnCached = func(seq int64, d *index.Doc) {
+			if d != nil {
+				p.syncer.Offer(seq, *d)
+			} else {
+				p.syncer.Notify()
+			}
+		}
 		idx = &search.IndexSource{Index: ix, Syncer: p.syncer, PublicOnly: !cfg.AllowPrivateNetworks}
 	} else {
 		var live []provider.Spec

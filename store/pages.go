@@ -47,9 +47,9 @@ type PageLookup struct {
 }
 
 // PutPage stores (or replaces) the team's cache entry, and logs it for the
-// search index in the same transaction.
-func (s *Store) PutPage(ctx context.Context, p CachedPage) error {
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+// search index in the same transaction; it returns the log row's number.
+func (s *Store) PutPage(ctx context.Context, p CachedPage) (seq int64, err error) {
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO page_cache (team_id, key, url, created_at, status_code,
 			final_url, content_type, body, screenshot, engine, private) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			p.Team, p.Key, p.URL, millis(p.CreatedAt), p.StatusCode, p.FinalURL, p.ContentType, p.Body, p.Screenshot,
@@ -57,14 +57,18 @@ func (s *Store) PutPage(ctx context.Context, p CachedPage) error {
 		if err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO index_log (team_id, key, final_url, deleted) VALUES (?, ?, ?, 0)`,
+		res, err := tx.ExecContext(ctx, `INSERT INTO index_log (team_id, key, final_url, deleted) VALUES (?, ?, ?, 0)`,
 			p.Team, p.Key, p.FinalURL)
+		if err != nil {
+			return err
+		}
+		seq, err = res.LastInsertId()
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("caching %s: %w", p.URL, err)
+		return 0, fmt.Errorf("caching %s: %w", p.URL, err)
 	}
-	return nil
+	return seq, nil
 }
 
 // Page returns the newest cache entry that q allows, or ErrNotFound.

@@ -23,7 +23,7 @@ func TestPageCacheScope(t *testing.T) {
 	now := time.Now()
 	put := func(team, key string, private bool, age time.Duration, shot string) {
 		t.Helper()
-		err := s.PutPage(ctx, CachedPage{Team: team, Key: key, URL: "http://" + key + "/", CreatedAt: now.Add(-age),
+		_, err := s.PutPage(ctx, CachedPage{Team: team, Key: key, URL: "http://" + key + "/", CreatedAt: now.Add(-age),
 			StatusCode: 200, FinalURL: "http://" + key + "/", ContentType: "text/html", Body: []byte(team + " " + key),
 			Screenshot: shot, Private: private})
 		require.NoError(t, err)
@@ -105,7 +105,8 @@ func TestPageCacheMigrationDropsUnscopedEntries(t *testing.T) {
 		_, err := s.Page(ctx, q)
 		require.ErrorIs(t, err, ErrNotFound, "an entry of the old cache survived the upgrade")
 	}
-	require.NoError(t, s.PutPage(ctx, CachedPage{Team: "acme", Key: "k", CreatedAt: time.Now(), Body: []byte("new")}))
+	_, err = s.PutPage(ctx, CachedPage{Team: "acme", Key: "k", CreatedAt: time.Now(), Body: []byte("new")})
+	require.NoError(t, err)
 	p, err := s.Page(ctx, PageLookup{Team: "acme", Key: "k"})
 	require.NoError(t, err, "after the upgrade")
 	require.Equal(t, "new", string(p.Body), "after the upgrade")

@@ -109,16 +109,7 @@ func (h *HTTP) Search(ctx context.Context, q Query) (Answer, error) {
 			skipped++
 			continue
 		}
-		key := r.URL
-		if q.Source == SourceImages {
-			key = r.ImageURL
-		}
-		if seen[key] {
-			continue
-		}
-		seen[key] = true
-		ans.Results = append(ans.Results, r)
-		if len(ans.Results) == q.Limit {
+		if ans.addNew(r, q.Source, seen) && len(ans.Results) == q.Limit {
 			break
 		}
 	}

@@ -126,6 +126,22 @@ type Answer struct {
 	Warnings []string
 }
 
+// addNew appends r unless a result of the same key is in seen, and reports
+// whether it did. One page can show several images, so image results are
+// told apart by the image, the others by the page.
+func (a *Answer) addNew(r Result, source string, seen map[string]bool) bool {
+	key := r.URL
+	if source == SourceImages {
+		key = r.ImageURL
+	}
+	if seen[key] {
+		return false
+	}
+	seen[key] = true
+	a.Results = append(a.Results, r)
+	return true
+}
+
 // Provider answers search queries from one source of results.
 type Provider interface {
 	// Name identifies the provider in logs and errors, for example

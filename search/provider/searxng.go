@@ -78,17 +78,9 @@ func (s *SearXNG) Search(ctx context.Context, q Query) (Answer, error) {
 			if !ok {
 				continue
 			}
-			// One page can show several images, so images are told apart by
-			// the image, everything else by the page.
-			key := r.URL
-			if q.Source == SourceImages {
-				key = r.ImageURL
-			}
-			if seen[key] {
+			if !ans.addNew(r, q.Source, seen) {
 				continue
 			}
-			seen[key] = true
-			ans.Results = append(ans.Results, r)
 			added++
 			if len(ans.Results) == q.Limit {
 				break
