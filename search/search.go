@@ -181,11 +181,11 @@ func (s *Service) gather(ctx context.Context, r *Request, source string) ([]Resu
 // keep applies the request's filters to a result, whichever source found
 // it: live providers cannot all apply them.
 func keep(r *Request, h Result) bool {
-	u, err := url.Parse(h.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-		return r.Valid == nil && err == nil
-	}
 	if r.Valid != nil && !r.Valid(h.URL) {
+		return false
+	}
+	u, err := url.Parse(h.URL)
+	if err != nil {
 		return false
 	}
 	host := strings.ToLower(u.Hostname())
