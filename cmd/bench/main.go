@@ -163,8 +163,8 @@ func logf(format string, args ...any) {
 func main() {
 	start := time.Now()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	// A safety net well above the expected ~8 minutes (on 2 cores; the
-	// crawl phase is about half of it).
+	// A safety net well above the expected ~15 minutes (on 2 cores; the
+	// crawl and search phases are about half of it).
 	ctx, cancel := context.WithTimeout(ctx, 25*time.Minute)
 	b := &bench{log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	flag.StringVar(&b.only, "only", "", "run only these phases, comma-separated: create, memory, cdp, leaks, transform, scrape, concurrent, crawl, docker, profiles, liveview, parse, search")
