@@ -257,10 +257,20 @@ func textQuery(terms []Term, kind string) query.Query {
 	if len(words) == 0 {
 		return nil
 	}
-	text := strings.Join(words, " ")
+	// Each term once: a word the query repeats, or two words of one stem,
+	// count once.
+	stems := slices.Compact(slices.Sorted(slices.Values(analyzeList(strings.Join(words, " ")))))
 	var per []query.Query
 	for _, f := range keys(fields) {
-		per = append(per, fieldMatch(f, text, fields[f], false))
+		for _, st := range stems {
+			t := bleve.NewTermQuery(st)
+			t.SetField(f)
+			t.SetBoost(fields[f])
+			per = append(per, t)
+		}
+	}
+	if len(per) == 0 {
+		return nil
 	}
 	matched := bleve.NewDisjunctionQuery(per...)
 	if len(must) == 0 {

@@ -30,7 +30,8 @@ type Syncer struct {
 	Log     *slog.Logger
 
 	notify  chan struct{}
-	applied atomic.Int64 // the last log row applied
+	urgent  chan struct{} // a search waits for the index
+	applied atomic.Int64  // the last log row applied
 	mu      sync.Mutex
 	moved   chan struct{} // closed and replaced each time applied moves
 	stat    status
@@ -52,7 +53,7 @@ type status struct {
 // NewSyncer returns a syncer; Run starts it.
 func NewSyncer(ix *Index, st *store.Store, convert Convert, log *slog.Logger) *Syncer {
 	return &Syncer{Index: ix, Store: st, Convert: convert, Log: log, notify: make(chan struct{}, 1),
-		moved: make(chan struct{}), offered: map[int64]Doc{}}
+		urgent: make(chan struct{}, 1), moved: make(chan struct{}), offered: map[int64]Doc{}}
 }
 
 // Offer hands over the document of the page that log row seq cached, as
@@ -127,6 +128,8 @@ func (s *Syncer) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-s.notify:
+			s.gather(ctx)
+		case <-s.urgent:
 		case <-tick.C:
 			// The index persists its batches within seconds: the rows it
 			// had applied a minute ago are safe to drop.
@@ -137,6 +140,23 @@ func (s *Syncer) Run(ctx context.Context) {
 			}
 			prunable = s.applied.Load()
 		}
+	}
+}
+
+// gatherWait is how long the syncer lets new rows gather before it applies
+// them, unless a search is waiting: every batch is a segment the index
+// writes, syncs and later merges, so a crawl's pages are cheaper to index
+// by the second than one by one.
+const gatherWait = time.Second
+
+// gather waits gatherWait, or less when a search waits for the index.
+func (s *Syncer) gather(ctx context.Context) {
+	t := time.NewTimer(gatherWait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-s.urgent:
+	case <-t.C:
 	}
 }
 
@@ -293,7 +313,10 @@ func (s *Syncer) CatchUp(ctx context.Context, wait time.Duration) string {
 	if err != nil {
 		return ""
 	}
-	s.Notify()
+	select {
+	case s.urgent <- struct{}{}:
+	default:
+	}
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	for {
