@@ -22,7 +22,12 @@ import (
 	"unicode"
 
 	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/analysis/analyzer/custom"
 	"github.com/blevesearch/bleve/v2/analysis/lang/en"
+	"github.com/blevesearch/bleve/v2/analysis/token/lowercase"
+	"github.com/blevesearch/bleve/v2/analysis/token/porter"
+	"github.com/blevesearch/bleve/v2/analysis/token/shingle"
+	unicodetok "github.com/blevesearch/bleve/v2/analysis/tokenizer/unicode"
 	"github.com/blevesearch/bleve/v2/mapping"
 	bindex "github.com/blevesearch/bleve_index_api"
 	bolt "go.etcd.io/bbolt"
@@ -75,6 +80,8 @@ const (
 	fTitle       = "title"
 	fDescription = "description"
 	fBody        = "body"
+	fBodyPairs   = "bodypairs"  // the body's words two by two
+	fTitlePairs  = "titlepairs" // the title's words two by two
 	fExt         = "ext"
 	fType        = "contenttype"
 	fLanguage    = "language"
@@ -90,6 +97,9 @@ const (
 	fWidth       = "width"
 	fHeight      = "height"
 )
+
+// pairsAnalyzer names the analyzer of the pairs fields.
+const pairsAnalyzer = "trawler_en_pairs"
 
 // markerKey is the internal key under which the index keeps the last index
 // log row it applied (8 bytes, big endian).
@@ -145,8 +155,8 @@ func newMapping() mapping.IndexMapping {
 		f := bleve.NewTextFieldMapping()
 		f.Analyzer = en.AnalyzerName
 		f.Store = store
-		// Positions: phrases, and pairs of the query's words, match on
-		// them.
+		// Positions: phrases match on them (the body's through its pairs
+		// instead, see bodyPhrase).
 		f.IncludeTermVectors = true
 		f.IncludeInAll = false
 		f.DocValues = false
@@ -169,18 +179,41 @@ func newMapping() mapping.IndexMapping {
 		f.IncludeInAll = false
 		return f
 	}
+	body := func() *mapping.FieldMapping {
+		f := text(true)
+		f.IncludeTermVectors = false
+		return f
+	}
+	pairs := func() *mapping.FieldMapping {
+		f := text(false)
+		f.Analyzer = pairsAnalyzer
+		f.IncludeTermVectors = false
+		return f
+	}
 	dm := bleve.NewDocumentStaticMapping()
 	for name, f := range map[string]*mapping.FieldMapping{
 		fTeam: keyword(false), fKind: keyword(false), fURL: keyword(true), fHost: keyword(false),
-		fURLWords: text(false), fTitle: text(true), fDescription: text(true), fBody: text(true),
+		fURLWords: text(false), fTitle: text(true), fDescription: text(true), fBody: body(),
 		fExt: keyword(false), fType: keyword(true), fLanguage: keyword(false), fCategory: keyword(true),
 		fFetched: date(), fPublished: date(), fDate: date(), fPrivate: bleve.NewBooleanFieldMapping(),
-		fLinkHosts: keyword(false), fImages: number(), fImageURL: keyword(true), fAlt: text(true),
+		fBodyPairs: pairs(), fTitlePairs: pairs(), fLinkHosts: keyword(false), fImages: number(), fImageURL: keyword(true), fAlt: text(true),
 		fWidth: number(), fHeight: number(),
 	} {
 		dm.AddFieldMappingsAt(name, f)
 	}
 	im := bleve.NewIndexMapping()
+	// The pairs analyzer is the English one with two-word shingles after
+	// it: a pair of the query's words is then one term to look up, where a
+	// phrase query would read the positions of every page with both words.
+	err := im.AddCustomTokenFilter("trawler_pairs", map[string]any{"type": shingle.Name, "min": 2.0, "max": 2.0,
+		"output_original": false, "separator": " "})
+	if err == nil {
+		err = im.AddCustomAnalyzer(pairsAnalyzer, map[string]any{"type": custom.Name, "tokenizer": unicodetok.Name,
+			"token_filters": []any{en.PossessiveName, lowercase.Name, en.StopName, porter.Name, "trawler_pairs"}})
+	}
+	if err != nil {
+		panic("the search index's pairs analyzer: " + err.Error())
+	}
 	im.DefaultMapping = dm
 	im.DefaultAnalyzer = en.AnalyzerName
 	im.ScoringModel = "bm25"
@@ -215,7 +248,7 @@ func (d *Doc) fields() map[string]any {
 	}
 	f := map[string]any{
 		fTeam: d.Team, fKind: kindPage, fURL: d.URL, fHost: hostSuffixes(host), fURLWords: urlWords(u),
-		fTitle: d.Title, fDescription: d.Description, fBody: body, fExt: extensions(u, d.ContentType),
+		fTitle: d.Title, fDescription: d.Description, fBody: body, fBodyPairs: body, fTitlePairs: d.Title, fExt: extensions(u, d.ContentType),
 		fType: d.ContentType, fLanguage: strings.ToLower(d.Language), fCategory: categories(u, d.ContentType),
 		fFetched: d.Fetched, fDate: date, fPrivate: d.Private, fLinkHosts: linkHosts(d.LinkHosts),
 		fImages: float64(min(len(d.Images), maxImages)),

@@ -76,6 +76,9 @@ func TestOperators(t *testing.T) {
 	}{
 		{"coroutines", []string{task, blog, pdf, arxiv}},
 		{`"run coroutines concurrently"`, []string{task}},
+		{`"coroutines in depth"`, []string{pdf}},
+		{`"concurrently running coroutines"`, []string{arxiv}},
+		{`"coroutines concurrently running"`, nil},
 		{"coroutines -release", []string{task, pdf, arxiv}},
 		{"coroutines site:python.org", []string{task, blog}},
 		{"coroutines site:docs.python.org", []string{task}},

@@ -21,16 +21,16 @@ const (
 
 // Field weights of the text query, tuned on the python3.11-doc query table
 // (make bench): BM25 already favours a word in a short field, so the title
-// and the URL weigh less than the body and still count for more per word;
-// two of the query's words side by side in the page count most.
+// and the URL weigh less than the body and still count for more per word.
 const (
 	boostTitle       = 0.25
 	boostURL         = 0.25
 	boostDescription = 0.5
 	boostBody        = 1.0
 	boostAlt         = 3.0
-	// boostPair scores two of the query's words side by side in the text.
-	boostPair = 4.0
+	// boostPair scores two of the query's words side by side in the page
+	// (a term of the pairs fields).
+	boostPair = 0.75
 )
 
 // Request is one search of the index, for one source.
@@ -66,11 +66,6 @@ type Hit struct {
 	ImageWidth, ImageHeight int
 }
 
-// rerankDepth is how many of the best candidates by words alone are
-// scored again with the pairs of words: the pairs are phrase queries, too
-// costly to run over every document that holds a word.
-const rerankDepth = 50
-
 // bm25B is BM25's length normalisation. Bleve's default (0.75, from
 // Elasticsearch) lets a short page that names a word once outrank the long
 // page that explains it; on the python3.11-doc table, 0.15 raised MRR@10
@@ -82,7 +77,7 @@ func init() { search.BM25_b = bm25B }
 
 // Search runs r and returns at most r.Limit hits, best first.
 func (ix *Index) Search(ctx context.Context, r Request) ([]Hit, error) {
-	q, err := ix.build(ctx, r)
+	q, pairs, err := ix.build(ctx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +94,7 @@ func (ix *Index) Search(ctx context.Context, r Request) ([]Hit, error) {
 	case r.SortByDate:
 		sortBy = []string{"-" + fDate, "-_score"}
 	}
-	if pairs := wordPairs(r.Query.Terms, r.Source); len(pairs) > 0 && sortBy[0] == "-_score" {
+	if len(pairs) > 0 && sortBy[0] == "-_score" {
 		if q, err = ix.rerank(ctx, q, pairs, max(size, rerankDepth)); err != nil {
 			return nil, err
 		}
@@ -131,11 +126,15 @@ func (ix *Index) Search(ctx context.Context, r Request) ([]Hit, error) {
 	return hits, nil
 }
 
-// rerank returns q limited to its depth best documents, with pairs adding
-// to their scores.
+// rerankDepth is how many of the best pages by their words alone the
+// pairs of words may reorder: a pair lifts a page among those that answer
+// the query, not one that only shares two of its words.
+const rerankDepth = 50
+
+// rerank returns q limited to its depth best documents, with the pairs
+// adding to their scores.
 func (ix *Index) rerank(ctx context.Context, q query.Query, pairs []query.Query, depth int) (query.Query, error) {
-	req := bleve.NewSearchRequestOptions(q, depth, 0, false)
-	res, err := ix.b.SearchInContext(ctx, req)
+	res, err := ix.b.SearchInContext(ctx, bleve.NewSearchRequestOptions(q, depth, 0, false))
 	if err != nil {
 		return nil, fmt.Errorf("searching the index: %w", err)
 	}
@@ -143,34 +142,22 @@ func (ix *Index) rerank(ctx context.Context, q query.Query, pairs []query.Query,
 	for _, m := range res.Hits {
 		ids = append(ids, m.ID)
 	}
+	only := func() query.Query {
+		d := bleve.NewDocIDQuery(ids)
+		d.SetBoost(0.0001)
+		return d
+	}
 	b := bleve.NewBooleanQuery()
-	b.AddMust(bleve.NewDocIDQuery(ids), q)
-	b.AddShould(pairs...)
+	b.AddMust(only(), q)
+	for _, p := range pairs {
+		b.AddShould(bleve.NewConjunctionQuery(only(), p))
+	}
 	return b, nil
-}
-
-// wordPairs are the query's words taken two by two, each pair to be found
-// side by side in a page's body or title: words that stand together in the
-// query and in the page say more than the same words apart.
-func wordPairs(terms []Term, source string) []query.Query {
-	if source == SourceImages {
-		return nil
-	}
-	var words []string
-	for _, t := range terms {
-		words = append(words, t.Text)
-	}
-	stems := analyzeList(strings.Join(words, " "))
-	var out []query.Query
-	for i := 0; i+1 < len(stems); i++ {
-		out = append(out, pairQuery(fBody, stems[i], stems[i+1]), pairQuery(fTitle, stems[i], stems[i+1]))
-	}
-	return out
 }
 
 // build turns r into a bleve query: the text query scores, everything else
 // filters.
-func (ix *Index) build(ctx context.Context, r Request) (query.Query, error) {
+func (ix *Index) build(ctx context.Context, r Request) (query.Query, []query.Query, error) {
 	kind := kindPage
 	if r.Source == SourceImages {
 		kind = kindImage
@@ -179,7 +166,8 @@ func (ix *Index) build(ctx context.Context, r Request) (query.Query, error) {
 	filters := []query.Query{term(fTeam, r.Team), term(fKind, kind)}
 	var must, mustNot []query.Query
 
-	if text := textQuery(q.Terms, kind); text != nil {
+	text, pairs := textQuery(q.Terms, kind)
+	if text != nil {
 		must = append(must, text)
 	}
 	for _, t := range q.Not {
@@ -207,7 +195,7 @@ func (ix *Index) build(ctx context.Context, r Request) (query.Query, error) {
 	if len(q.Related) > 0 {
 		rel, err := ix.related(ctx, r.Team, lower(q.Related))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		filters = append(filters, rel)
 		mustNot = appendEach(mustNot, fHost, lower(q.Related))
@@ -234,13 +222,14 @@ func (ix *Index) build(ctx context.Context, r Request) (query.Query, error) {
 	b.AddMust(must...)
 	b.AddMustNot(mustNot...)
 	b.AddFilter(bleve.NewConjunctionQuery(filters...))
-	return b, nil
+	return b, pairs, nil
 }
 
 // textQuery scores the query's words: each field matched on its own with
 // its boost (BM25 sums the words), any word in any field qualifies. A
-// quoted phrase must be in the page as written.
-func textQuery(terms []Term, kind string) query.Query {
+// quoted phrase must be in the page as written. It also returns the pairs
+// of the query's words, which Search lets reorder the best pages.
+func textQuery(terms []Term, kind string) (query.Query, []query.Query) {
 	fields := map[string]float64{fTitle: boostTitle, fURLWords: boostURL, fDescription: boostDescription,
 		fBody: boostBody}
 	if kind == kindImage {
@@ -255,11 +244,12 @@ func textQuery(terms []Term, kind string) query.Query {
 		words = append(words, t.Text)
 	}
 	if len(words) == 0 {
-		return nil
+		return nil, nil
 	}
+	analyzed := analyzeList(strings.Join(words, " "))
 	// Each term once: a word the query repeats, or two words of one stem,
 	// count once.
-	stems := slices.Compact(slices.Sorted(slices.Values(analyzeList(strings.Join(words, " ")))))
+	stems := slices.Compact(slices.Sorted(slices.Values(analyzed)))
 	var per []query.Query
 	for _, f := range keys(fields) {
 		for _, st := range stems {
@@ -270,20 +260,26 @@ func textQuery(terms []Term, kind string) query.Query {
 		}
 	}
 	if len(per) == 0 {
-		return nil
+		return nil, nil
 	}
 	matched := bleve.NewDisjunctionQuery(per...)
-	if len(must) == 0 {
-		return matched
+	var pairs []query.Query
+	// Words that stand together in the query and in the page say more than
+	// the same words apart.
+	if kind == kindPage {
+		for i := 0; i+1 < len(analyzed); i++ {
+			for _, f := range []string{fBodyPairs, fTitlePairs} {
+				pair := bleve.NewTermQuery(analyzed[i] + " " + analyzed[i+1])
+				pair.SetField(f)
+				pair.SetBoost(boostPair)
+				pairs = append(pairs, pair)
+			}
+		}
 	}
-	return bleve.NewConjunctionQuery(append(must, matched)...)
-}
-
-// pairQuery matches two analysed terms next to each other in field.
-func pairQuery(field, a, b string) query.Query {
-	q := bleve.NewPhraseQuery([]string{a, b}, field)
-	q.SetBoost(boostPair)
-	return q
+	if len(must) == 0 {
+		return matched, pairs
+	}
+	return bleve.NewConjunctionQuery(append(must, matched)...), pairs
 }
 
 // textMatch matches a word or a phrase in any of fields.
@@ -310,10 +306,33 @@ func fieldMatch(field, text string, boost float64, all bool) query.Query {
 }
 
 func phrase(field, text string, boost float64) query.Query {
+	if field == fBody {
+		return bodyPhrase(text, boost)
+	}
 	m := bleve.NewMatchPhraseQuery(text)
 	m.SetField(field)
 	m.SetBoost(boost)
 	return m
+}
+
+// bodyPhrase matches a phrase in the body through its pairs of words, all
+// present: the body keeps no positions (they would double its share of the
+// index), and a phrase's pairs, stop-word gaps included, are as good as
+// its positions but for a pair repeated apart. A one-word phrase is the
+// word.
+func bodyPhrase(text string, boost float64) query.Query {
+	pairs := pairTerms(text)
+	if len(pairs) == 0 {
+		return fieldMatch(fBody, text, boost, true)
+	}
+	var qs []query.Query
+	for _, p := range pairs {
+		t := bleve.NewTermQuery(p)
+		t.SetField(fBodyPairs)
+		t.SetBoost(boost)
+		qs = append(qs, t)
+	}
+	return bleve.NewConjunctionQuery(qs...)
 }
 
 func term(field, value string) query.Query {

@@ -20,6 +20,29 @@ var english = func() analysis.Analyzer {
 	return a
 }()
 
+// pairer is the analyzer of the pairs fields: the English one, then the
+// terms two by two, "_" standing for a stop word left out.
+var pairer = func() analysis.Analyzer {
+	a := newMapping().AnalyzerNamed(pairsAnalyzer)
+	if a == nil {
+		panic("the pairs analyzer is not registered")
+	}
+	return a
+}()
+
+// pairTerms returns the pairs of text's words as the pairs fields hold
+// them, a left-out stop word included ("run _", "_ test"), but not the
+// pairs of two left-out words at its ends.
+func pairTerms(text string) []string {
+	var out []string
+	for _, t := range pairer.Analyze([]byte(text)) {
+		if string(t.Term) != "_ _" {
+			out = append(out, string(t.Term))
+		}
+	}
+	return out
+}
+
 // snippetLen is about how long a snippet is, in bytes.
 const snippetLen = 240
 
