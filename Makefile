@@ -27,6 +27,7 @@ test: test-deps build test-go test-fuzz test-node test-docker
 test-go:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 15m ./...
+	$(GO) test -count=1 -run '^TestRelevanceOnPythonDocs$$' ./index
 
 # test-fuzz runs each document parser's fuzz target briefly on top of its
 # committed corpus (parse/testdata/fuzz), which plain go test replays.
