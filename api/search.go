@@ -131,9 +131,13 @@ func (a *API) searchOptions(req *searchRequest, team teams.Team) (*search.Reques
 		r.Valid = func(u string) bool { _, p := checkURL("url", u); return p == nil }
 	}
 	enterprise := enterpriseList(&problems, req.Enterprise)
-	if formatsGiven(req.ScrapeOptions) {
+	// scrapeOptions are checked whenever given; the results are scraped
+	// only when they ask for formats.
+	if len(req.ScrapeOptions) > 0 && string(req.ScrapeOptions) != "null" {
 		o := a.jobScrapeOptions(req.ScrapeOptions, "scrapeOptions.", team, &problems)
-		r.Scrape = &o
+		if formatsGiven(req.ScrapeOptions) {
+			r.Scrape = &o
+		}
 	}
 	if len(problems) > 0 {
 		return nil, badRequest(problems...)

@@ -319,6 +319,7 @@ func hostileBodies(session string) []hostile {
 		{"/v2/crawl/params-preview", `"url": "` + blockedTarget + `", "prompt": "docs"`},
 		{"/v2/batch/scrape", `"urls": ["` + blockedTarget + `"]`},
 		{"/v2/map", `"url": "` + blockedTarget + `"`},
+		{"/v2/search", `"query": "x"`},
 	}
 	var out []hostile
 	for _, e := range endpoints {
@@ -419,6 +420,21 @@ func hostileBodies(session string) []hostile {
 	for _, member := range []string{`"limit": 0`, `"limit": 100001`, `"search": "` + strings.Repeat("s", 501) + `"`,
 		`"sitemap": "x"`, `"timeout": 5`, `"location": {"country": "1"}`, `"includeSubdomains": "yes"`} {
 		out = append(out, jsonReq("map "+truncated(member, 40), "POST", "/v2/map", `{`+url+`, `+member+`}`, 400, "BAD_REQUEST"))
+	}
+	for _, body := range []string{`{}`, `{"query": null}`, `{"query": 1}`, `{"query": ["x"]}`, `{"query": ""}`, `{"query": "  "}`,
+		`{"query": "` + strings.Repeat("q", 501) + `"}`, `{"query": "` + mb + `"}`, `{"query": "imagesize:big"}`,
+		`{"query": "larger:0x"}`, `{"query": "x", "limit": 0}`, `{"query": "x", "limit": 101}`, `{"query": "x", "limit": "5"}`,
+		`{"query": "x", "limit": 1.5}`, `{"query": "x", "sources": "web"}`, `{"query": "x", "sources": ["maps"]}`,
+		`{"query": "x", "sources": [{"type": "web", "x": 1}]}`, `{"query": "x", "sources": [{"type": 1}]}`,
+		`{"query": "x", "categories": ["videos"]}`, `{"query": "x", "categories": [null]}`,
+		`{"query": "x", "includeDomains": ["a.com"], "excludeDomains": ["b.com"]}`, `{"query": "x", "includeDomains": ["http://a.com/"]}`,
+		`{"query": "x", "excludeDomains": ["a.com/path"]}`, `{"query": "x", "includeDomains": [1]}`, `{"query": "x", "tbs": "qdr:x"}`,
+		`{"query": "x", "tbs": "cdr:1,cd_min:13/45/2020"}`, `{"query": "x", "tbs": 1}`, `{"query": "x", "country": "USA"}`,
+		`{"query": "x", "location": "` + strings.Repeat("l", 201) + `"}`, `{"query": "x", "timeout": 10}`,
+		`{"query": "x", "timeout": "60000"}`, `{"query": "x", "ignoreInvalidURLs": "yes"}`, `{"query": "x", "enterprise": ["vip"]}`,
+		`{"query": "x", "enterprise": "zdr"}`, `{"query": "x", "scrapeOptions": "x"}`, `{"query": "x", "scrapeOptions": {"formats": ["x"]}}`,
+		`{"query": "x", "scrapeOptions": {"formats": ["markdown"], "waitFor": -1}}`, `{"query": "x", "scrapeOptions": {"formats": ["markdown"], "url": "x"}}`} {
+		out = append(out, jsonReq("search "+truncated(body, 40), "POST", "/v2/search", body, 400, "BAD_REQUEST"))
 	}
 	for _, body := range []string{`{}`, `{"url": "` + blockedTarget + `"}`, `{"prompt": "x"}`, `{"url": "nope", "prompt": "x"}`} {
 		out = append(out, jsonReq("params-preview "+body, "POST", "/v2/crawl/params-preview", body, 400, "BAD_REQUEST"))
