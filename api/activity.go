@@ -46,14 +46,61 @@ func (a *API) listActivity(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	ids := make([]string, len(entries))
+	for i, e := range entries {
+		ids[i] = e.ID
+	}
+	calls, err := a.Store.RequestModelUsage(context.Background(), teamOf(c).ID, ids)
+	if err != nil {
+		return err
+	}
 	data := make([]fiber.Map, 0, len(entries))
 	for _, e := range entries {
-		data = append(data, fiber.Map{"id": e.ID, "endpoint": e.Endpoint, "api_version": e.APIVersion,
-			"created_at": isoTime(e.CreatedAt), "target": e.Target})
+		entry := fiber.Map{"id": e.ID, "endpoint": e.Endpoint, "api_version": e.APIVersion,
+			"created_at": isoTime(e.CreatedAt), "target": e.Target}
+		if uses := calls[e.ID]; len(uses) > 0 {
+			entry["modelCalls"] = modelCalls(uses)
+		}
+		data = append(data, entry)
 	}
 	var cursor any
 	if next != "" {
 		cursor = next
 	}
 	return c.JSON(fiber.Map{"success": true, "data": data, "cursor": cursor, "has_more": next != ""})
+}
+
+// modelCalls lists a request's language-model calls for its activity
+// entry.
+func modelCalls(uses []store.ModelUsage) []fiber.Map {
+	out := make([]fiber.Map, len(uses))
+	for i, u := range uses {
+		m := fiber.Map{"purpose": u.Purpose, "model": u.Model, "inputTokens": u.InputTokens,
+			"outputTokens": u.OutputTokens, "attempts": u.Attempts, "durationMs": u.Duration.Milliseconds(),
+			"at": isoTime(u.At)}
+		if u.Error != "" {
+			m["error"] = u.Error
+		}
+		out[i] = m
+	}
+	return out
+}
+
+// tokenUsage is GET /v2/team/token-usage: the team's model tokens in the
+// current billing period (the calendar month, UTC). Trawler has no plans,
+// so planTokens and remainingTokens are null.
+func (a *API) tokenUsage(c *fiber.Ctx) error {
+	now := time.Now().UTC()
+	from := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+	to := from.AddDate(0, 1, 0)
+	t, err := a.Store.TokenUsage(context.Background(), teamOf(c).ID, from, to)
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"success": true, "data": fiber.Map{
+		"remainingTokens": nil, "planTokens": nil,
+		"billingPeriodStart": isoTime(from), "billingPeriodEnd": isoTime(to.Add(-time.Second)),
+		"usedTokens": t.InputTokens + t.OutputTokens, "inputTokens": t.InputTokens, "outputTokens": t.OutputTokens,
+		"calls": t.Calls, "failedCalls": t.Failed,
+	}})
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/trawler-dev/trawler/crawl"
+	"github.com/trawler-dev/trawler/model"
 	"github.com/trawler-dev/trawler/profiles"
 	"github.com/trawler-dev/trawler/scrape"
 	"github.com/trawler-dev/trawler/search"
@@ -37,6 +38,8 @@ type Deps struct {
 	Profiles *profiles.Opener
 	// Search answers POST /v2/search.
 	Search *search.Service
+	// Model is the language model (nil: none configured).
+	Model *model.Client
 }
 
 // API is the Fiber application and what it needs.
@@ -70,6 +73,7 @@ func New(d Deps) *API {
 	v2.Delete("/browser/:id", query(), a.deleteBrowser)
 	v2.Post("/browser/:id/execute", query(), a.executeBrowser)
 	v2.Get("/team/activity", query("endpoint", "limit", "cursor"), a.listActivity)
+	v2.Get("/team/token-usage", query(), a.tokenUsage)
 	v2.Post("/scrape", query(), a.scrape)
 	v2.Get("/scrape/:id", query(), a.getScrape)
 	v2.Post("/crawl", query(), a.startCrawl)

@@ -58,6 +58,46 @@ func (a *API) startCrawl(c *fiber.Ctx) error {
 		return err
 	}
 	team := teamOf(c)
+	id := uuid.NewString()
+	var warnings []string
+	if req.Prompt != nil {
+		var err error
+		if req, warnings, err = a.promptedCrawl(c.Request().Body(), &req, team, id); err != nil {
+			return err
+		}
+	}
+	spec, problems := a.crawlSpec(&req, team)
+	if len(problems) > 0 {
+		return badRequest(problems...)
+	}
+	co := &spec.Crawl
+	if (co.IgnoreRobotsTxt || co.RobotsUserAgent != "") && !team.Features.IgnoreRobotsTxt {
+		if co.IgnoreRobotsTxt {
+			return featureError("ignoreRobotsTxt")
+		}
+		return featureError("robotsUserAgent")
+	}
+	var err error
+	if spec.ZeroDataRetention, err = zeroDataRetention(req.ZeroDataRetention, team, &spec.Scrape); err != nil {
+		return err
+	}
+	if err := a.modelGate(&spec.Scrape, "scrapeOptions."); err != nil {
+		return err
+	}
+	spec.ID = id
+	body, err := a.createJob(c, team, spec, spec.URL, "crawl")
+	if err != nil {
+		return err
+	}
+	if len(warnings) > 0 {
+		body["warning"] = strings.Join(warnings, "; ")
+	}
+	return c.JSON(body)
+}
+
+// crawlSpec validates a crawl request into its job's spec; every problem
+// is named by its field. The team's features are checked by the caller.
+func (a *API) crawlSpec(req *crawlRequest, team teams.Team) (*crawl.Spec, []FieldProblem) {
 	var problems []FieldProblem
 	spec := &crawl.Spec{Kind: crawl.KindCrawl, Crawl: crawl.DefaultCrawlOptions()}
 	co := &spec.Crawl
@@ -67,9 +107,6 @@ func (a *API) startCrawl(c *fiber.Ctx) error {
 		problems = append(problems, *p)
 	} else {
 		spec.URL = u
-	}
-	if req.Prompt != nil && *req.Prompt != "" {
-		problems = append(problems, fieldError("prompt", "prompt needs a language model to turn it into crawl options, which this server does not have; set the options themselves"))
 	}
 	co.IncludePaths, co.ExcludePaths = req.IncludePaths, req.ExcludePaths
 	if req.MaxDiscoveryDepth != nil {
@@ -127,24 +164,7 @@ func (a *API) startCrawl(c *fiber.Ctx) error {
 		}
 	}
 	a.checkWebhook(spec, &problems)
-	if len(problems) > 0 {
-		return badRequest(problems...)
-	}
-	if (co.IgnoreRobotsTxt || co.RobotsUserAgent != "") && !team.Features.IgnoreRobotsTxt {
-		if co.IgnoreRobotsTxt {
-			return featureError("ignoreRobotsTxt")
-		}
-		return featureError("robotsUserAgent")
-	}
-	var err error
-	if spec.ZeroDataRetention, err = zeroDataRetention(req.ZeroDataRetention, team, &spec.Scrape); err != nil {
-		return err
-	}
-	body, err := a.createJob(c, team, spec, spec.URL, "crawl")
-	if err != nil {
-		return err
-	}
-	return c.JSON(body)
+	return spec, problems
 }
 
 // jobScrapeOptions decodes a job's scrape options (a crawl's scrapeOptions
@@ -298,6 +318,9 @@ func (a *API) startBatch(c *fiber.Ctx) error {
 	if spec.ZeroDataRetention, err = zeroDataRetention(req.ZeroDataRetention, team, &spec.Scrape); err != nil {
 		return err
 	}
+	if err := a.modelGate(&spec.Scrape, ""); err != nil {
+		return err
+	}
 	body, err := a.createJob(c, team, spec, spec.URLs[0], "batch_scrape")
 	if err != nil {
 		return err
@@ -429,29 +452,6 @@ type paramsPreviewRequest struct {
 	URL    *string `json:"url"`
 	Prompt *string `json:"prompt"`
 	clientTags
-}
-
-// paramsPreview checks the request like any other, so that a malformed one
-// is the client's 400, then says the endpoint needs what this server lacks.
-func (a *API) paramsPreview(c *fiber.Ctx) error {
-	var req paramsPreviewRequest
-	if err := decodeBody(c, &req); err != nil {
-		return err
-	}
-	var problems []FieldProblem
-	if req.URL == nil {
-		problems = append(problems, fieldError("url", "url is required"))
-	} else if _, p := checkURL("url", *req.URL); p != nil {
-		problems = append(problems, *p)
-	}
-	if req.Prompt == nil || strings.TrimSpace(*req.Prompt) == "" {
-		problems = append(problems, fieldError("prompt", "prompt is required and must be a non-empty string"))
-	}
-	if len(problems) > 0 {
-		return badRequest(problems...)
-	}
-	return &Error{Status: fiber.StatusNotImplemented, Code: "NOT_SUPPORTED",
-		Message: "crawl params-preview turns a prompt into crawl options with a language model, which this server does not have; set the crawl options yourself"}
 }
 
 // mapRequest is POST /v2/map.

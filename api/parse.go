@@ -149,6 +149,9 @@ func (a *API) parseUpload(w http.ResponseWriter, r *http.Request) (*scrape.Docum
 	if _, err := zeroDataRetention(req.ZeroDataRetention, team, &opts); err != nil {
 		return nil, err
 	}
+	if err := a.modelGate(&opts, "options."); err != nil {
+		return nil, err
+	}
 	doc, err := a.Scraper.Parse(r.Context(), team.ID, *up, opts)
 	if err != nil {
 		return nil, err

@@ -52,6 +52,7 @@ func (a *API) search(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	r.ID = uuid.NewString()
 	resp, err := a.Search.Search(context.Background(), r)
 	if errors.Is(err, search.ErrTimeout) {
 		return &Error{Status: fiber.StatusRequestTimeout, Code: "SEARCH_TIMEOUT", Message: "Search timed out"}
@@ -59,7 +60,7 @@ func (a *API) search(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	id := uuid.NewString()
+	id := r.ID
 	if !r.ZDR {
 		a.recordActivity(team.ID, id, "search", r.Text)
 	}
@@ -151,6 +152,11 @@ func (a *API) searchOptions(req *searchRequest, team teams.Team) (*search.Reques
 	}
 	if r.ZDR && r.Scrape != nil {
 		r.Scrape.ZeroDataRetention, r.Scrape.StoreInCache = true, false
+	}
+	if r.Scrape != nil {
+		if err := a.modelGate(r.Scrape, "scrapeOptions."); err != nil {
+			return nil, err
+		}
 	}
 	return r, nil
 }

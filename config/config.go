@@ -136,7 +136,41 @@ type Config struct {
 	// every third of that; a crashed writer's lock is taken over once it
 	// expires.
 	ProfileLockTTL time.Duration
+
+	// LLM is the language model of the model-backed formats (json,
+	// summary, question, onlyCleanContent), crawl prompts and extract jobs.
+	LLM LLM
 }
+
+// LLM are the settings of the language model: any server of the
+// OpenAI-compatible Chat Completions protocol (OpenAI, Ollama, vLLM, LM
+// Studio, llama.cpp's llama-server). Unset BaseURL and APIKey: no model,
+// and the formats that need one are refused.
+type LLM struct {
+	// BaseURL is the server (TRAWLER_LLM_BASE_URL; else OPENAI_BASE_URL,
+	// else OLLAMA_BASE_URL, as a Firecrawl self-host .env sets them; else
+	// https://api.openai.com/v1 when only an API key is set).
+	BaseURL string
+	// APIKey is its bearer token (TRAWLER_LLM_API_KEY, else OPENAI_API_KEY).
+	APIKey string
+	// Model is the model's name (TRAWLER_LLM_MODEL, else MODEL_NAME; for
+	// OpenAI's own server the default is gpt-4o-mini).
+	Model string
+	// Concurrency is the most model calls in flight at once
+	// (TRAWLER_LLM_CONCURRENCY, default 4).
+	Concurrency int
+	// Timeout bounds one call's answer (TRAWLER_LLM_TIMEOUT, default 2m).
+	Timeout time.Duration
+	// ContextTokens is the model's context window; page text is trimmed to
+	// fit it (TRAWLER_LLM_CONTEXT_TOKENS, default 32768).
+	ContextTokens int
+	// OutputTokens is the most one answer may hold
+	// (TRAWLER_LLM_OUTPUT_TOKENS, default 4096).
+	OutputTokens int
+}
+
+// Configured reports whether a model is set.
+func (l LLM) Configured() bool { return l.BaseURL != "" }
 
 // Docker are the settings of the docker runtime.
 type Docker struct {
@@ -206,6 +240,7 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 	e.limits(c)
 	e.teams(c)
 	e.publicURL(c)
+	e.llm(&c.LLM)
 	if err := errors.Join(e.errs...); err != nil {
 		return nil, err
 	}
@@ -233,6 +268,7 @@ func defaults() *Config {
 		HostConcurrency:     8,
 		Runtime:             "process",
 		ProfileLockTTL:      time.Minute,
+		LLM:                 LLM{Concurrency: 4, Timeout: 2 * time.Minute, ContextTokens: 32768, OutputTokens: 4096},
 		Docker: Docker{Image: "trawler/browser:latest", Memory: 2 << 30, CPUs: 1,
 			Pids: 1024, Shm: 256 << 20},
 	}
@@ -389,6 +425,65 @@ func (e *envReader) teams(c *Config) {
 	}
 }
 
+// llm reads the language model's settings, falling back on the variables
+// of a Firecrawl self-host .env when Trawler's own are unset.
+func (e *envReader) llm(l *LLM) {
+	first := func(names ...string) string {
+		for _, n := range names {
+			if v := e.get(n); v != "" {
+				return v
+			}
+		}
+		return ""
+	}
+	l.BaseURL = first("TRAWLER_LLM_BASE_URL", "OPENAI_BASE_URL")
+	l.APIKey = first("TRAWLER_LLM_API_KEY", "OPENAI_API_KEY")
+	l.Model = first("TRAWLER_LLM_MODEL", "MODEL_NAME")
+	if l.BaseURL == "" {
+		if v := e.get("OLLAMA_BASE_URL"); v != "" {
+			// Firecrawl's Ollama provider takes the native API's base
+			// (…/api); the OpenAI-compatible one is beside it.
+			l.BaseURL = strings.TrimSuffix(strings.TrimRight(v, "/"), "/api")
+		} else if l.APIKey != "" {
+			l.BaseURL = "https://api.openai.com/v1"
+			if l.Model == "" {
+				l.Model = "gpt-4o-mini"
+			}
+		}
+	}
+	e.integer("TRAWLER_LLM_CONCURRENCY", &l.Concurrency)
+	e.duration("TRAWLER_LLM_TIMEOUT", &l.Timeout)
+	e.integer("TRAWLER_LLM_CONTEXT_TOKENS", &l.ContextTokens)
+	e.integer("TRAWLER_LLM_OUTPUT_TOKENS", &l.OutputTokens)
+}
+
+// validate checks the model's settings; they matter only when a model is
+// configured.
+func (l LLM) validate() []error {
+	var errs []error
+	if l.Configured() {
+		if u, err := url.Parse(l.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("TRAWLER_LLM_BASE_URL must be an absolute http or https URL such as http://127.0.0.1:11434, got %q", l.BaseURL))
+		}
+		if l.Model == "" {
+			errs = append(errs, errors.New("TRAWLER_LLM_MODEL must name the model when TRAWLER_LLM_BASE_URL is set (MODEL_NAME is read too)"))
+		}
+	}
+	if l.Concurrency < 1 || l.Concurrency > 1000 {
+		errs = append(errs, fmt.Errorf("TRAWLER_LLM_CONCURRENCY must be between 1 and 1000, got %d", l.Concurrency))
+	}
+	if l.Timeout < time.Second {
+		errs = append(errs, fmt.Errorf("TRAWLER_LLM_TIMEOUT must be at least 1s, got %s", l.Timeout))
+	}
+	if l.ContextTokens < 1024 {
+		errs = append(errs, fmt.Errorf("TRAWLER_LLM_CONTEXT_TOKENS must be at least 1024, got %d", l.ContextTokens))
+	}
+	if l.OutputTokens < 64 || l.OutputTokens >= l.ContextTokens {
+		errs = append(errs, fmt.Errorf("TRAWLER_LLM_OUTPUT_TOKENS must be at least 64 and below TRAWLER_LLM_CONTEXT_TOKENS (%d), got %d", l.ContextTokens, l.OutputTokens))
+	}
+	return errs
+}
+
 // publicURL reads how the URLs handed to clients are built: the public base
 // URL and the proxies whose forwarded headers are trusted.
 func (e *envReader) publicURL(c *Config) {
@@ -533,6 +628,7 @@ func (c *Config) Validate() error {
 	} else if strings.Contains(c.Profiles, "://") {
 		errs = append(errs, fmt.Errorf("TRAWLER_PROFILES must be a directory or s3://bucket/prefix, got %q", c.Profiles))
 	}
+	errs = append(errs, c.LLM.validate()...)
 	switch c.Runtime {
 	case "process":
 		errs = append(errs, c.validateChromium()...)

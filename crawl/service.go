@@ -135,7 +135,10 @@ func (s *Service) Create(ctx context.Context, team string, spec *Spec, idempoten
 			return "", err
 		}
 	}
-	id := uuid.NewString()
+	id := spec.ID
+	if id == "" {
+		id = uuid.NewString()
+	}
 	now := time.Now()
 	j := &job{id: id, team: team, kind: spec.Kind, spec: spec, created: now, status: StatusScraping}
 	var first []store.JobURL

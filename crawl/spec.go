@@ -31,6 +31,9 @@ const (
 // Spec is a job as requested and validated (by package api); it is stored
 // with the job so that a resumed job runs exactly as asked.
 type Spec struct {
+	// ID, when set, is the id the job is created with (a crawl whose
+	// prompt already cost model calls under it); else a new one.
+	ID   string `json:"-"`
 	Kind string `json:"kind"`
 	// URL is a crawl's start URL.
 	URL string `json:"url,omitempty"`

@@ -9,6 +9,9 @@ import (
 // according to the requested formats.
 type Document struct {
 	Markdown   string         `json:"markdown,omitempty"`
+	Summary    string         `json:"summary,omitempty"`
+	JSON       any            `json:"json,omitempty"`
+	Answer     string         `json:"answer,omitempty"`
 	HTML       string         `json:"html,omitempty"`
 	RawHTML    string         `json:"rawHtml,omitempty"`
 	Links      []string       `json:"links,omitempty"`
@@ -25,6 +28,9 @@ type Document struct {
 	// forIndex is the search index's document of the page, when the
 	// transform made it (see servesIndex).
 	forIndex *index.Doc
+	// modelInput is the page's Markdown, made for the model's formats
+	// even when markdown was not asked for.
+	modelInput string
 }
 
 // ActionResults are what actions produced.

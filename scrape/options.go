@@ -1,6 +1,9 @@
 package scrape
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Options are the scrape options of spec section 2.1, decoded and validated
 // (by the api package) with their defaults applied.
@@ -28,6 +31,8 @@ type Options struct {
 	ZeroDataRetention  bool
 	// Profile is the browser profile the page is loaded with, if any.
 	Profile *Profile
+	// OnlyCleanContent runs the model's cleaning pass over the Markdown.
+	OnlyCleanContent bool
 }
 
 // Profile names a team's browser profile; with SaveChanges the browser's
@@ -60,6 +65,39 @@ type Format struct {
 	FullPage bool
 	Quality  int // 0: PNG; 1..100: JPEG at that quality
 	Viewport *Viewport
+	// json: the user's schema as sent (normalised when it is used) and
+	// the prompt; either may be empty, not both.
+	Schema json.RawMessage `json:",omitempty"`
+	Prompt string          `json:",omitempty"`
+	// question: the question the page answers.
+	Question string `json:",omitempty"`
+}
+
+// ModelFormats are the formats a language model answers.
+var ModelFormats = []string{"json", "summary", "question"}
+
+// NeedsModel reports whether o asks for anything only a language model
+// gives.
+func (o *Options) NeedsModel() bool {
+	if o.OnlyCleanContent {
+		return true
+	}
+	for _, f := range ModelFormats {
+		if o.Has(f) {
+			return true
+		}
+	}
+	return false
+}
+
+// Format returns the requested format of kind t, if any.
+func (o *Options) Format(t string) (Format, bool) {
+	for _, f := range o.Formats {
+		if f.Type == t {
+			return f, true
+		}
+	}
+	return Format{}, false
 }
 
 // Viewport is a screen size in CSS pixels.
@@ -102,14 +140,7 @@ func (o *Options) Has(t string) bool {
 }
 
 // Screenshot returns the requested screenshot format, if any.
-func (o *Options) Screenshot() (Format, bool) {
-	for _, f := range o.Formats {
-		if f.Type == "screenshot" {
-			return f, true
-		}
-	}
-	return Format{}, false
-}
+func (o *Options) Screenshot() (Format, bool) { return o.Format("screenshot") }
 
 // needsRender reports whether the options ask for something only a
 // rendered page can give.

@@ -26,6 +26,7 @@ import (
 	"github.com/trawler-dev/trawler/browsers"
 	"github.com/trawler-dev/trawler/content"
 	"github.com/trawler-dev/trawler/index"
+	"github.com/trawler-dev/trawler/model"
 	"github.com/trawler-dev/trawler/netguard"
 	"github.com/trawler-dev/trawler/parse"
 	"github.com/trawler-dev/trawler/profiles"
@@ -63,6 +64,9 @@ type Service struct {
 	// when the scrape's own transform is the index's document, that
 	// document (else nil: the index converts the page itself).
 	OnCached func(seq int64, d *index.Doc)
+	// Model answers the model-backed formats (json, summary, question,
+	// onlyCleanContent); nil when no model is configured.
+	Model *model.Client
 
 	spares spares
 }
@@ -79,6 +83,9 @@ type Request struct {
 	// Discover asks for every link of the page in Document.Discovered,
 	// whatever the formats (a crawl follows them).
 	Discover bool
+	// RequestID is the request the page's model calls are counted under
+	// (a job, a search); empty: the scrape's own id.
+	RequestID string
 }
 
 // fetcher takes a page from its target: Service.fetch for a one-off scrape
@@ -210,6 +217,13 @@ func (s *Service) run(ctx context.Context, req Request, guard *netguard.Cache, f
 	}
 	if o.Lockdown {
 		credits = 5
+	}
+	if o.NeedsModel() {
+		requestID := req.RequestID
+		if requestID == "" {
+			requestID = id
+		}
+		credits += s.modelPass(ctx, req, requestID, doc)
 	}
 	md["creditsUsed"] = credits
 	md["timeTaken"] = time.Since(start).Milliseconds()
@@ -551,7 +565,7 @@ func (s *Service) transform(ctx context.Context, req Request, pg *page, forIndex
 	res, err := content.Transform(pg.body, pg.finalURL, content.Options{
 		OnlyMainContent: o.OnlyMainContent, IncludeTags: o.IncludeTags, ExcludeTags: o.ExcludeTags,
 		RemoveBase64Images: o.RemoveBase64Images,
-		Want: content.Want{Markdown: o.Has("markdown"), HTML: o.Has("html"),
+		Want: content.Want{Markdown: o.Has("markdown") || o.NeedsModel(), HTML: o.Has("html"),
 			Links: o.Has("links") || req.Discover || forIndex, Images: o.Has("images"), ImageDetails: forIndex},
 	})
 	if err != nil {
@@ -564,6 +578,10 @@ func (s *Service) transform(ctx context.Context, req Request, pg *page, forIndex
 		}
 	}
 	doc.Markdown, doc.HTML, doc.Images = res.Markdown, res.HTML, res.Images
+	doc.modelInput = res.Markdown
+	if !o.Has("markdown") {
+		doc.Markdown = ""
+	}
 	doc.Warning = res.Warning
 	if req.Discover {
 		doc.Discovered = res.Links
@@ -628,6 +646,7 @@ func (s *Service) transformDocument(ctx context.Context, req Request, pg *page, 
 	if o.Has("markdown") {
 		doc.Markdown = pd.Markdown
 	}
+	doc.modelInput = pd.Markdown
 	if o.Has("html") {
 		doc.HTML = pd.HTML
 	}

@@ -58,6 +58,9 @@ func (s *Service) NewWorker() *Worker {
 
 // Scrape scrapes one page of job.
 func (w *Worker) Scrape(ctx context.Context, job string, req Request) (*Document, error) {
+	if req.RequestID == "" {
+		req.RequestID = job // the job's model calls are the job's
+	}
 	return w.s.run(ctx, req, w.guard(job), func(ctx context.Context, req Request) (*page, error) {
 		return w.fetch(ctx, job, req)
 	})

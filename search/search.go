@@ -45,6 +45,8 @@ type Answer struct {
 
 // Request is one search, validated.
 type Request struct {
+	// ID is the search's id; its results' model calls are counted under it.
+	ID        string
 	Team      string
 	TeamLimit int
 	// Text is the query as typed; Query is its parse.
@@ -256,7 +258,7 @@ func (s *Service) scrapeResults(ctx context.Context, r *Request, resp *Response)
 				return
 			}
 			doc, err := s.Scraper.Scrape(ctx, scrape.Request{Team: r.Team, TeamLimit: r.TeamLimit, URL: res.URL,
-				Options: *r.Scrape})
+				Options: *r.Scrape, RequestID: r.ID})
 			if err != nil {
 				res.Error = scrapeError(err)
 				return

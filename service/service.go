@@ -31,6 +31,7 @@ import (
 	"github.com/trawler-dev/trawler/crawl"
 	"github.com/trawler-dev/trawler/egress"
 	"github.com/trawler-dev/trawler/liveview"
+	"github.com/trawler-dev/trawler/model"
 	"github.com/trawler-dev/trawler/netguard"
 	"github.com/trawler-dev/trawler/profiles"
 	"github.com/trawler-dev/trawler/scrape"
@@ -53,6 +54,8 @@ type Service struct {
 	Profiles profiles.Store
 	// Egress is the proxy every browser's requests go through.
 	Egress *egress.Proxy
+	// Model is the language model, nil when none is configured.
+	Model  *model.Client
 	search *searchParts
 	log    *slog.Logger
 	// closeRuntime releases the browser runtime after the pool has stopped
@@ -89,6 +92,9 @@ func (s *Service) janitor() {
 		}
 		if err := s.Store.PruneWebhookEvents(ctx, time.Now().Add(-s.Config.ResultRetention)); err != nil {
 			s.log.Error("pruning webhook events", "err", err)
+		}
+		if err := s.Store.PruneModelUsage(ctx, time.Now().Add(-modelUsageRetention)); err != nil {
+			s.log.Error("pruning model usage", "err", err)
 		}
 		cancel()
 		select {
@@ -148,8 +154,9 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 	}
 	urls := wire.PublicURL{Base: cfg.PublicURL, Trusted: cfg.TrustedProxies}
 	proxy := cdpproxy.New(mgr, urls, log)
+	llm := newModel(cfg.LLM, st)
 	scraper := &scrape.Service{Pool: pool, Store: st, Log: log, Retention: cfg.ResultRetention, Guard: guard, Profiles: opener,
-		SharedCache: cfg.SharedCache}
+		SharedCache: cfg.SharedCache, Model: llm}
 	hooks := &webhook.Dispatcher{Store: st, Client: guard.Client(10*time.Second, netguard.VerifyTLS), Log: log,
 		Secret: func(team string) string { return cfg.WebhookSecrets[team] }}
 	crawler := &crawl.Service{Scrape: scraper, Store: st, Guard: guard, Webhooks: hooks, Log: log,
@@ -172,10 +179,10 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 		return nil, err
 	}
 	a := api.New(api.Deps{Teams: teamRegistry, Sessions: mgr, Scraper: scraper, Crawler: crawler, Store: st, URLs: urls, Log: log,
-		Profiles: opener, Search: found.service})
+		Profiles: opener, Search: found.service, Model: llm})
 
 	s := &Service{Config: cfg, Store: st, Pool: pool, Sessions: mgr, Proxy: proxy, Crawler: crawler, Webhooks: hooks,
-		Profiles: profileStore, Egress: out.proxy, search: found, log: log, stop: make(chan struct{}), closeRuntime: closeRuntime}
+		Profiles: profileStore, Egress: out.proxy, Model: llm, search: found, log: log, stop: make(chan struct{}), closeRuntime: closeRuntime}
 	bg, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.wg.Add(3)
@@ -267,6 +274,20 @@ func (s *Service) collectors() []prometheus.Collector {
 		gauge("pool_waiters", "Requests waiting for a browser.", func() float64 { return float64(s.Pool.Stats().Waiters) }),
 		gauge("cdp_connections", "Open CDP client connections.", func() float64 { return float64(s.Proxy.Connections()) }),
 		&sessionCollector{s: s, desc: prometheus.NewDesc("trawler_sessions", "Browser sessions by status.", []string{"status"}, nil)},
+		gauge("model_calls_in_flight", "Language-model requests being answered.", s.modelStat(func(m model.Stats) int64 { return m.InFlight })),
+		gauge("model_calls_in_flight_max", "Most language-model requests answered at once since start.", s.modelStat(func(m model.Stats) int64 { return m.MaxInFlight })),
+		gauge("model_calls", "Language-model calls made since start.", s.modelStat(func(m model.Stats) int64 { return m.Calls })),
+		gauge("model_call_failures", "Language-model calls that failed since start.", s.modelStat(func(m model.Stats) int64 { return m.Failures })),
+	}
+}
+
+// modelStat reads one of the model client's counters, 0 without a model.
+func (s *Service) modelStat(f func(model.Stats) int64) func() float64 {
+	return func() float64 {
+		if s.Model == nil {
+			return 0
+		}
+		return float64(f(s.Model.Stats()))
 	}
 }
 

@@ -7,7 +7,8 @@
 //     results kept for retrieval by id (pages.go);
 //   - crawl and batch-scrape jobs with their URLs, documents and error
 //     states, so that a restarted service resumes them (jobs.go);
-//   - webhook events awaiting delivery or retry (webhooks.go).
+//   - webhook events awaiting delivery or retry (webhooks.go);
+//   - the token usage of every language-model call (usage.go).
 //
 // Records that outlive their retention are deleted by the Prune methods.
 package store
@@ -169,6 +170,23 @@ var migrations = []string{
 		deleted INTEGER NOT NULL
 	);
 	CREATE INDEX page_cache_final ON page_cache(team_id, final_url, created_at);`,
+	// Every language-model call, for the teams' token usage and the
+	// activity entry of the request that made it.
+	`CREATE TABLE model_usage (
+		seq INTEGER PRIMARY KEY AUTOINCREMENT,
+		team_id TEXT NOT NULL,
+		request_id TEXT NOT NULL,
+		purpose TEXT NOT NULL,
+		model TEXT NOT NULL,
+		input_tokens INTEGER NOT NULL,
+		output_tokens INTEGER NOT NULL,
+		attempts INTEGER NOT NULL,
+		duration_ms INTEGER NOT NULL,
+		created_at INTEGER NOT NULL,
+		error TEXT NOT NULL DEFAULT ''
+	);
+	CREATE INDEX model_usage_team ON model_usage(team_id, created_at);
+	CREATE INDEX model_usage_request ON model_usage(team_id, request_id);`,
 }
 
 // Open opens (creating if needed) the database at path and migrates it.
