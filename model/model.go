@@ -229,14 +229,16 @@ func (c *Client) structured(ctx context.Context, call Call, msgs []openai.ChatCo
 			JSONSchema: &openai.ChatCompletionResponseFormatJSONSchema{Name: call.Schema.Name(), Schema: call.Schema,
 				Strict: true}}
 		text, err := c.exchange(ctx, msgs, rf, u)
-		var ae *openai.APIError
-		var re *openai.RequestError
-		refused := errors.As(err, &ae) && ae.HTTPStatusCode == http.StatusBadRequest ||
-			errors.As(err, &re) && re.HTTPStatusCode == http.StatusBadRequest
-		if !refused {
+		var se *ServerError
+		if !errors.As(err, &se) || se.Status != http.StatusBadRequest {
 			return text, err
 		}
-		c.noSchema.Store(true)
+		// A server that does not take json_schema at all is remembered;
+		// one that refused this schema (OpenAI's strict mode refuses some
+		// keywords) is asked this call's way once more.
+		if strings.Contains(se.Message, "json_schema") && !strings.Contains(se.Message, "Invalid schema") {
+			c.noSchema.Store(true)
+		}
 	}
 	// json_object needs the word JSON in the messages (OpenAI refuses it
 	// otherwise), and the schema, when there is one, is only in the prompt.
@@ -335,7 +337,7 @@ func retryable(err error, hint *retryHint, attempt int) (time.Duration, bool) {
 		return 0, false // an answer that is not JSON will not become JSON
 	}
 	wait := time.Second << (attempt - 1)
-	if hint.retryAfter > 0 {
+	if hint.given {
 		wait = hint.retryAfter
 	}
 	return min(wait, maxBackoff), true
@@ -385,7 +387,10 @@ func (e *ServerError) Error() string {
 
 // retryHint carries a Retry-After header from the HTTP layer (which
 // go-openai does not expose) back to the retry loop.
-type retryHint struct{ retryAfter time.Duration }
+type retryHint struct {
+	retryAfter time.Duration
+	given      bool // a Retry-After was read, 0 included
+}
 
 type retryHintKey struct{}
 
@@ -402,24 +407,25 @@ func (d retryAfterDoer) Do(req *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	if h, ok := req.Context().Value(retryHintKey{}).(*retryHint); ok {
-		h.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		h.retryAfter, h.given = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 	}
 	return resp, nil
 }
 
-// parseRetryAfter reads seconds or an HTTP date; 0 when absent or bad.
-func parseRetryAfter(v string, now time.Time) time.Duration {
+// parseRetryAfter reads seconds or an HTTP date; ok is false when the
+// header is absent or unreadable.
+func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	v = strings.TrimSpace(v)
 	if v == "" {
-		return 0
+		return 0, false
 	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
-		return time.Duration(s * float64(time.Second))
+	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 && s < 1e6 {
+		return time.Duration(s * float64(time.Second)), true
 	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
+	if t, err := http.ParseTime(v); err == nil {
+		return max(0, t.Sub(now)), true
 	}
-	return 0
+	return 0, false
 }
 
 // EstimateTokens estimates the tokens of text as a quarter of its bytes,
