@@ -39,8 +39,11 @@ test-fuzz:
 		$(GO) test ./parse -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZ_TIME) || exit 1; \
 	done
 
+# The Node suite's language model is test/fakellm, an OpenAI-compatible
+# test server (no model weights can be had offline).
 test-node: build
-	cd test/node && TRAWLER_BIN=$(CURDIR)/$(BIN) node --test --test-concurrency=1
+	$(GO) build -o bin/fakellm ./test/fakellm
+	cd test/node && TRAWLER_BIN=$(CURDIR)/$(BIN) FAKELLM_BIN=$(CURDIR)/bin/fakellm node --test --test-concurrency=1
 
 # test-docker runs the session suites (Go and Node: lifecycle, proxy,
 # limits, crashes, expiry, shutdown, profiles) again with every browser in

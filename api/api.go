@@ -15,6 +15,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/trawler-dev/trawler/crawl"
+	"github.com/trawler-dev/trawler/extract"
 	"github.com/trawler-dev/trawler/model"
 	"github.com/trawler-dev/trawler/profiles"
 	"github.com/trawler-dev/trawler/scrape"
@@ -40,6 +41,8 @@ type Deps struct {
 	Search *search.Service
 	// Model is the language model (nil: none configured).
 	Model *model.Client
+	// Extract runs extract jobs.
+	Extract *extract.Service
 }
 
 // API is the Fiber application and what it needs.
@@ -86,6 +89,8 @@ func New(d Deps) *API {
 	v2.Get("/batch/scrape/:id", query("skip", "limit"), a.jobStatus(crawl.KindBatch))
 	v2.Delete("/batch/scrape/:id", query(), a.cancelJob(crawl.KindBatch))
 	v2.Get("/batch/scrape/:id/errors", query(), a.jobErrors(crawl.KindBatch))
+	v2.Post("/extract", query(), a.startExtract)
+	v2.Get("/extract/:id", query(), a.getExtract)
 	v2.Post("/map", query(), a.mapSite)
 	v2.Post("/search", query(), a.search)
 	v2.Get("/profiles", query(), a.listProfiles)

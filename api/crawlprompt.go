@@ -169,7 +169,7 @@ func (a *API) refusedOption(url json.RawMessage, k string, raw json.RawMessage, 
 	_, problems := a.crawlSpec(&r, team)
 	var msgs []string
 	for _, p := range problems {
-		if len(p.Path) > 0 && p.Path[0] == k {
+		if len(p.Path) > 0 && (p.Path[0] == k || strings.HasPrefix(p.Path[0], k+"[")) {
 			msgs = append(msgs, p.Message)
 		}
 	}

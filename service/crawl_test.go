@@ -349,7 +349,8 @@ func TestCrawlValidation(t *testing.T) {
 		}
 	}
 	r := ts.do("POST", "/v2/crawl/params-preview", keyAcme, `{"url": "http://example.org", "prompt": "x"}`)
-	assert.Equal(t, 501, r.Status, "params-preview: %s", r.Raw)
+	assert.Equal(t, 400, r.Status, "params-preview: %s", r.Raw)
+	assert.Equal(t, "MODEL_NOT_CONFIGURED", r.str("code"), "params-preview without a model: %s", r.Raw)
 	for _, p := range []string{"/v2/crawl/00000000-0000-0000-0000-000000000000", "/v2/batch/scrape/nope", "/v2/crawl/nope/errors"} {
 		if r := ts.do("GET", p, keyAcme, nil); r.Status != 404 || r.str("code") != "NOT_FOUND" {
 			t.Errorf("GET %s: %d %s", p, r.Status, r.Raw)

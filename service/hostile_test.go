@@ -396,8 +396,11 @@ func hostileBodies(session string) []hostile {
 			body = `{` + member + `}`
 		}
 		code := "BAD_REQUEST"
-		if strings.HasSuffix(member, deep) {
+		switch {
+		case strings.HasSuffix(member, deep):
 			code = "BAD_REQUEST_INVALID_JSON" // past encoding/json's depth
+		case member == `"formats": ["summary"]` || member == `"onlyCleanContent": true`:
+			code = "MODEL_NOT_CONFIGURED" // this service has no language model
 		}
 		out = append(out, jsonReq("scrape "+truncated(member, 40), "POST", "/v2/scrape", body, 400, code))
 	}
@@ -408,7 +411,11 @@ func hostileBodies(session string) []hostile {
 		`"scrapeOptions": {"profile": {"name": "p", "saveChanges": true}}`, `"robotsUserAgent": ""`,
 		`"webhook": 5`, `"webhook": "nope"`, `"webhook": {"url": "` + blockedTarget + `", "events": ["exploded"]}`,
 		`"webhook": {"url": "` + blockedTarget + `", "headers": {"X-A": "a\r\nb"}}`, `"webhook": {"url": "` + blockedTarget + `", "x": 1}`} {
-		out = append(out, jsonReq("crawl "+truncated(member, 40), "POST", "/v2/crawl", `{`+url+`, `+member+`}`, 400, "BAD_REQUEST"))
+		code := "BAD_REQUEST"
+		if member == `"prompt": "all docs"` {
+			code = "MODEL_NOT_CONFIGURED"
+		}
+		out = append(out, jsonReq("crawl "+truncated(member, 40), "POST", "/v2/crawl", `{`+url+`, `+member+`}`, 400, code))
 	}
 	for _, body := range []string{`{"urls": []}`, `{"urls": "x"}`, `{"urls": [1]}`, `{"urls": [null]}`, `{"urls": ["nope"]}`,
 		`{"urls": ["` + mb + `"]}`, `{"urls": ["nope"], "ignoreInvalidURLs": false}`, `{"urls": ["` + blockedTarget + `"], "appendToId": "x"}`,
@@ -589,17 +596,18 @@ func hostilePaths(session string) []hostile {
 				"\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}", status: 404, code: "NOT_FOUND"})
 		}
 	}
-	for _, p := range []string{"/v2", "/v2/", "/v2/nothing", "/v2/search/x", "/v2/extract", "/v2/crawl/a/b/c",
+	for _, p := range []string{"/v2", "/v2/", "/v2/nothing", "/v2/search/x", "/v2/extract/a/b", "/v2/crawl/a/b/c",
 		"/v2/browser/" + session + "/execute/x", "/v2/" + strings.Repeat("x", 50000), "/v2/%00", "/v2/team/credit-usage"} {
 		out = append(out, hostile{name: "unknown path", method: "GET", path: p, status: 404, code: "NOT_FOUND"})
 	}
 	out = append(out, hostile{name: "trailing slash", method: "GET", path: "/v2/scrape/"})
 	out = append(out, hostile{name: "search GET", method: "GET", path: "/v2/search", status: 405, code: "METHOD_NOT_ALLOWED"})
+	out = append(out, hostile{name: "extract GET", method: "GET", path: "/v2/extract", status: 405, code: "METHOD_NOT_ALLOWED"})
 	for _, m := range []string{"POST", "DELETE", "PROPFIND"} {
 		out = append(out, hostile{name: "healthz " + m, method: m, path: "/healthz", status: 405, code: "METHOD_NOT_ALLOWED"})
 	}
 	routes := []string{"/v2/browser", "/v2/browser/" + session, "/v2/browser/" + session + "/execute", "/v2/team/activity",
-		"/v2/scrape", "/v2/crawl", "/v2/crawl/active", "/v2/crawl/params-preview", "/v2/batch/scrape", "/v2/map", "/v2/search", "/v2/profiles"}
+		"/v2/scrape", "/v2/crawl", "/v2/crawl/active", "/v2/crawl/params-preview", "/v2/batch/scrape", "/v2/map", "/v2/search", "/v2/profiles", "/v2/extract", "/v2/team/token-usage"}
 	for _, p := range routes {
 		for _, m := range []string{"PUT", "PATCH", "OPTIONS", "TRACE", "PROPFIND"} {
 			out = append(out, hostile{name: "method " + m, method: m, path: p, status: 405, code: "METHOD_NOT_ALLOWED"})

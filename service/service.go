@@ -30,6 +30,7 @@ import (
 	"github.com/trawler-dev/trawler/config"
 	"github.com/trawler-dev/trawler/crawl"
 	"github.com/trawler-dev/trawler/egress"
+	"github.com/trawler-dev/trawler/extract"
 	"github.com/trawler-dev/trawler/liveview"
 	"github.com/trawler-dev/trawler/model"
 	"github.com/trawler-dev/trawler/netguard"
@@ -50,6 +51,7 @@ type Service struct {
 	Sessions *sessions.Manager
 	Proxy    *cdpproxy.Proxy
 	Crawler  *crawl.Service
+	Extract  *extract.Service
 	Webhooks *webhook.Dispatcher
 	Profiles profiles.Store
 	// Egress is the proxy every browser's requests go through.
@@ -89,6 +91,9 @@ func (s *Service) janitor() {
 		}
 		if err := s.Store.PruneJobs(ctx, time.Now()); err != nil {
 			s.log.Error("pruning jobs", "err", err)
+		}
+		if err := s.Store.PruneExtracts(ctx, time.Now()); err != nil {
+			s.log.Error("pruning extracts", "err", err)
 		}
 		if err := s.Store.PruneWebhookEvents(ctx, time.Now().Add(-s.Config.ResultRetention)); err != nil {
 			s.log.Error("pruning webhook events", "err", err)
@@ -178,10 +183,20 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 		st.Close()
 		return nil, err
 	}
+	extracts := &extract.Service{Crawler: crawler, Store: st, Model: llm, Log: log, Retention: cfg.ResultRetention}
+	if err := extracts.Start(ctx); err != nil {
+		crawler.Close()
+		found.close()
+		mgr.Close()
+		pool.Close()
+		closeRuntime()
+		st.Close()
+		return nil, err
+	}
 	a := api.New(api.Deps{Teams: teamRegistry, Sessions: mgr, Scraper: scraper, Crawler: crawler, Store: st, URLs: urls, Log: log,
-		Profiles: opener, Search: found.service, Model: llm})
+		Profiles: opener, Search: found.service, Model: llm, Extract: extracts})
 
-	s := &Service{Config: cfg, Store: st, Pool: pool, Sessions: mgr, Proxy: proxy, Crawler: crawler, Webhooks: hooks,
+	s := &Service{Config: cfg, Store: st, Pool: pool, Sessions: mgr, Proxy: proxy, Crawler: crawler, Extract: extracts, Webhooks: hooks,
 		Profiles: profileStore, Egress: out.proxy, Model: llm, search: found, log: log, stop: make(chan struct{}), closeRuntime: closeRuntime}
 	bg, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
@@ -220,6 +235,7 @@ func (s *Service) Close() {
 	close(s.stop)
 	s.cancel()
 	s.wg.Wait()
+	s.Extract.Close()
 	s.Crawler.Close()
 	s.Sessions.Close()
 	s.Pool.Close()

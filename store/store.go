@@ -187,6 +187,25 @@ var migrations = []string{
 	);
 	CREATE INDEX model_usage_team ON model_usage(team_id, created_at);
 	CREATE INDEX model_usage_request ON model_usage(team_id, request_id);`,
+	// Extract jobs: the request, the batch that scrapes their pages and,
+	// once the model answered, the result; a restarted service resumes
+	// those still processing.
+	`CREATE TABLE extracts (
+		id TEXT PRIMARY KEY,
+		team_id TEXT NOT NULL,
+		status TEXT NOT NULL,
+		request BLOB NOT NULL,
+		batch_id TEXT NOT NULL DEFAULT '',
+		result BLOB,
+		sources TEXT NOT NULL DEFAULT '[]',
+		warning TEXT NOT NULL DEFAULT '',
+		error TEXT NOT NULL DEFAULT '',
+		created_at INTEGER NOT NULL,
+		expires_at INTEGER NOT NULL,
+		credits INTEGER NOT NULL DEFAULT 0
+	);
+	CREATE INDEX extracts_status ON extracts(status);
+	CREATE INDEX extracts_expires ON extracts(expires_at);`,
 }
 
 // Open opens (creating if needed) the database at path and migrates it.

@@ -18,6 +18,7 @@ import path from 'node:path';
 import { after, before, test as nodeTest } from 'node:test';
 
 const HOST = '127.0.0.1';
+const FIRECRAWL_MODEL_VARS = ['OPENAI_BASE_URL', 'OPENAI_API_KEY', 'MODEL_NAME', 'OLLAMA_BASE_URL'];
 const START_TIMEOUT_MS = 30_000;
 const STOP_TIMEOUT_MS = 20_000;
 
@@ -110,8 +111,10 @@ class Trawler {
     const env = {};
     // Keep PATH, HOME and friends; drop any TRAWLER_ setting of the caller's
     // shell so each test file controls its service fully.
+    // Firecrawl's model variables, which Trawler also reads, are dropped
+    // too: a key in the caller's shell must never send a test to a model.
     for (const [k, v] of Object.entries(process.env)) {
-      if (!k.startsWith('TRAWLER_')) env[k] = v;
+      if (!k.startsWith('TRAWLER_') && !FIRECRAWL_MODEL_VARS.includes(k)) env[k] = v;
     }
     Object.assign(env, {
       TRAWLER_ADDR: `${HOST}:${this.port}`,
@@ -237,7 +240,8 @@ class Trawler {
 
 /**
  * Starts one Trawler for the calling test file (before all its tests) and
- * stops it after them. extraEnv adds or overrides TRAWLER_* settings.
+ * stops it after them. extraEnv adds or overrides TRAWLER_* settings; it may be
+ * an async function that returns them.
  *
  * Returns {trawler, test}: test has node:test's signature and prints the
  * service's log written during a test when that test fails.
@@ -252,7 +256,7 @@ export function useTrawler(extraEnv = {}) {
   process.on('exit', onExit);
 
   before(async () => {
-    await trawler.start(extraEnv);
+    await trawler.start(typeof extraEnv === 'function' ? await extraEnv() : extraEnv);
   });
   after(async () => {
     const exited = await trawler.stop();
@@ -281,6 +285,57 @@ export function useTrawler(extraEnv = {}) {
   }
 
   return { trawler, test };
+}
+
+/**
+ * Starts test/fakellm (FAKELLM_BIN), the OpenAI-compatible test server, for
+ * the file's tests. Returns a handle: env() resolves, once the server
+ * listens, to the Trawler settings that point at it (pass
+ * () => llm.env() to useTrawler: top-level before hooks run at once, not
+ * in turn), and enqueue(replies), requests(), reset() and stats() script it
+ * through its control API.
+ */
+export function useFakeLLM(args = []) {
+  let child = null;
+  let started = null;
+  const start = () => {
+    started ??= new Promise((resolve, reject) => {
+      const bin = process.env.FAKELLM_BIN;
+      if (!bin) throw new Error('FAKELLM_BIN must name the fakellm binary (go build -o bin/fakellm ./test/fakellm)');
+      child = spawn(bin, ['-addr', `${HOST}:0`, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+      let out = '';
+      child.stdout.setEncoding('utf8');
+      child.stdout.on('data', (d) => {
+        out += d;
+        const m = out.match(/fakellm listening on (http:\/\/\S+)/);
+        if (m) resolve(m[1]);
+      });
+      child.on('exit', (code) => reject(new Error(`fakellm exited with code ${code} before listening`)));
+      setTimeout(() => reject(new Error('fakellm did not start within 10 s')), 10_000);
+    });
+    return started;
+  };
+  const control = async (method, p, body) => {
+    const url = await start();
+    const res = await fetch(url + '/_test/' + p, {
+      method,
+      headers: body === undefined ? {} : { 'Content-Type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(10_000),
+    });
+    if (res.status !== 200) throw new Error(`fakellm ${method} /_test/${p} answered ${res.status}: ${await res.text()}`);
+    return res.json();
+  };
+  after(() => {
+    if (child && child.exitCode === null) child.kill('SIGTERM');
+  });
+  return {
+    env: async () => ({ TRAWLER_LLM_BASE_URL: await start(), TRAWLER_LLM_MODEL: 'test-model' }),
+    enqueue: (replies) => control('POST', 'replies', replies),
+    requests: () => control('GET', 'requests'),
+    reset: () => control('POST', 'reset'),
+    stats: () => control('GET', 'stats'),
+  };
 }
 
 function tail(text, lines = 300) {

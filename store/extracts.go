@@ -1,0 +1,130 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Extract is an extract job: pages scraped as one batch, then read by the
+// language model in one call.
+type Extract struct {
+	ID, Team string
+	Status   string // processing, completed, failed, cancelled
+	Request  []byte // the job's options, JSON
+	// BatchID is the batch job that scrapes the pages, "" until chosen.
+	BatchID string
+	// Result is the model's answer (JSON), nil until completed.
+	Result []byte
+	// Sources are the URLs of the pages the model read.
+	Sources   []string
+	Warning   string
+	Error     string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	Credits   int
+}
+
+// CreateExtract stores a new extract job.
+func (s *Store) CreateExtract(ctx context.Context, e Extract) error {
+	_, err := s.db.ExecContext(ctx, `INSERT INTO extracts (id, team_id, status, request, batch_id, warning, created_at,
+		expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, e.ID, e.Team, e.Status, e.Request, e.BatchID, e.Warning,
+		millis(e.CreatedAt), millis(e.ExpiresAt))
+	if err != nil {
+		return fmt.Errorf("storing extract: %w", err)
+	}
+	return nil
+}
+
+// SetExtractBatch records the batch that scrapes a processing extract's
+// pages, and the warnings of finding them.
+func (s *Store) SetExtractBatch(ctx context.Context, id, batchID, warning string) error {
+	res, err := s.db.ExecContext(ctx, `UPDATE extracts SET batch_id = ?, warning = ? WHERE id = ? AND status = 'processing'`,
+		batchID, warning, id)
+	if err != nil {
+		return fmt.Errorf("recording the extract's batch: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// FinishExtract ends a processing extract with e's status, result, sources,
+// warning, error, credits and expiry, once: one that already ended is left
+// as it is and ErrNotFound returned.
+func (s *Store) FinishExtract(ctx context.Context, e Extract) error {
+	sources, err := json.Marshal(e.Sources)
+	if err != nil {
+		return err
+	}
+	if e.Sources == nil {
+		sources = []byte("[]")
+	}
+	var result any
+	if e.Result != nil {
+		result = e.Result
+	}
+	res, err := s.db.ExecContext(ctx, `UPDATE extracts SET status = ?, result = ?, sources = ?, warning = ?, error = ?,
+		credits = ?, expires_at = ? WHERE id = ? AND status = 'processing'`, e.Status, result, string(sources), e.Warning,
+		e.Error, e.Credits, millis(e.ExpiresAt), e.ID)
+	if err != nil {
+		return fmt.Errorf("ending extract: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+const extractColumns = `id, team_id, status, request, batch_id, result, sources, warning, error, created_at, expires_at,
+	credits`
+
+func scanExtract(row interface{ Scan(...any) error }) (Extract, error) {
+	var e Extract
+	var sources string
+	var created, expires int64
+	err := row.Scan(&e.ID, &e.Team, &e.Status, &e.Request, &e.BatchID, &e.Result, &sources, &e.Warning, &e.Error,
+		&created, &expires, &e.Credits)
+	if err != nil {
+		return e, err
+	}
+	if err := json.Unmarshal([]byte(sources), &e.Sources); err != nil {
+		return e, fmt.Errorf("reading extract %s's sources: %w", e.ID, err)
+	}
+	e.CreatedAt, e.ExpiresAt = fromMillis(created), fromMillis(expires)
+	return e, nil
+}
+
+// Extract returns team's extract id, or ErrNotFound (also for another
+// team's, and for an expired one).
+func (s *Store) Extract(ctx context.Context, team, id string) (Extract, error) {
+	e, err := scanExtract(s.db.QueryRowContext(ctx, `SELECT `+extractColumns+` FROM extracts WHERE id = ? AND team_id = ?
+		AND (status = 'processing' OR expires_at > ?)`, id, team, millis(time.Now())))
+	if errors.Is(err, sql.ErrNoRows) {
+		return e, ErrNotFound
+	}
+	if err != nil {
+		return e, fmt.Errorf("reading extract: %w", err)
+	}
+	return e, nil
+}
+
+// Extracts returns every team's extracts with status, oldest first.
+func (s *Store) Extracts(ctx context.Context, status string) ([]Extract, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+extractColumns+` FROM extracts WHERE status = ?
+		ORDER BY created_at, id`, status)
+	if err != nil {
+		return nil, fmt.Errorf("listing extracts: %w", err)
+	}
+	return scanAll(rows, scanExtract)
+}
+
+// PruneExtracts deletes ended extracts whose results expired before t.
+func (s *Store) PruneExtracts(ctx context.Context, t time.Time) error {
+	_, err := s.db.ExecContext(ctx, `DELETE FROM extracts WHERE status != 'processing' AND expires_at < ?`, millis(t))
+	return err
+}
