@@ -34,7 +34,8 @@ func prompt(system, request string, schema *model.Schema, pages []page, budget f
 		raw, _ := json.Marshal(schema)
 		out.WriteString("JSON schema of the answer:\n" + string(raw) + "\n\n")
 	}
-	fmt.Fprintf(&out, "The %d pages to extract from follow, each under a heading with its URL.\n\n", len(pages))
+	fmt.Fprintf(&out, "The %d pages to extract from follow, each under a heading with its URL. Links written from the root "+
+		"(/path) are on the site of the page they are in; write URLs in your answer in full.\n\n", len(pages))
 	reserve := model.EstimateTokens(out.String()+system) + 64
 	sizes := make([]int, len(pages))
 	for i, p := range pages {

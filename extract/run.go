@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/trawler-dev/trawler/content"
 	"github.com/trawler-dev/trawler/crawl"
 	"github.com/trawler-dev/trawler/model"
 	"github.com/trawler-dev/trawler/store"
@@ -286,7 +287,8 @@ func (s *Service) readPages(ctx context.Context, j *job, batch store.Job) ([]pag
 			failed = append(failed, fmt.Sprintf("%s (HTTP %d)", u, int(code)))
 			continue
 		}
-		pages = append(pages, page{url: u, markdown: d.Markdown})
+		final, _ := d.Metadata["url"].(string)
+		pages = append(pages, page{url: u, markdown: content.ForModel(d.Markdown, cmp.Or(final, u))})
 	}
 	if len(failed) > 0 {
 		j.warnings = append(j.warnings, fmt.Sprintf("%d of the pages could not be read and were left out: %s",

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/trawler-dev/trawler/content"
 	"github.com/trawler-dev/trawler/model"
 )
 
@@ -55,6 +56,17 @@ func (s *Service) modelPass(ctx context.Context, req Request, requestID string, 
 			doc.Markdown = md
 		}
 	}
+	// The formats read the page without what costs tokens and says
+	// nothing (link titles, permalinks, the origin of every link).
+	pageURL, _ := doc.Metadata["url"].(string)
+	if pageURL == "" {
+		pageURL = req.URL
+	}
+	lean := content.ForModel(md, pageURL)
+	about := "URL: " + pageURL + "\n"
+	if origin := content.Origin(pageURL); origin != "" {
+		about += "Links written from the root (/path) are on " + origin + "; write URLs in your answer in full.\n"
+	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	answered := false
@@ -67,13 +79,13 @@ func (s *Service) modelPass(ctx context.Context, req Request, requestID string, 
 	// page fits the page's Markdown into what is left of the context
 	// after the call's own text.
 	page := func(c model.Call, extra string) model.Call {
-		text, cut := model.Fit(md, s.Model.InputBudget(model.EstimateTokens(c.System+extra)+64))
+		text, cut := model.Fit(lean, s.Model.InputBudget(model.EstimateTokens(c.System+extra+about)+64))
 		if cut {
 			mu.Lock()
 			trimmed = true
 			mu.Unlock()
 		}
-		c.User = extra + "URL: " + req.URL + "\n\nPage content (Markdown):\n\n" + text
+		c.User = extra + about + "\nPage content (Markdown):\n\n" + text
 		return c
 	}
 	run := func(name string, c model.Call, done func(*model.Answer)) {
@@ -122,7 +134,7 @@ func (s *Service) modelPass(ctx context.Context, req Request, requestID string, 
 	wg.Wait()
 	if trimmed {
 		doc.Warning = joinWarning(doc.Warning, fmt.Sprintf("the page's Markdown (about %d tokens) was trimmed to fit the model's context of %d tokens",
-			model.EstimateTokens(md), s.Model.Config().ContextTokens))
+			model.EstimateTokens(lean), s.Model.Config().ContextTokens))
 	}
 	if answered {
 		return modelCredits

@@ -167,7 +167,7 @@ func main() {
 	// crawl and search phases are about half of it).
 	ctx, cancel := context.WithTimeout(ctx, 25*time.Minute)
 	b := &bench{log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
-	flag.StringVar(&b.only, "only", "", "run only these phases, comma-separated: create, memory, cdp, leaks, transform, scrape, concurrent, crawl, docker, profiles, liveview, parse, search")
+	flag.StringVar(&b.only, "only", "", "run only these phases, comma-separated: create, memory, cdp, leaks, transform, scrape, concurrent, crawl, docker, profiles, liveview, parse, search, model")
 	flag.IntVar(&b.concurrentPool, "concurrent-pool", concurrentPool, "pool size of the concurrent phase")
 	flag.Parse()
 	err := b.run(ctx)
@@ -268,6 +268,7 @@ func (b *bench) run(ctx context.Context) error {
 		{"liveview", b.liveView},
 		{"parse", b.parseThroughput},
 		{"search", b.searchPerformance},
+		{"model", b.modelPerformance},
 	}
 	for _, ph := range phases {
 		if !b.selected(ph.name) {
