@@ -21,8 +21,11 @@ const usage = `Trawler: web content acquisition and remote Chromium sessions.
 
 Usage:
   trawler serve     run the service (configured by TRAWLER_* environment variables; see README)
-  trawler scrape [--format markdown|html|json ...] URL
-                    scrape one page with a local Chromium and print it, no server needed
+  trawler scrape [--format markdown|html|json ...] [--schema JSON|@FILE] [--prompt TEXT]
+                 [--summary] [--question TEXT] URL
+                    scrape one page with a local Chromium and print it, no server needed;
+                    --schema, --prompt, --summary and --question ask the language model
+                    (TRAWLER_LLM_BASE_URL, TRAWLER_LLM_MODEL)
   trawler crawl [--limit N] [--out DIR] URL
                     crawl a site with local Chromium browsers into one Markdown file per page
                     plus index.jsonl, with a progress bar, no server needed

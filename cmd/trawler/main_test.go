@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/trawler-dev/trawler/model/modeltest"
 	"github.com/trawler-dev/trawler/test/logtest"
 	"github.com/trawler-dev/trawler/test/polltest"
 )
@@ -233,4 +234,45 @@ func TestScrapeCommand(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "not allowed") {
 		t.Fatalf("scrape of a loopback URL without consent: %v %s", err, out)
 	}
+}
+
+// trawler scrape --schema/--prompt/--summary/--question print the model's
+// answers; without a model they say which setting is missing.
+func TestScrapeCommandWithModel(t *testing.T) {
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, `<html><body><main><h1>Lantern</h1><p>`+strings.Repeat("A brass lantern for 64 euros. ", 10)+`</p></main></body></html>`)
+	}))
+	defer site.Close()
+	llm := modeltest.Start(t)
+	llm.Respond(func(r modeltest.Request) modeltest.Reply {
+		if r.ResponseFormat != nil && r.ResponseFormat.Type == "json_schema" {
+			return modeltest.Reply{Content: `{"price": 64}`}
+		}
+		return modeltest.Reply{Content: "A brass lantern."}
+	})
+	run := func(model bool, args ...string) (string, string, error) {
+		cmd := exec.Command(binary, append([]string{"scrape"}, args...)...)
+		cmd.Env = append(os.Environ(), "TRAWLER_ALLOW_PRIVATE_NETWORKS=true", "TRAWLER_DATA_DIR=")
+		if model {
+			cmd.Env = append(cmd.Env, "TRAWLER_LLM_BASE_URL="+llm.URL, "TRAWLER_LLM_MODEL="+modeltest.DefaultModel)
+		}
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		return out.String(), errb.String(), err
+	}
+	out, stderr, err := run(true, "--schema", `{"price": "number"}`, site.URL)
+	require.NoError(t, err, stderr)
+	assert.JSONEq(t, `{"price": 64}`, out)
+	assert.Contains(t, llm.Requests()[0].User(), "# Lantern", "the model was sent the page's Markdown")
+	out, stderr, err = run(true, "--summary", site.URL)
+	require.NoError(t, err, stderr)
+	assert.Equal(t, "A brass lantern.\n", out)
+	_, stderr, err = run(false, "--question", "How much?", site.URL)
+	require.Error(t, err)
+	assert.Contains(t, stderr, "TRAWLER_LLM_BASE_URL")
+	_, stderr, err = run(true, "--schema", `{"type": "nope"}`, site.URL)
+	require.Error(t, err)
+	assert.Contains(t, stderr, "--schema is not a valid JSON schema")
 }
