@@ -101,13 +101,7 @@ func (a *API) crawlSpec(req *crawlRequest, team teams.Team) (*crawl.Spec, []Fiel
 	var problems []FieldProblem
 	spec := &crawl.Spec{Kind: crawl.KindCrawl, Crawl: crawl.DefaultCrawlOptions()}
 	co := &spec.Crawl
-	if req.URL == nil {
-		problems = append(problems, fieldError("url", "url is required"))
-	} else if u, p := checkURL("url", *req.URL); p != nil {
-		problems = append(problems, *p)
-	} else {
-		spec.URL = u
-	}
+	spec.URL = requiredURL(&problems, "url", req.URL)
 	co.IncludePaths, co.ExcludePaths = req.IncludePaths, req.ExcludePaths
 	if req.MaxDiscoveryDepth != nil {
 		d := intRange(&problems, "maxDiscoveryDepth", req.MaxDiscoveryDepth, 0, 1000, 0)
@@ -476,13 +470,7 @@ func (a *API) mapSite(c *fiber.Ctx) error {
 	team := teamOf(c)
 	var problems []FieldProblem
 	m := crawl.MapRequest{Sitemap: "include", IncludeSubdomains: true, IgnoreQueryParameters: true}
-	if req.URL == nil {
-		problems = append(problems, fieldError("url", "url is required"))
-	} else if u, p := checkURL("url", *req.URL); p != nil {
-		problems = append(problems, *p)
-	} else {
-		m.URL = u
-	}
+	m.URL = requiredURL(&problems, "url", req.URL)
 	if req.Search != nil {
 		if len(*req.Search) > 500 {
 			problems = append(problems, fieldError("search", "search must be at most 500 characters"))

@@ -184,14 +184,7 @@ func (a *API) paramsPreview(c *fiber.Ctx) error {
 		return err
 	}
 	var problems []FieldProblem
-	target := ""
-	if req.URL == nil {
-		problems = append(problems, fieldError("url", "url is required"))
-	} else if u, p := checkURL("url", *req.URL); p != nil {
-		problems = append(problems, *p)
-	} else {
-		target = u
-	}
+	target := requiredURL(&problems, "url", req.URL)
 	if req.Prompt == nil || strings.TrimSpace(*req.Prompt) == "" {
 		problems = append(problems, fieldError("prompt", "prompt is required and must be a non-empty string"))
 	}

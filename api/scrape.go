@@ -662,6 +662,20 @@ const maxURLLength = 8192
 // will reach. A port outside 1..65535 and credentials (user:pass@) are
 // refused: credentials would be sent to the target and echoed back in
 // results.
+// requiredURL checks the required target URL member field: its canonical
+// form, or "" with the problem recorded.
+func requiredURL(problems *[]FieldProblem, field string, raw *string) string {
+	if raw == nil {
+		*problems = append(*problems, fieldError(field, "%s is required", field))
+		return ""
+	}
+	u, p := checkURL(field, *raw)
+	if p != nil {
+		*problems = append(*problems, *p)
+	}
+	return u
+}
+
 func checkURL(path, raw string) (string, *FieldProblem) {
 	problem := func(format string, args ...any) (string, *FieldProblem) {
 		p := fieldError(path, format, args...)
@@ -761,14 +775,7 @@ func (a *API) scrape(c *fiber.Ctx) error {
 	}
 	team := teamOf(c)
 	var problems []FieldProblem
-	target := ""
-	if req.URL == nil {
-		problems = append(problems, fieldError("url", "url is required"))
-	} else if u, p := checkURL("url", *req.URL); p != nil {
-		problems = append(problems, *p)
-	} else {
-		target = u
-	}
+	target := requiredURL(&problems, "url", req.URL)
 	opts := req.options("", team, &problems)
 	if len(problems) > 0 {
 		return badRequest(problems...)

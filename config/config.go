@@ -20,6 +20,7 @@ import (
 	"github.com/docker/go-units"
 
 	"github.com/trawler-dev/trawler/browsers"
+	"github.com/trawler-dev/trawler/model"
 	"github.com/trawler-dev/trawler/search/provider"
 )
 
@@ -138,39 +139,20 @@ type Config struct {
 	ProfileLockTTL time.Duration
 
 	// LLM is the language model of the model-backed formats (json,
-	// summary, question, onlyCleanContent), crawl prompts and extract jobs.
-	LLM LLM
+	// summary, question, onlyCleanContent), crawl prompts and extract
+	// jobs: any server of the OpenAI-compatible Chat Completions protocol
+	// (OpenAI, Ollama, vLLM, LM Studio, llama.cpp's llama-server). An empty
+	// BaseURL means no model, and the formats that need one are refused.
+	// Read from TRAWLER_LLM_BASE_URL (else OPENAI_BASE_URL, else
+	// OLLAMA_BASE_URL, as a Firecrawl self-host .env sets them; else
+	// https://api.openai.com/v1 when only an API key is set),
+	// TRAWLER_LLM_API_KEY (else OPENAI_API_KEY), TRAWLER_LLM_MODEL (else
+	// MODEL_NAME; gpt-4o-mini for OpenAI's own server),
+	// TRAWLER_LLM_CONCURRENCY (default 4), TRAWLER_LLM_TIMEOUT (default
+	// 2m), TRAWLER_LLM_CONTEXT_TOKENS (default 32768) and
+	// TRAWLER_LLM_OUTPUT_TOKENS (default 4096).
+	LLM model.Config
 }
-
-// LLM are the settings of the language model: any server of the
-// OpenAI-compatible Chat Completions protocol (OpenAI, Ollama, vLLM, LM
-// Studio, llama.cpp's llama-server). Unset BaseURL and APIKey: no model,
-// and the formats that need one are refused.
-type LLM struct {
-	// BaseURL is the server (TRAWLER_LLM_BASE_URL; else OPENAI_BASE_URL,
-	// else OLLAMA_BASE_URL, as a Firecrawl self-host .env sets them; else
-	// https://api.openai.com/v1 when only an API key is set).
-	BaseURL string
-	// APIKey is its bearer token (TRAWLER_LLM_API_KEY, else OPENAI_API_KEY).
-	APIKey string
-	// Model is the model's name (TRAWLER_LLM_MODEL, else MODEL_NAME; for
-	// OpenAI's own server the default is gpt-4o-mini).
-	Model string
-	// Concurrency is the most model calls in flight at once
-	// (TRAWLER_LLM_CONCURRENCY, default 4).
-	Concurrency int
-	// Timeout bounds one call's answer (TRAWLER_LLM_TIMEOUT, default 2m).
-	Timeout time.Duration
-	// ContextTokens is the model's context window; page text is trimmed to
-	// fit it (TRAWLER_LLM_CONTEXT_TOKENS, default 32768).
-	ContextTokens int
-	// OutputTokens is the most one answer may hold
-	// (TRAWLER_LLM_OUTPUT_TOKENS, default 4096).
-	OutputTokens int
-}
-
-// Configured reports whether a model is set.
-func (l LLM) Configured() bool { return l.BaseURL != "" }
 
 // Docker are the settings of the docker runtime.
 type Docker struct {
@@ -268,7 +250,7 @@ func defaults() *Config {
 		HostConcurrency:     8,
 		Runtime:             "process",
 		ProfileLockTTL:      time.Minute,
-		LLM:                 LLM{Concurrency: 4, Timeout: 2 * time.Minute, ContextTokens: 32768, OutputTokens: 4096},
+		LLM:                 model.Config{Concurrency: 4, Timeout: 2 * time.Minute, ContextTokens: 32768, OutputTokens: 4096},
 		Docker: Docker{Image: "trawler/browser:latest", Memory: 2 << 30, CPUs: 1,
 			Pids: 1024, Shm: 256 << 20},
 	}
@@ -427,7 +409,7 @@ func (e *envReader) teams(c *Config) {
 
 // llm reads the language model's settings, falling back on the variables
 // of a Firecrawl self-host .env when Trawler's own are unset.
-func (e *envReader) llm(l *LLM) {
+func (e *envReader) llm(l *model.Config) {
 	first := func(names ...string) string {
 		for _, n := range names {
 			if v := e.get(n); v != "" {
@@ -457,11 +439,10 @@ func (e *envReader) llm(l *LLM) {
 	e.integer("TRAWLER_LLM_OUTPUT_TOKENS", &l.OutputTokens)
 }
 
-// validate checks the model's settings; they matter only when a model is
-// configured.
-func (l LLM) validate() []error {
+// validateLLM checks the model's settings.
+func validateLLM(l model.Config) []error {
 	var errs []error
-	if l.Configured() {
+	if l.BaseURL != "" {
 		if u, err := url.Parse(l.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			errs = append(errs, fmt.Errorf("TRAWLER_LLM_BASE_URL must be an absolute http or https URL such as http://127.0.0.1:11434, got %q", l.BaseURL))
 		}
@@ -628,7 +609,7 @@ func (c *Config) Validate() error {
 	} else if strings.Contains(c.Profiles, "://") {
 		errs = append(errs, fmt.Errorf("TRAWLER_PROFILES must be a directory or s3://bucket/prefix, got %q", c.Profiles))
 	}
-	errs = append(errs, c.LLM.validate()...)
+	errs = append(errs, validateLLM(c.LLM)...)
 	switch c.Runtime {
 	case "process":
 		errs = append(errs, c.validateChromium()...)

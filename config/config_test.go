@@ -111,3 +111,54 @@ func TestChromiumFlags(t *testing.T) {
 		assert.ErrorContains(t, err, want, v)
 	}
 }
+
+// The model's settings are Trawler's own, else a Firecrawl self-host's
+// variables; a bad one names the setting.
+func TestLLMSettings(t *testing.T) {
+	t.Parallel()
+	base := map[string]string{"TRAWLER_CHROMIUM_PATH": "/bin/sh"}
+	with := func(extra map[string]string) map[string]string {
+		m := map[string]string{}
+		for k, v := range base {
+			m[k] = v
+		}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return m
+	}
+	cases := []struct {
+		name                string
+		env                 map[string]string
+		baseURL, key, model string
+	}{
+		{"none", nil, "", "", ""},
+		{"trawler's", map[string]string{"TRAWLER_LLM_BASE_URL": "http://127.0.0.1:8080", "TRAWLER_LLM_MODEL": "qwen",
+			"TRAWLER_LLM_API_KEY": "k", "OPENAI_BASE_URL": "http://other", "MODEL_NAME": "other"}, "http://127.0.0.1:8080", "k", "qwen"},
+		{"firecrawl's openai", map[string]string{"OPENAI_API_KEY": "sk-1"}, "https://api.openai.com/v1", "sk-1", "gpt-4o-mini"},
+		{"firecrawl's openai-compatible", map[string]string{"OPENAI_BASE_URL": "http://127.0.0.1:1234/v1", "OPENAI_API_KEY": "x",
+			"MODEL_NAME": "local"}, "http://127.0.0.1:1234/v1", "x", "local"},
+		{"firecrawl's ollama", map[string]string{"OLLAMA_BASE_URL": "http://127.0.0.1:11434/api", "MODEL_NAME": "llama3.2"},
+			"http://127.0.0.1:11434", "", "llama3.2"},
+	}
+	for _, tc := range cases {
+		c, err := FromEnv(env(with(tc.env)))
+		require.NoError(t, err, tc.name)
+		assert.Equal(t, tc.baseURL, c.LLM.BaseURL, tc.name)
+		assert.Equal(t, tc.key, c.LLM.APIKey, tc.name)
+		assert.Equal(t, tc.model, c.LLM.Model, tc.name)
+	}
+	for msg, vars := range map[string]map[string]string{
+		"TRAWLER_LLM_MODEL must name the model":         {"TRAWLER_LLM_BASE_URL": "http://127.0.0.1:8080"},
+		"TRAWLER_LLM_BASE_URL must be an absolute":      {"TRAWLER_LLM_BASE_URL": "localhost:8080", "TRAWLER_LLM_MODEL": "m"},
+		"TRAWLER_LLM_CONCURRENCY must be between":       {"TRAWLER_LLM_CONCURRENCY": "0"},
+		"TRAWLER_LLM_TIMEOUT must be at least 1s":       {"TRAWLER_LLM_TIMEOUT": "10ms"},
+		"TRAWLER_LLM_OUTPUT_TOKENS must be at least 64": {"TRAWLER_LLM_OUTPUT_TOKENS": "40000"},
+		"TRAWLER_LLM_CONTEXT_TOKENS must be at least":   {"TRAWLER_LLM_CONTEXT_TOKENS": "100"},
+		"TRAWLER_LLM_TIMEOUT must be a duration":        {"TRAWLER_LLM_TIMEOUT": "soon"},
+	} {
+		_, err := FromEnv(env(with(vars)))
+		require.Error(t, err, msg)
+		assert.Contains(t, err.Error(), msg)
+	}
+}

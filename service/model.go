@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/trawler-dev/trawler/config"
 	"github.com/trawler-dev/trawler/model"
 	"github.com/trawler-dev/trawler/store"
 )
@@ -15,12 +14,11 @@ const modelUsageRetention = 400 * 24 * time.Hour
 
 // newModel returns the language-model client, nil when none is
 // configured.
-func newModel(c config.LLM, st *store.Store) *model.Client {
-	if !c.Configured() {
+func newModel(c model.Config, st *store.Store) *model.Client {
+	if c.BaseURL == "" {
 		return nil
 	}
-	return model.New(model.Config{BaseURL: c.BaseURL, APIKey: c.APIKey, Model: c.Model, Concurrency: c.Concurrency,
-		Timeout: c.Timeout, ContextTokens: c.ContextTokens, OutputTokens: c.OutputTokens}, usageRecorder{st})
+	return model.New(c, usageRecorder{st})
 }
 
 // usageRecorder keeps the model's usage in the store.

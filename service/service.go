@@ -116,33 +116,39 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating TRAWLER_DATA_DIR %s: %w", cfg.DataDir, err)
 	}
+	// undo releases, last first, what New made before it failed.
+	var undo []func()
+	fail := func(err error) (*Service, error) {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+		return nil, err
+	}
 	st, err := store.Open(ctx, filepath.Join(cfg.DataDir, "trawler.db"))
 	if err != nil {
 		return nil, err
 	}
+	undo = append(undo, func() { st.Close() })
 	teamRegistry, err := teams.Open(ctx, st, cfg)
 	if err != nil {
-		st.Close()
-		return nil, err
+		return fail(err)
 	}
 	profileStore, err := newProfileStore(ctx, cfg)
 	if err != nil {
-		st.Close()
-		return nil, err
+		return fail(err)
 	}
 	opener := &profiles.Opener{Store: profileStore, Instance: cfg.Instance, LockTTL: cfg.ProfileLockTTL}
 	guard := &netguard.Guard{AllowPrivate: cfg.AllowPrivateNetworks}
 	out, err := newEgress(cfg, guard, log)
 	if err != nil {
-		st.Close()
-		return nil, err
+		return fail(err)
 	}
+	undo = append(undo, func() { out.proxy.Close() })
 	rt, closeRuntime, err := newRuntime(cfg, out, log)
 	if err != nil {
-		out.Close()
-		st.Close()
-		return nil, err
+		return fail(err)
 	}
+	undo = append(undo, closeRuntime)
 	if n, err := rt.Reap(ctx); err != nil {
 		log.Warn("reaping browsers of an earlier run", "err", err)
 	} else if n > 0 {
@@ -150,13 +156,12 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 	}
 	pool := browsers.NewPool(rt, browsers.PoolOptions{Size: cfg.PoolSize, Warm: cfg.WarmBrowsers,
 		QueueWait: cfg.QueueWait, Log: log})
+	undo = append(undo, pool.Close)
 	mgr, err := sessions.NewManager(ctx, pool, st, log)
 	if err != nil {
-		pool.Close()
-		closeRuntime()
-		st.Close()
-		return nil, err
+		return fail(err)
 	}
+	undo = append(undo, mgr.Close)
 	urls := wire.PublicURL{Base: cfg.PublicURL, Trusted: cfg.TrustedProxies}
 	proxy := cdpproxy.New(mgr, urls, log)
 	llm := newModel(cfg.LLM, st)
@@ -169,29 +174,16 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 		TeamLimit: teamRegistry.Concurrency}
 	found, err := newSearch(cfg, st, scraper, log)
 	if err != nil {
-		mgr.Close()
-		pool.Close()
-		closeRuntime()
-		st.Close()
-		return nil, err
+		return fail(err)
 	}
+	undo = append(undo, found.close)
 	if err := crawler.Start(ctx); err != nil {
-		found.close()
-		mgr.Close()
-		pool.Close()
-		closeRuntime()
-		st.Close()
-		return nil, err
+		return fail(err)
 	}
+	undo = append(undo, crawler.Close)
 	extracts := &extract.Service{Crawler: crawler, Store: st, Model: llm, Log: log, Retention: cfg.ResultRetention}
 	if err := extracts.Start(ctx); err != nil {
-		crawler.Close()
-		found.close()
-		mgr.Close()
-		pool.Close()
-		closeRuntime()
-		st.Close()
-		return nil, err
+		return fail(err)
 	}
 	a := api.New(api.Deps{Teams: teamRegistry, Sessions: mgr, Scraper: scraper, Crawler: crawler, Store: st, URLs: urls, Log: log,
 		Profiles: opener, Search: found.service, Model: llm, Extract: extracts})
