@@ -320,6 +320,7 @@ func hostileBodies(session string) []hostile {
 		{"/v2/batch/scrape", `"urls": ["` + blockedTarget + `"]`},
 		{"/v2/map", `"url": "` + blockedTarget + `"`},
 		{"/v2/search", `"query": "x"`},
+		{"/v2/extract", `"urls": ["` + blockedTarget + `"], "prompt": "x"`},
 	}
 	var out []hostile
 	for _, e := range endpoints {
