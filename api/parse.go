@@ -254,6 +254,8 @@ func notForParse(r *parseRequest) []FieldProblem {
 			refuse(fmt.Sprintf("formats[%d]", i), "changeTracking compares scrapes of one URL over time")
 		case "branding":
 			refuse(fmt.Sprintf("formats[%d]", i), "branding is read from a rendered web page")
+		case "audio", "video":
+			refuse(fmt.Sprintf("formats[%d]", i), name+" is taken from a web page's media")
 		}
 	}
 	return problems

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/andybalholm/cascadia"
 	"github.com/gofiber/fiber/v2"
@@ -19,7 +18,6 @@ import (
 	whatwg "github.com/nlnwa/whatwg-url/url"
 	"golang.org/x/net/http/httpguts"
 
-	"github.com/trawler-dev/trawler/model"
 	"github.com/trawler-dev/trawler/scrape"
 	"github.com/trawler-dev/trawler/teams"
 )
@@ -60,14 +58,7 @@ type locationRequest struct {
 
 // unsupportedFormats are formats of Firecrawl's API that Trawler does
 // not make yet.
-var unsupportedFormats = map[string]bool{"changeTracking": true, "branding": true,
-	"audio": true, "video": true, "highlights": true, "attributes": true, "product": true, "menu": true, "query": true}
-
-// modelFormats are the formats a language model answers (scrape.ModelFormats).
-var modelFormats = map[string]bool{"json": true, "summary": true, "question": true}
-
-// maxModelText bounds a json prompt and a question, in characters.
-const maxModelText = 10000
+var unsupportedFormats = map[string]bool{"attributes": true, "product": true, "menu": true, "query": true}
 
 var plainFormats = map[string]bool{"markdown": true, "html": true, "rawHtml": true, "links": true, "images": true, "screenshot": true}
 
@@ -117,9 +108,9 @@ func (r *scrapeOptionsRequest) formats(o *scrape.Options, add problemAdder) {
 	for i, raw := range r.Formats {
 		name := fmt.Sprintf("formats[%d]", i)
 		f, msg := decodeFormat(raw)
-		if modelFormats[f.Type] {
+		if memberFormats[f.Type] != nil {
 			var path string
-			f, path, msg = decodeModelFormat(raw, name)
+			f, path, msg = decodeMemberFormat(raw, name)
 			if msg != "" {
 				add(path, "%s", msg)
 				continue
@@ -135,6 +126,14 @@ func (r *scrapeOptionsRequest) formats(o *scrape.Options, add problemAdder) {
 		}
 		seen[f.Type] = true
 		o.Formats = append(o.Formats, f)
+	}
+	if seen["changeTracking"] && !seen["markdown"] {
+		for i, f := range o.Formats {
+			if f.Type == "changeTracking" {
+				name := fmt.Sprintf("formats[%d]", i)
+				add(name, "%s changeTracking compares the page's Markdown: add markdown to the formats", name)
+			}
+		}
 	}
 }
 
@@ -371,7 +370,7 @@ func decodeFormat(raw json.RawMessage) (scrape.Format, string) {
 		return scrape.Format{}, "must have a string type"
 	}
 	f, msg := checkFormatName(name)
-	if msg != "" || modelFormats[name] {
+	if msg != "" || memberFormats[name] != nil {
 		return f, msg
 	}
 	if name != "screenshot" {
@@ -414,12 +413,12 @@ func decodeFormat(raw json.RawMessage) (scrape.Format, string) {
 
 func checkFormatName(name string) (scrape.Format, string) {
 	switch {
-	case plainFormats[name], modelFormats[name]:
+	case plainFormats[name], memberFormats[name] != nil:
 		return scrape.Format{Type: name}, ""
 	case unsupportedFormats[name]:
 		return scrape.Format{}, fmt.Sprintf("%q is not supported yet", name)
 	}
-	return scrape.Format{}, fmt.Sprintf("must be one of markdown, html, rawHtml, links, images, screenshot, json, summary, question; got %q", name)
+	return scrape.Format{}, fmt.Sprintf("must be one of markdown, html, rawHtml, links, images, screenshot, json, summary, question, highlights, changeTracking, branding, audio, video; got %q", name)
 }
 
 // modelGate refuses what o asks of a language model when none is
@@ -435,7 +434,7 @@ func (a *API) modelGate(o *scrape.Options, prefix string) error {
 	}
 	what := prefix + "onlyCleanContent"
 	for i, f := range o.Formats {
-		if modelFormats[f.Type] {
+		if f.NeedsModel() {
 			what = fmt.Sprintf("%sformats[%d] (%s)", prefix, i, f.Type)
 			break
 		}
@@ -443,78 +442,6 @@ func (a *API) modelGate(o *scrape.Options, prefix string) error {
 	return &Error{Status: fiber.StatusBadRequest, Code: "MODEL_NOT_CONFIGURED",
 		Message: what + " needs a language model, and this server has none configured: the operator sets TRAWLER_LLM_BASE_URL and TRAWLER_LLM_MODEL (or OPENAI_API_KEY) to an OpenAI-compatible server such as Ollama, vLLM or llama.cpp",
 		Details: []FieldProblem{fieldError(strings.ReplaceAll(what, " ", ""), "needs a language model")}}
-}
-
-// decodeModelFormat reads a format a model answers: "summary" or
-// {"type": "summary"}; {"type": "json", "schema": {...}, "prompt": "..."}
-// with a schema, a prompt or both; {"type": "question", "question": "..."}.
-// It returns the path of the member at fault with its message.
-func decodeModelFormat(raw json.RawMessage, name string) (scrape.Format, string, string) {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		switch s {
-		case "json":
-			return scrape.Format{}, name, name + ` "json" must be an object: {"type": "json", "schema": {...}, "prompt": "..."} with a schema, a prompt or both`
-		case "question":
-			return scrape.Format{}, name, name + ` "question" must be an object: {"type": "question", "question": "..."}`
-		}
-		return scrape.Format{Type: s}, "", ""
-	}
-	var obj map[string]json.RawMessage
-	_ = json.Unmarshal(raw, &obj)
-	var t string
-	_ = json.Unmarshal(obj["type"], &t)
-	f := scrape.Format{Type: t}
-	allowed := map[string][]string{"json": {"schema", "prompt"}, "summary": nil, "question": {"question"}}[t]
-	for k := range obj {
-		if k != "type" && !slices.Contains(allowed, k) {
-			takes := "no other members"
-			if len(allowed) > 0 {
-				takes = strings.Join(allowed, " and ")
-			}
-			return f, name + "." + k, fmt.Sprintf("%s.%s is not a member of a %s format (it takes %s)", name, k, t, takes)
-		}
-	}
-	text := func(member string, required bool) (string, string) {
-		v, ok := obj[member]
-		if !ok || string(v) == "null" {
-			if required {
-				return "", fmt.Sprintf("%s.%s is required", name, member)
-			}
-			return "", ""
-		}
-		var out string
-		switch {
-		case json.Unmarshal(v, &out) != nil:
-			return "", fmt.Sprintf("%s.%s must be a string", name, member)
-		case strings.TrimSpace(out) == "":
-			return "", fmt.Sprintf("%s.%s must not be empty", name, member)
-		case utf8.RuneCountInString(out) > maxModelText:
-			return "", fmt.Sprintf("%s.%s must be at most %d characters, got %d", name, member, maxModelText, utf8.RuneCountInString(out))
-		}
-		return out, ""
-	}
-	var msg string
-	switch t {
-	case "question":
-		if f.Question, msg = text("question", true); msg != "" {
-			return f, name + ".question", msg
-		}
-	case "json":
-		if f.Prompt, msg = text("prompt", false); msg != "" {
-			return f, name + ".prompt", msg
-		}
-		if v, ok := obj["schema"]; ok && string(v) != "null" {
-			if _, err := model.NormalizeSchema(v); err != nil {
-				return f, name + ".schema", fmt.Sprintf("%s.schema %v", name, err)
-			}
-			f.Schema = v
-		}
-		if f.Prompt == "" && len(f.Schema) == 0 {
-			return f, name, name + " of type json needs a schema, a prompt or both"
-		}
-	}
-	return f, "", ""
 }
 
 // actionKeys lists the members each action type takes.

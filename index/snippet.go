@@ -49,6 +49,10 @@ const snippetLen = 240
 // snippetScan bounds how much of a page is read for its snippet.
 const snippetScan = 200 << 10
 
+// Terms returns the terms the index makes of text (English analysis:
+// lower case, stop words out, stems), in order.
+func Terms(text string) []string { return analyzeList(text) }
+
 // analyzeList returns the terms the index makes of text, in order.
 func analyzeList(text string) []string {
 	var out []string

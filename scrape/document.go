@@ -20,6 +20,14 @@ type Document struct {
 	Actions    *ActionResults `json:"actions,omitempty"`
 	Metadata   map[string]any `json:"metadata"`
 	Warning    string         `json:"warning,omitempty"`
+	// Highlights are the passages of the page most relevant to the
+	// highlights format's query, verbatim, separated by blank lines.
+	Highlights     string          `json:"highlights,omitempty"`
+	ChangeTracking *ChangeTracking `json:"changeTracking,omitempty"`
+	Branding       *Branding       `json:"branding,omitempty"`
+	// Audio and Video are URLs of Trawler's own (GET /v2/media/{id}).
+	Audio string `json:"audio,omitempty"`
+	Video string `json:"video,omitempty"`
 	// Discovered are every link of the page, absolute and without
 	// fragments, when the request asked for them (never serialised).
 	Discovered []string `json:"-"`

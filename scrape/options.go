@@ -2,6 +2,7 @@ package scrape
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 )
 
@@ -71,23 +72,30 @@ type Format struct {
 	Prompt string          `json:",omitempty"`
 	// question: the question the page answers.
 	Question string `json:",omitempty"`
+	// highlights: what the passages are chosen for.
+	Query string `json:",omitempty"`
+	// changeTracking: the modes (git-diff, json; Schema and Prompt are
+	// the json mode's) and the tag whose history the page is compared
+	// with ("" is the default history).
+	Modes []string `json:",omitempty"`
+	Tag   string   `json:",omitempty"`
 }
 
-// ModelFormats are the formats a language model answers.
-var ModelFormats = []string{"json", "summary", "question"}
+// NeedsModel reports whether f is answered by a language model.
+func (f Format) NeedsModel() bool {
+	switch f.Type {
+	case "json", "summary", "question":
+		return true
+	case "changeTracking":
+		return slices.Contains(f.Modes, "json")
+	}
+	return false
+}
 
 // NeedsModel reports whether o asks for anything only a language model
 // gives.
 func (o *Options) NeedsModel() bool {
-	if o.OnlyCleanContent {
-		return true
-	}
-	for _, f := range ModelFormats {
-		if o.Has(f) {
-			return true
-		}
-	}
-	return false
+	return o.OnlyCleanContent || slices.ContainsFunc(o.Formats, Format.NeedsModel)
 }
 
 // Format returns the requested format of kind t, if any.
@@ -146,5 +154,11 @@ func (o *Options) Screenshot() (Format, bool) { return o.Format("screenshot") }
 // rendered page can give.
 func (o *Options) needsRender() bool {
 	_, shot := o.Screenshot()
-	return len(o.Actions) > 0 || o.WaitFor > 0 || shot || o.Mobile
+	return len(o.Actions) > 0 || o.WaitFor > 0 || shot || o.Mobile || o.needsLivePage()
+}
+
+// needsLivePage reports whether the options ask for what only the live,
+// rendered page gives, never a cached copy: branding, audio, video.
+func (o *Options) needsLivePage() bool {
+	return o.Has("branding") || o.Has("audio") || o.Has("video")
 }

@@ -105,6 +105,11 @@ type page struct {
 	// private: a request of the page went to a non-public address (known
 	// only while private networks are allowed; otherwise none can).
 	private bool
+	// branding is what the rendered page says of its brand, when asked.
+	branding *Branding
+	// media is the page's main audio or video, taken through the browser,
+	// when asked.
+	media *pageMedia
 }
 
 // Scrape runs one scrape and returns its document.
@@ -148,7 +153,9 @@ func (s *Service) run(ctx context.Context, req Request, guard *netguard.Cache, f
 	cacheState := "miss"
 	var cachedAt time.Time
 	var pg *page
-	if cacheOnly || o.MaxAge > 0 {
+	// Branding and media are read from the rendered page: a cached copy
+	// cannot answer them.
+	if cacheOnly || (o.MaxAge > 0 && !o.needsLivePage()) {
 		c, err := s.Store.Page(ctx, s.cacheLookup(req.Team, key, o))
 		switch {
 		case err == nil:
@@ -218,12 +225,28 @@ func (s *Service) run(ctx context.Context, req Request, guard *netguard.Cache, f
 	if o.Lockdown {
 		credits = 5
 	}
+	requestID := req.RequestID
+	if requestID == "" {
+		requestID = id
+	}
 	if o.NeedsModel() {
-		requestID := req.RequestID
-		if requestID == "" {
-			requestID = id
-		}
 		credits += s.modelPass(ctx, req, requestID, doc)
+	}
+	if f, ok := o.Format("highlights"); ok {
+		if doc.Highlights = highlights(doc.modelInput, f.Query); doc.Highlights == "" {
+			doc.Warning = joinWarning(doc.Warning, "highlights: no passage of the page has a word of the query")
+		}
+	}
+	if f, ok := o.Format("changeTracking"); ok {
+		s.trackChanges(ctx, req, requestID, doc, pg, f)
+	}
+	if o.needsLivePage() {
+		if cacheState == "hit" {
+			doc.Warning = joinWarning(doc.Warning, "branding, audio and video are read from the rendered page, and this answer came from the cache (lockdown or minAge)")
+		} else {
+			doc.Branding = pg.branding
+			s.finishMedia(ctx, req, doc, pg)
+		}
 	}
 	md["creditsUsed"] = credits
 	md["timeTaken"] = time.Since(start).Milliseconds()
@@ -525,6 +548,16 @@ func (s *Service) drive(ctx context.Context, t *tab, req Request) (*page, error)
 		}
 		pg.screenshot = shot
 	}
+	if o.Has("branding") {
+		b, err := t.branding(ctx, s.Log)
+		if err != nil {
+			pg.warning = joinWarning(pg.warning, "branding: "+err.Error())
+		}
+		pg.branding = b
+	}
+	if o.Has("audio") || o.Has("video") {
+		pg.media = t.takeMedia(ctx, o, s.mediaLimit())
+	}
 	return pg, nil
 }
 
@@ -565,7 +598,7 @@ func (s *Service) transform(ctx context.Context, req Request, pg *page, forIndex
 	res, err := content.Transform(pg.body, pg.finalURL, content.Options{
 		OnlyMainContent: o.OnlyMainContent, IncludeTags: o.IncludeTags, ExcludeTags: o.ExcludeTags,
 		RemoveBase64Images: o.RemoveBase64Images,
-		Want: content.Want{Markdown: o.Has("markdown") || o.NeedsModel(), HTML: o.Has("html"),
+		Want: content.Want{Markdown: o.Has("markdown") || o.NeedsModel() || o.Has("highlights"), HTML: o.Has("html"),
 			Links: o.Has("links") || req.Discover || forIndex, Images: o.Has("images"), ImageDetails: forIndex},
 	})
 	if err != nil {

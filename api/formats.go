@@ -1,0 +1,147 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/trawler-dev/trawler/model"
+	"github.com/trawler-dev/trawler/scrape"
+)
+
+// memberFormats are the formats decodeMemberFormat reads, with the members
+// their object form takes.
+var memberFormats = map[string][]string{
+	"json":           {"schema", "prompt"},
+	"summary":        {},
+	"question":       {"question"},
+	"highlights":     {"query"},
+	"changeTracking": {"modes", "schema", "prompt", "tag"},
+	"branding":       {},
+	"audio":          {},
+	"video":          {},
+}
+
+// maxModelText bounds a json prompt, a question and a highlights query, in
+// characters.
+const maxModelText = 10000
+
+// maxTag bounds a changeTracking tag, in characters.
+const maxTag = 256
+
+// decodeMemberFormat reads a format of memberFormats, given as its name or
+// as an object: {"type": "json", "schema": {...}, "prompt": "..."} with a
+// schema, a prompt or both; {"type": "question", "question": "..."};
+// {"type": "highlights", "query": "..."}; {"type": "changeTracking",
+// "modes": ["git-diff", "json"], "schema": {...}, "prompt": "...", "tag":
+// "..."}; summary, branding, audio and video take no members. It returns
+// the path of the member at fault with its message.
+func decodeMemberFormat(raw json.RawMessage, name string) (scrape.Format, string, string) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		switch s {
+		case "json":
+			return scrape.Format{}, name, name + ` "json" must be an object: {"type": "json", "schema": {...}, "prompt": "..."} with a schema, a prompt or both`
+		case "question":
+			return scrape.Format{}, name, name + ` "question" must be an object: {"type": "question", "question": "..."}`
+		case "highlights":
+			return scrape.Format{}, name, name + ` "highlights" must be an object: {"type": "highlights", "query": "..."}`
+		}
+		return scrape.Format{Type: s}, "", ""
+	}
+	var obj map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &obj)
+	var t string
+	_ = json.Unmarshal(obj["type"], &t)
+	f := scrape.Format{Type: t}
+	allowed := memberFormats[t]
+	for k := range obj {
+		if k != "type" && !slices.Contains(allowed, k) {
+			takes := "no other members"
+			if len(allowed) > 0 {
+				takes = strings.Join(allowed, " and ")
+			}
+			return f, name + "." + k, fmt.Sprintf("%s.%s is not a member of a %s format (it takes %s)", name, k, t, takes)
+		}
+	}
+	text := func(member string, required bool, limit int) (string, string) {
+		v, ok := obj[member]
+		if !ok || string(v) == "null" {
+			if required {
+				return "", fmt.Sprintf("%s.%s is required", name, member)
+			}
+			return "", ""
+		}
+		var out string
+		switch {
+		case json.Unmarshal(v, &out) != nil:
+			return "", fmt.Sprintf("%s.%s must be a string", name, member)
+		case strings.TrimSpace(out) == "":
+			return "", fmt.Sprintf("%s.%s must not be empty", name, member)
+		case utf8.RuneCountInString(out) > limit:
+			return "", fmt.Sprintf("%s.%s must be at most %d characters, got %d", name, member, limit, utf8.RuneCountInString(out))
+		}
+		return out, ""
+	}
+	schema := func() string {
+		if v, ok := obj["schema"]; ok && string(v) != "null" {
+			if _, err := model.NormalizeSchema(v); err != nil {
+				return fmt.Sprintf("%s.schema %v", name, err)
+			}
+			f.Schema = v
+		}
+		return ""
+	}
+	var msg string
+	switch t {
+	case "question":
+		if f.Question, msg = text("question", true, maxModelText); msg != "" {
+			return f, name + ".question", msg
+		}
+	case "highlights":
+		if f.Query, msg = text("query", true, maxModelText); msg != "" {
+			return f, name + ".query", msg
+		}
+	case "json":
+		if f.Prompt, msg = text("prompt", false, maxModelText); msg != "" {
+			return f, name + ".prompt", msg
+		}
+		if msg = schema(); msg != "" {
+			return f, name + ".schema", msg
+		}
+		if f.Prompt == "" && len(f.Schema) == 0 {
+			return f, name, name + " of type json needs a schema, a prompt or both"
+		}
+	case "changeTracking":
+		if v, ok := obj["modes"]; ok && string(v) != "null" {
+			if json.Unmarshal(v, &f.Modes) != nil {
+				return f, name + ".modes", name + `.modes must be an array of "git-diff" and "json"`
+			}
+			for i, m := range f.Modes {
+				if m != "git-diff" && m != "json" {
+					return f, fmt.Sprintf("%s.modes[%d]", name, i), fmt.Sprintf(`%s.modes[%d] must be "git-diff" or "json", got %q`, name, i, m)
+				}
+			}
+			f.Modes = slices.Compact(slices.Sorted(slices.Values(f.Modes)))
+		}
+		if f.Prompt, msg = text("prompt", false, maxModelText); msg != "" {
+			return f, name + ".prompt", msg
+		}
+		if msg = schema(); msg != "" {
+			return f, name + ".schema", msg
+		}
+		if f.Tag, msg = text("tag", false, maxTag); msg != "" {
+			return f, name + ".tag", msg
+		}
+		jsonMode := slices.Contains(f.Modes, "json")
+		if jsonMode && f.Prompt == "" && len(f.Schema) == 0 {
+			return f, name, name + ` of mode "json" needs a schema, a prompt or both`
+		}
+		if !jsonMode && (f.Prompt != "" || len(f.Schema) > 0) {
+			return f, name + ".modes", name + `.schema and .prompt are for the "json" mode: add it to modes`
+		}
+	}
+	return f, "", ""
+}
