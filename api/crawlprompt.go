@@ -93,9 +93,7 @@ func (a *API) checkPrompt(prompt *string) (string, error) {
 		return "", badRequest(fieldError("prompt", "prompt must be at most %d characters, got %d", maxCrawlPrompt,
 			utf8.RuneCountInString(*prompt)))
 	case a.Model == nil:
-		return "", &Error{Status: fiber.StatusBadRequest, Code: "MODEL_NOT_CONFIGURED",
-			Message: "prompt needs a language model to turn it into crawl options, and this server has none configured: the operator sets TRAWLER_LLM_BASE_URL and TRAWLER_LLM_MODEL (or OPENAI_API_KEY); or set the crawl options yourself",
-			Details: []FieldProblem{fieldError("prompt", "needs a language model")}}
+		return "", modelNotConfigured("prompt (it is turned into crawl options)", "prompt")
 	}
 	return *prompt, nil
 }

@@ -53,9 +53,7 @@ func (a *API) startExtract(c *fiber.Ctx) error {
 		return badRequest(x.problems...)
 	}
 	if a.Model == nil {
-		return &Error{Status: fiber.StatusBadRequest, Code: "MODEL_NOT_CONFIGURED",
-			Message: "extract needs a language model, and this server has none configured: the operator sets TRAWLER_LLM_BASE_URL and TRAWLER_LLM_MODEL (or OPENAI_API_KEY) to an OpenAI-compatible server such as Ollama, vLLM or llama.cpp",
-			Details: []FieldProblem{fieldError(x.modelField, "needs a language model")}}
+		return modelNotConfigured("extract", x.modelField)
 	}
 	if err := a.modelGate(&x.spec.Scrape, "scrapeOptions."); err != nil {
 		return err

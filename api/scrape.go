@@ -432,16 +432,23 @@ func (a *API) modelGate(o *scrape.Options, prefix string) error {
 	if a.Model != nil || !o.NeedsModel() {
 		return nil
 	}
-	what := prefix + "onlyCleanContent"
+	what, path := prefix+"onlyCleanContent", prefix+"onlyCleanContent"
 	for i, f := range o.Formats {
 		if f.NeedsModel() {
-			what = fmt.Sprintf("%sformats[%d] (%s)", prefix, i, f.Type)
+			path = fmt.Sprintf("%sformats[%d]", prefix, i)
+			what = fmt.Sprintf("%s (%s)", path, f.Type)
 			break
 		}
 	}
+	return modelNotConfigured(what, path)
+}
+
+// modelNotConfigured is the answer to what needs a language model on a
+// server without one; path names the field.
+func modelNotConfigured(what, path string) *Error {
 	return &Error{Status: fiber.StatusBadRequest, Code: "MODEL_NOT_CONFIGURED",
 		Message: what + " needs a language model, and this server has none configured: the operator sets TRAWLER_LLM_BASE_URL and TRAWLER_LLM_MODEL (or OPENAI_API_KEY) to an OpenAI-compatible server such as Ollama, vLLM or llama.cpp",
-		Details: []FieldProblem{fieldError(strings.ReplaceAll(what, " ", ""), "needs a language model")}}
+		Details: []FieldProblem{fieldError(path, "needs a language model")}}
 }
 
 // actionKeys lists the members each action type takes.
