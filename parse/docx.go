@@ -14,7 +14,8 @@ import (
 //
 // It streams word/document.xml with encoding/xml (see office.go for why no
 // library does it) and recovers headings from paragraph styles (an outline
-// level on the style or its bases, or a "Heading N" or "Title" style),
+// level on the style or its bases, or a "Heading N" or "Title" style, also
+// when styles.xml is missing or leaves such a built-in style undefined),
 // bold and italic runs, lists from numbering.xml, tables with their spans,
 // hyperlinks (relationships, anchors and HYPERLINK fields), footnotes and
 // endnotes, and images as references to their package path. Headers,
@@ -345,28 +346,42 @@ func (r *docxReader) readStyles(name string) error {
 }
 
 // chain calls visit on the style id and its bases until visit returns true.
-func (r *docxReader) chain(id string, visit func(id string, s *docxStyle) bool) {
+// It returns the first id of the chain that styles.xml does not define, ""
+// when visit stopped it or every style in it is defined.
+func (r *docxReader) chain(id string, visit func(id string, s *docxStyle) bool) (undefined string) {
 	for i := 0; i < 32 && id != ""; i++ {
 		s := r.styles[id]
-		if s == nil || visit(id, s) {
-			return
+		if s == nil {
+			return id
+		}
+		if visit(id, s) {
+			return ""
 		}
 		id = s.basedOn
 	}
+	return ""
 }
 
-// docxHeadingNumber returns N for a style called "Heading N" (any case, space
-// optional), else 0.
-func docxHeadingNumber(name string) int {
-	l := strings.ToLower(strings.TrimSpace(name))
-	if !strings.HasPrefix(l, "heading") {
-		return 0
+// docxBuiltinLevel is the heading level of one of Word's built-in paragraph
+// styles named by id: Heading1 to Heading9 (in any case, and with the space
+// of their names, which some producers write as the id) and Title; 0 for
+// any other. It serves ids that styles.xml does not define: Word writes
+// every style it uses, but other producers name the built-ins, meaning
+// Word's headings, and leave their definitions or the whole styles part out.
+func docxBuiltinLevel(id string) int {
+	if n := officeHeadingNumber(id); n >= 1 && n <= 9 {
+		return n
 	}
-	return officeAtoi(strings.TrimSpace(l[len("heading"):]), 0)
+	if strings.EqualFold(strings.TrimSpace(id), "title") {
+		return 1
+	}
+	return 0
 }
 
 // headingLevel is the heading level of a paragraph with style id and
-// direct outline level (-1 for none), 0 for body text.
+// direct outline level (-1 for none), 0 for body text. A style that
+// styles.xml defines is what its definition says; one it does not define
+// (nor the base of a defined one) is read as the built-in of that id.
 func (r *docxReader) headingLevel(id string, outline int) int {
 	if outline >= 0 && outline <= 8 {
 		return min(outline+1, 6)
@@ -378,21 +393,24 @@ func (r *docxReader) headingLevel(id string, outline int) int {
 		id = r.defStyle
 	}
 	level := 0
-	r.chain(id, func(id string, s *docxStyle) bool {
+	undefined := r.chain(id, func(id string, s *docxStyle) bool {
 		switch {
 		case s.outline >= 0 && s.outline <= 8:
 			level = s.outline + 1
 		case s.outline == 9:
 			return true
-		case docxHeadingNumber(s.name) > 0:
-			level = docxHeadingNumber(s.name)
-		case docxHeadingNumber(id) > 0:
-			level = docxHeadingNumber(id)
+		case officeHeadingNumber(s.name) > 0:
+			level = officeHeadingNumber(s.name)
+		case officeHeadingNumber(id) > 0:
+			level = officeHeadingNumber(id)
 		case strings.EqualFold(s.name, "title"), strings.EqualFold(id, "title"):
 			level = 1
 		}
 		return level > 0
 	})
+	if level == 0 && undefined != "" {
+		level = docxBuiltinLevel(undefined)
+	}
 	return min(level, 6)
 }
 

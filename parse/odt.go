@@ -14,7 +14,8 @@ import (
 //
 // It streams styles.xml, meta.xml and content.xml with encoding/xml (see
 // office.go for why no library does it) and recovers headings (text:h,
-// and the Title paragraph style), bold and italic from automatic and named
+// the Title paragraph style, and text:p naming a built-in heading style
+// that the file leaves undefined), bold and italic from automatic and named
 // styles, nested lists numbered by their list styles, tables with their
 // spans, links, notes and images as references to their package path.
 // Comments, tracked deletions and index templates are left out.
@@ -452,14 +453,20 @@ func odfStyle(v string) triState {
 }
 
 // chain calls visit on a style and its parents until visit returns true.
-func odtChain(styles map[string]*odtStyle, name string, visit func(name string, s *odtStyle) bool) {
+// It returns the first name of the chain that no style part defines, ""
+// when visit stopped it or every style in it is defined.
+func odtChain(styles map[string]*odtStyle, name string, visit func(name string, s *odtStyle) bool) (undefined string) {
 	for i := 0; i < 32 && name != ""; i++ {
 		s := styles[name]
-		if s == nil || visit(name, s) {
-			return
+		if s == nil {
+			return name
+		}
+		if visit(name, s) {
+			return ""
 		}
 		name = s.parent
 	}
+	return ""
 }
 
 // props are the bold and italic a style (with its parents) sets.
@@ -471,15 +478,40 @@ func odtProps(styles map[string]*odtStyle, name string) (bold, italic triState) 
 	return bold, italic
 }
 
-// isTitle reports whether a paragraph style is (or derives from) Title,
-// which DOCX calls a heading too.
-func (w *odtWalk) isTitle(name string) bool {
-	title := false
-	odtChain(w.pstyles, name, func(name string, s *odtStyle) bool {
-		title = name == "Title" || s.display == "Title"
-		return title
+// paraLevel is the heading level a text:p takes from its paragraph style:
+// 1 for Title or a style derived from it (DOCX calls it a heading too), and
+// for a style that neither styles.xml nor content.xml defines (a producer
+// that wrote no styles.xml, or left the built-ins out of it), the level of
+// LibreOffice's built-in style of that name, Heading_20_1 and on, or Title.
+// A defined heading style makes no heading of a text:p, as before:
+// LibreOffice writes every paragraph at an outline level as text:h, so its
+// text:p in a heading style is one whose outline level was taken away.
+func (w *odtWalk) paraLevel(name string) int {
+	level := 0
+	undefined := odtChain(w.pstyles, name, func(name string, s *odtStyle) bool {
+		if name == "Title" || s.display == "Title" {
+			level = 1
+		}
+		return level > 0
 	})
-	return title
+	if level == 0 && undefined != "" {
+		level = odtBuiltinLevel(undefined)
+	}
+	return level
+}
+
+// odtBuiltinLevel is the heading level of LibreOffice's built-in paragraph
+// style called name (as a style name, with spaces encoded as _20_, or as a
+// display name): Heading 1 to Heading 10, and Title; 0 for any other.
+func odtBuiltinLevel(name string) int {
+	name = strings.ReplaceAll(name, "_20_", " ")
+	if n := officeHeadingNumber(name); n >= 1 && n <= 10 {
+		return n
+	}
+	if name == "Title" {
+		return 1
+	}
+	return 0
 }
 
 func (w *odtWalk) textStart(se xml.StartElement, el *odtElem, parent odtElem, get func(string, string) string) {
@@ -506,8 +538,8 @@ func (w *odtWalk) textStart(se xml.StartElement, el *odtElem, parent odtElem, ge
 		ctx := &odtParaCtx{}
 		if se.Name.Local == "h" {
 			kind, level = Heading, officeAtoi(get(odfTextNS, "outline-level"), 1)
-		} else if w.isTitle(style) {
-			kind, level = Heading, 1
+		} else if l := w.paraLevel(style); l > 0 {
+			kind, level = Heading, l
 		} else {
 			ctx.bold, ctx.italic = odtProps(w.pstyles, style)
 		}

@@ -1068,6 +1068,16 @@ func officePanic(format string, r any) error {
 	return fmt.Errorf("%w: %s reader failed: %v", ErrMalformed, format, r)
 }
 
+// officeHeadingNumber returns N for a style called "Heading N" (any case,
+// space optional), else 0.
+func officeHeadingNumber(name string) int {
+	l := strings.ToLower(strings.TrimSpace(name))
+	if !strings.HasPrefix(l, "heading") {
+		return 0
+	}
+	return officeAtoi(strings.TrimSpace(l[len("heading"):]), 0)
+}
+
 // atoi parses a small non-negative decimal, returning def when s is not one.
 func officeAtoi(s string, def int) int {
 	s = strings.TrimSpace(s)
