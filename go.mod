@@ -16,6 +16,7 @@ require (
 	github.com/hashicorp/yamux v0.1.2
 	github.com/minio/minio-go/v7 v7.4.1
 	github.com/nlnwa/whatwg-url v0.6.2
+	github.com/pmezard/go-difflib v1.0.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/richardlehane/mscfb v1.0.9
 	github.com/richardlehane/msoleps v1.0.6

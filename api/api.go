@@ -15,6 +15,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/trawler-dev/trawler/crawl"
+	"github.com/trawler-dev/trawler/docsearch"
 	"github.com/trawler-dev/trawler/extract"
 	"github.com/trawler-dev/trawler/model"
 	"github.com/trawler-dev/trawler/profiles"
@@ -43,6 +44,8 @@ type Deps struct {
 	Model *model.Client
 	// Extract runs extract jobs.
 	Extract *extract.Service
+	// Docs answers POST /v2/support/docs-search from Trawler's documentation.
+	Docs *docsearch.Index
 }
 
 // API is the Fiber application and what it needs.
@@ -95,6 +98,7 @@ func New(d Deps) *API {
 	v2.Post("/search", query(), a.search)
 	v2.Get("/profiles", query(), a.listProfiles)
 	v2.Delete("/profiles/:name", query(), a.deleteProfile)
+	v2.Post("/support/docs-search", query(), a.docsSearch)
 	return a
 }
 

@@ -26,6 +26,8 @@ func (a *API) Handler() http.Handler {
 		case isParse(r):
 			// Uploads stream past the JSON body limit, bounded on their own.
 			a.serveParse(w, r)
+		case isMedia(r): // streamed, by ranges (media.go)
+			a.serveMedia(w, r)
 		case !slices.Contains(fiber.DefaultMethods, r.Method):
 			wire.WriteError(w, http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "method not allowed on this endpoint")
 		default:

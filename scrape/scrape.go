@@ -67,6 +67,9 @@ type Service struct {
 	// Model answers the model-backed formats (json, summary, question,
 	// onlyCleanContent); nil when no model is configured.
 	Model *model.Client
+	// Media is where the audio and video formats keep their files, and
+	// the base of their links (media.go).
+	Media MediaOptions
 
 	spares spares
 }
@@ -238,7 +241,7 @@ func (s *Service) run(ctx context.Context, req Request, guard *netguard.Cache, f
 		}
 	}
 	if f, ok := o.Format("changeTracking"); ok {
-		s.trackChanges(ctx, req, requestID, doc, pg, f)
+		credits += s.trackChanges(ctx, req, requestID, doc, pg, f)
 	}
 	if o.needsLivePage() {
 		if cacheState == "hit" {

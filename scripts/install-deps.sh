@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # Installs what Trawler needs on a Debian machine, skipping what is present.
-#   install-deps.sh run    Chromium
-#   install-deps.sh test   Chromium, Node.js, npm, python3.11-doc (a real site the crawl tests serve),
+#   install-deps.sh run    Chromium, ffmpeg (the audio and video formats convert with it)
+#   install-deps.sh test   Chromium, ffmpeg, Node.js, npm, python3.11-doc (a real site the crawl tests serve),
 #                          the Docker engine and docker-compose (started, with Trawler's images
 #                          built offline), busybox-static (health checks inside those images),
 #                          the MinIO server (built once with go install, kept in GOPATH/bin),
 #                          Tesseract with English (OCR of scanned PDF pages), poppler-utils and
 #                          three Debian documentation packages with PDF manuals (bash-doc,
 #                          debian-faq, xorg-docs: real PDFs the parse tests compare with pdftotext)
-#   install-deps.sh bench  Chromium, python3.11-doc (the transform corpus), the Docker engine,
+#   install-deps.sh bench  Chromium, ffmpeg, python3.11-doc (the transform corpus), the Docker engine,
 #                          poppler-utils and the PDF manuals (the parse phase)
 set -euo pipefail
-want=(chromium)
+want=(chromium ffmpeg)
 manuals=(poppler-utils bash-doc debian-faq xorg-docs)
 [ "${1:-run}" = test ] && want+=(nodejs npm python3.11-doc docker.io docker-compose busybox-static tesseract-ocr tesseract-ocr-eng "${manuals[@]}")
 [ "${1:-run}" = bench ] && want+=(python3.11-doc docker.io busybox-static "${manuals[@]}")
@@ -19,6 +19,7 @@ missing=()
 for p in "${want[@]}"; do
   case "$p" in
     chromium) command -v chromium >/dev/null 2>&1 || missing+=(chromium) ;;
+    ffmpeg) command -v ffmpeg >/dev/null 2>&1 && command -v ffprobe >/dev/null 2>&1 || missing+=(ffmpeg) ;;
     nodejs) command -v node >/dev/null 2>&1 || missing+=(nodejs) ;;
     npm) command -v npm >/dev/null 2>&1 || missing+=(npm) ;;
     python3.11-doc) [ -d /usr/share/doc/python3.11/html ] || missing+=(python3.11-doc) ;;

@@ -321,6 +321,7 @@ func hostileBodies(session string) []hostile {
 		{"/v2/map", `"url": "` + blockedTarget + `"`},
 		{"/v2/search", `"query": "x"`},
 		{"/v2/extract", `"urls": ["` + blockedTarget + `"], "prompt": "x"`},
+		{"/v2/support/docs-search", `"question": "what is a profile"`},
 	}
 	var out []hostile
 	for _, e := range endpoints {
@@ -608,7 +609,7 @@ func hostilePaths(session string) []hostile {
 		out = append(out, hostile{name: "healthz " + m, method: m, path: "/healthz", status: 405, code: "METHOD_NOT_ALLOWED"})
 	}
 	routes := []string{"/v2/browser", "/v2/browser/" + session, "/v2/browser/" + session + "/execute", "/v2/team/activity",
-		"/v2/scrape", "/v2/crawl", "/v2/crawl/active", "/v2/crawl/params-preview", "/v2/batch/scrape", "/v2/map", "/v2/search", "/v2/profiles", "/v2/extract", "/v2/team/token-usage"}
+		"/v2/scrape", "/v2/crawl", "/v2/crawl/active", "/v2/crawl/params-preview", "/v2/batch/scrape", "/v2/map", "/v2/search", "/v2/profiles", "/v2/extract", "/v2/team/token-usage", "/v2/support/docs-search"}
 	for _, p := range routes {
 		for _, m := range []string{"PUT", "PATCH", "OPTIONS", "TRACE", "PROPFIND"} {
 			out = append(out, hostile{name: "method " + m, method: m, path: p, status: 405, code: "METHOD_NOT_ALLOWED"})

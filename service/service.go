@@ -24,11 +24,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	trawler "github.com/trawler-dev/trawler"
 	"github.com/trawler-dev/trawler/api"
 	"github.com/trawler-dev/trawler/browsers"
 	"github.com/trawler-dev/trawler/cdpproxy"
 	"github.com/trawler-dev/trawler/config"
 	"github.com/trawler-dev/trawler/crawl"
+	"github.com/trawler-dev/trawler/docsearch"
 	"github.com/trawler-dev/trawler/egress"
 	"github.com/trawler-dev/trawler/extract"
 	"github.com/trawler-dev/trawler/liveview"
@@ -59,6 +61,7 @@ type Service struct {
 	// Model is the language model, nil when none is configured.
 	Model  *model.Client
 	search *searchParts
+	docs   *docsearch.Index
 	log    *slog.Logger
 	// closeRuntime releases the browser runtime after the pool has stopped
 	// every browser.
@@ -89,6 +92,9 @@ func (s *Service) janitor() {
 		if err := s.Store.PruneScrapes(ctx); err != nil {
 			s.log.Error("pruning scrapes", "err", err)
 		}
+		if err := s.Crawler.Scrape.PruneMedia(ctx); err != nil {
+			s.log.Error("pruning media", "err", err)
+		}
 		if err := s.Store.PruneJobs(ctx, time.Now()); err != nil {
 			s.log.Error("pruning jobs", "err", err)
 		}
@@ -100,6 +106,9 @@ func (s *Service) janitor() {
 		}
 		if err := s.Store.PruneModelUsage(ctx, time.Now().Add(-modelUsageRetention)); err != nil {
 			s.log.Error("pruning model usage", "err", err)
+		}
+		if err := s.Store.PrunePageVersions(ctx, time.Now().Add(-scrape.ChangeRetention)); err != nil {
+			s.log.Error("pruning change tracking's page versions", "err", err)
 		}
 		cancel()
 		select {
@@ -166,7 +175,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 	proxy := cdpproxy.New(mgr, urls, log)
 	llm := newModel(cfg.LLM, st)
 	scraper := &scrape.Service{Pool: pool, Store: st, Log: log, Retention: cfg.ResultRetention, Guard: guard, Profiles: opener,
-		SharedCache: cfg.SharedCache, Model: llm}
+		SharedCache: cfg.SharedCache, Model: llm,
+		Media: scrape.MediaOptions{Dir: filepath.Join(cfg.DataDir, "media"), Base: urls.For(wire.Request{Host: cfg.Addr})}}
 	hooks := &webhook.Dispatcher{Store: st, Client: guard.Client(10*time.Second, netguard.VerifyTLS), Log: log,
 		Secret: func(team string) string { return cfg.WebhookSecrets[team] }}
 	crawler := &crawl.Service{Scrape: scraper, Store: st, Guard: guard, Webhooks: hooks, Log: log,
@@ -185,11 +195,17 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 	if err := extracts.Start(ctx); err != nil {
 		return fail(err)
 	}
+	docs, err := docsearch.New(trawler.Docs)
+	if err != nil {
+		return fail(err)
+	}
+	undo = append(undo, func() { docs.Close() })
+	log.Debug("documentation indexed", "sections", len(docs.Sections()), "took", docs.BuildTime)
 	a := api.New(api.Deps{Teams: teamRegistry, Sessions: mgr, Scraper: scraper, Crawler: crawler, Store: st, URLs: urls, Log: log,
-		Profiles: opener, Search: found.service, Model: llm, Extract: extracts})
+		Profiles: opener, Search: found.service, Model: llm, Extract: extracts, Docs: docs})
 
 	s := &Service{Config: cfg, Store: st, Pool: pool, Sessions: mgr, Proxy: proxy, Crawler: crawler, Extract: extracts, Webhooks: hooks,
-		Profiles: profileStore, Egress: out.proxy, Model: llm, search: found, log: log, stop: make(chan struct{}), closeRuntime: closeRuntime}
+		Profiles: profileStore, Egress: out.proxy, Model: llm, search: found, docs: docs, log: log, stop: make(chan struct{}), closeRuntime: closeRuntime}
 	bg, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.wg.Add(3)
@@ -235,6 +251,7 @@ func (s *Service) Close() {
 	s.Egress.Close()
 	s.Proxy.Wait()
 	s.search.close()
+	s.docs.Close()
 	s.Store.Close()
 }
 

@@ -8,7 +8,8 @@
 //   - crawl and batch-scrape jobs with their URLs, documents and error
 //     states, so that a restarted service resumes them (jobs.go);
 //   - webhook events awaiting delivery or retry (webhooks.go);
-//   - the token usage of every language-model call (usage.go).
+//   - the token usage of every language-model call (usage.go);
+//   - change tracking's page versions (changes.go).
 //
 // Records that outlive their retention are deleted by the Prune methods.
 package store
@@ -206,6 +207,37 @@ var migrations = []string{
 	);
 	CREATE INDEX extracts_status ON extracts(status);
 	CREATE INDEX extracts_expires ON extracts(expires_at);`,
+	// Change tracking's history (changes.go): each scrape that asked for
+	// changeTracking, per team, normalised URL and tag, with its Markdown
+	// (compressed) and, in the json mode, what the model extracted from it.
+	`CREATE TABLE page_versions (
+		seq INTEGER PRIMARY KEY AUTOINCREMENT,
+		team_id TEXT NOT NULL,
+		url_key TEXT NOT NULL,
+		tag TEXT NOT NULL,
+		scraped_at INTEGER NOT NULL,
+		status_code INTEGER NOT NULL,
+		markdown BLOB NOT NULL,
+		extraction_key TEXT NOT NULL DEFAULT '',
+		extraction BLOB
+	);
+	CREATE INDEX page_versions_page ON page_versions(team_id, url_key, tag, scraped_at);
+	CREATE INDEX page_versions_scraped ON page_versions(scraped_at);`,
+	// The audio and video formats' files (media.go): each converted file
+	// of a team, kept under the media directory until it expires with the
+	// scrape's result.
+	`CREATE TABLE media (
+		id TEXT PRIMARY KEY,
+		team_id TEXT NOT NULL,
+		kind TEXT NOT NULL,
+		content_type TEXT NOT NULL,
+		size INTEGER NOT NULL,
+		filename TEXT NOT NULL,
+		file TEXT NOT NULL,
+		created_at INTEGER NOT NULL,
+		expires_at INTEGER NOT NULL
+	);
+	CREATE INDEX media_expires ON media(expires_at);`,
 }
 
 // Open opens (creating if needed) the database at path and migrates it.
