@@ -358,7 +358,7 @@ func TestScrapeValidation(t *testing.T) {
 		{"waitFor half", map[string]any{"url": "http://a.example", "timeout": 10000, "waitFor": 6000}, "BAD_REQUEST", "waitFor must not exceed half of timeout"},
 		{"model format", map[string]any{"url": "http://a.example", "formats": []any{"markdown", "summary"}}, "MODEL_NOT_CONFIGURED", `formats[1] (summary) needs a language model`},
 		{"json format", map[string]any{"url": "http://a.example", "formats": []any{map[string]any{"type": "json", "schema": map[string]any{}}}}, "MODEL_NOT_CONFIGURED", `formats[0] (json) needs a language model`},
-		{"unsupported format", map[string]any{"url": "http://a.example", "formats": []any{"branding"}}, "BAD_REQUEST", `formats[0] "branding" is not supported yet`},
+		{"unsupported format", map[string]any{"url": "http://a.example", "formats": []any{"product"}}, "BAD_REQUEST", `formats[0] "product" is not supported yet`},
 		{"unknown format", map[string]any{"url": "http://a.example", "formats": []any{"pdf"}}, "BAD_REQUEST", "formats[0] must be one of"},
 		{"screenshot quality", map[string]any{"url": "http://a.example", "formats": []any{map[string]any{"type": "screenshot", "quality": 101}}}, "BAD_REQUEST", "quality must be between 1 and 100"},
 		{"selector", map[string]any{"url": "http://a.example", "includeTags": []string{"div[["}}, "BAD_REQUEST", "includeTags[0] must be a CSS selector"},

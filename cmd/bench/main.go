@@ -167,7 +167,7 @@ func main() {
 	// crawl and search phases are about half of it).
 	ctx, cancel := context.WithTimeout(ctx, 25*time.Minute)
 	b := &bench{log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
-	flag.StringVar(&b.only, "only", "", "run only these phases, comma-separated: create, memory, cdp, leaks, transform, scrape, concurrent, crawl, docker, profiles, liveview, parse, search, model, changes, audio, docs")
+	flag.StringVar(&b.only, "only", "", "run only these phases, comma-separated: create, memory, cdp, leaks, transform, scrape, concurrent, crawl, docker, profiles, liveview, parse, search, model, changes, branding, audio, docs")
 	flag.IntVar(&b.concurrentPool, "concurrent-pool", concurrentPool, "pool size of the concurrent phase")
 	flag.Parse()
 	err := b.run(ctx)
@@ -270,6 +270,7 @@ func (b *bench) run(ctx context.Context) error {
 		{"search", b.searchPerformance},
 		{"model", b.modelPerformance},
 		{"changes", b.changeTrackingDiff},
+		{"branding", b.brandingTime},
 		{"audio", b.audioExtract},
 		{"docs", b.docsSearch},
 	}
