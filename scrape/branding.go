@@ -41,9 +41,9 @@ type Branding struct {
 	// Layout holds maxContentWidth (the max-width of the largest element
 	// that sets one), headerHeight, headerPosition and footerHeight.
 	Layout map[string]any `json:"layout,omitempty"`
-	// Personality (tone, energy, audience) is a judgement, not a reading:
-	// it needs a language model, which is not wired to this format yet,
-	// so it is always left out.
+	// Personality (tone, energy, targetAudience) is a judgement, not a
+	// reading: the language model gives it when one is configured
+	// (brandPersonality); without one it is left out.
 	Personality map[string]any `json:"personality,omitempty"`
 }
 

@@ -2,6 +2,7 @@ package scrape
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -172,4 +173,43 @@ func (s *Service) clean(ctx context.Context, c model.Call, md string) (string, s
 func mustJSON(v interface{ MarshalJSON() ([]byte, error) }) []byte {
 	b, _ := v.MarshalJSON()
 	return b
+}
+
+// personalitySchema is what the model says of a brand's personality.
+var personalitySchema = json.RawMessage(`{"type": "object", "properties": {
+	"tone": {"type": "string", "description": "the voice of the copy, in a few words (e.g. friendly and plain, formal, playful)"},
+	"energy": {"type": "string", "enum": ["low", "medium", "high"]},
+	"targetAudience": {"type": "string", "description": "who the site speaks to"}},
+	"required": ["tone", "energy", "targetAudience"]}`)
+
+const personalitySystem = "You describe the personality of a brand from its web page, given as Markdown, and its " +
+	"colours and fonts. Judge only from what is given. Answer with JSON only."
+
+// brandPersonality has the model judge the brand's personality (the one
+// member of branding a reading of the page cannot give), when a model is
+// configured; it is skipped without a word otherwise.
+func (s *Service) brandPersonality(ctx context.Context, req Request, requestID string, doc *Document) {
+	if s.Model == nil || doc.Branding == nil {
+		return
+	}
+	schema, err := model.NormalizeSchema(personalitySchema)
+	if err != nil {
+		return // a mistake of this file, found by its tests
+	}
+	pageURL, _ := doc.Metadata["url"].(string)
+	brand, _ := json.Marshal(struct {
+		Colors     any `json:"colors,omitempty"`
+		Typography any `json:"typography,omitempty"`
+	}{doc.Branding.Colors, doc.Branding.Typography})
+	extra := "Colours and typography: " + string(brand) + "\n\n"
+	text, _ := model.Fit(content.ForModel(doc.modelInput, pageURL), s.Model.InputBudget(model.EstimateTokens(personalitySystem+extra)+64))
+	ans, err := s.Model.Complete(ctx, model.Call{Team: req.Team, Request: requestID, Purpose: "branding",
+		System: personalitySystem, User: extra + "Page content (Markdown):\n\n" + text, Schema: schema})
+	if err != nil {
+		doc.Warning = joinWarning(doc.Warning, "branding personality: "+err.Error())
+		return
+	}
+	if m, ok := ans.JSON.(map[string]any); ok {
+		doc.Branding.Personality = m
+	}
 }

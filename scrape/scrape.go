@@ -248,6 +248,7 @@ func (s *Service) run(ctx context.Context, req Request, guard *netguard.Cache, f
 			doc.Warning = joinWarning(doc.Warning, "branding, audio and video are read from the rendered page, and this answer came from the cache (lockdown or minAge)")
 		} else {
 			doc.Branding = pg.branding
+			s.brandPersonality(ctx, req, requestID, doc)
 			s.finishMedia(ctx, req, doc, pg)
 		}
 	}
@@ -601,7 +602,8 @@ func (s *Service) transform(ctx context.Context, req Request, pg *page, forIndex
 	res, err := content.Transform(pg.body, pg.finalURL, content.Options{
 		OnlyMainContent: o.OnlyMainContent, IncludeTags: o.IncludeTags, ExcludeTags: o.ExcludeTags,
 		RemoveBase64Images: o.RemoveBase64Images,
-		Want: content.Want{Markdown: o.Has("markdown") || o.NeedsModel() || o.Has("highlights"), HTML: o.Has("html"),
+		Want: content.Want{Markdown: o.Has("markdown") || o.NeedsModel() || o.Has("highlights") || o.Has("branding") && s.Model != nil,
+			HTML:  o.Has("html"),
 			Links: o.Has("links") || req.Discover || forIndex, Images: o.Has("images"), ImageDetails: forIndex},
 	})
 	if err != nil {

@@ -395,3 +395,25 @@ func TestModelFormatsInParseAndSearch(t *testing.T) {
 	assert.Equal(t, "Summary of the page.", data(p)["summary"])
 	assert.Contains(t, llm.Requests()[len(llm.Requests())-1].User(), "# Note")
 }
+
+// With a model, branding's personality is the model's judgement of the
+// page and its colours; the rest of branding is read from the page.
+func TestBrandingPersonality(t *testing.T) {
+	t.Parallel()
+	site := httptest.NewServer(http.FileServer(http.Dir("../scrape/testdata/branding")))
+	t.Cleanup(site.Close)
+	llm := modeltest.Start(t)
+	llm.Respond(byPurpose(map[string]string{"personality of a brand": `{"tone": "calm and practical", "energy": "low", "targetAudience": "harbour masters"}`}))
+	ts := startWithModel(t, llm, nil)
+	r := ts.scrape(map[string]any{"url": site.URL + "/harbor/index.html", "formats": []any{"branding"}})
+	require.Equal(t, 200, r.Status, "%s", r.Raw)
+	b, _ := data(r)["branding"].(map[string]any)
+	require.NotNil(t, b, "%s", r.Raw)
+	assert.Equal(t, map[string]any{"tone": "calm and practical", "energy": "low", "targetAudience": "harbour masters"}, b["personality"])
+	assert.NotEmpty(t, b["colors"], "the rest is read from the page")
+	require.Len(t, llm.Requests(), 1)
+	user := llm.Requests()[0].User()
+	assert.Contains(t, user, "Colours and typography:")
+	assert.Contains(t, user, `"primary":"#2563eb"`)
+	assert.NotContains(t, data(r), "markdown", "the Markdown the model read is not returned unasked")
+}
