@@ -417,3 +417,23 @@ func TestBrandingPersonality(t *testing.T) {
 	assert.Contains(t, user, `"primary":"#2563eb"`)
 	assert.NotContains(t, data(r), "markdown", "the Markdown the model read is not returned unasked")
 }
+
+// highlights needs no model: the passages that answer the query, as the
+// page has them.
+func TestHighlightsFormat(t *testing.T) {
+	t.Parallel()
+	web := newSite(t)
+	ts := start(t, map[string]string{"TRAWLER_ALLOW_PRIVATE_NETWORKS": "true"})
+	r := ts.scrape(map[string]any{"url": web.URL + "/article", "formats": []any{
+		map[string]any{"type": "highlights", "query": "how deep does a beam trawl reach"}}})
+	require.Equal(t, 200, r.Status, "%s", r.Raw)
+	h, _ := data(r)["highlights"].(string)
+	assert.Contains(t, h, "200 m", "%s", r.Raw)
+	assert.NotContains(t, data(r), "markdown")
+	r = ts.scrape(map[string]any{"url": web.URL + "/article", "formats": []any{"highlights"}})
+	assert.Equal(t, 400, r.Status)
+	assert.Contains(t, r.str("error"), `formats[0] "highlights" must be an object`)
+	r = ts.scrape(map[string]any{"url": web.URL + "/article", "formats": []any{map[string]any{"type": "highlights", "query": ""}}})
+	assert.Equal(t, 400, r.Status)
+	assert.Contains(t, r.str("error"), "formats[0].query must not be empty")
+}
