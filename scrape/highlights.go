@@ -29,7 +29,11 @@ type span struct{ from, to int }
 // highlights returns the passages of md most relevant to query, verbatim,
 // in the page's order, separated by blank lines; "" when no passage has a
 // word of the query.
-func highlights(md, query string) string {
+func highlights(md, query string) string { return passages(md, query, highlightPassages) }
+
+// passages returns the n passages of md most relevant to query, as
+// highlights does.
+func passages(md, query string, most int) string {
 	want := map[string]bool{}
 	for _, t := range index.Terms(query) {
 		want[t] = true
@@ -89,7 +93,7 @@ func highlights(md, query string) string {
 	})
 	var picked []span
 	for _, i := range order {
-		if scores[i] <= 0 || len(picked) == highlightPassages {
+		if scores[i] <= 0 || len(picked) == most {
 			break
 		}
 		w := windows[i]
@@ -115,7 +119,8 @@ func highlights(md, query string) string {
 }
 
 // sentenceWindows cuts md into paragraphs (blank lines apart; a fenced
-// code block is one paragraph, a heading or list item a line of its own)
+// code block is one paragraph, a list item or table row a line of its
+// own, headings left out)
 // and returns every run of 1 to highlightWindow sentences of a paragraph.
 func sentenceWindows(md string) []span {
 	var out []span
@@ -169,7 +174,10 @@ func paragraphs(md string) []span {
 		case inCode:
 		case trimmed == "":
 			flush(pos)
-		case strings.HasPrefix(trimmed, "#") || strings.HasPrefix(trimmed, "- ") || strings.HasPrefix(trimmed, "* ") ||
+		case strings.HasPrefix(trimmed, "#"):
+			// A heading names a passage; it is not one.
+			flush(pos)
+		case strings.HasPrefix(trimmed, "- ") || strings.HasPrefix(trimmed, "* ") ||
 			strings.HasPrefix(trimmed, "|") || isNumbered(trimmed):
 			flush(pos)
 			start = pos
@@ -193,3 +201,6 @@ func isNumbered(line string) bool {
 	}
 	return i > 0 && i+1 < len(line) && (line[i] == '.' || line[i] == ')') && line[i+1] == ' '
 }
+
+// bestPassage is the one passage of md most relevant to query.
+func bestPassage(md, query string) string { return passages(md, query, 1) }

@@ -81,10 +81,12 @@ type Format struct {
 	Tag   string   `json:",omitempty"`
 }
 
-// NeedsModel reports whether f is answered by a language model.
+// NeedsModel reports whether f is answered by a language model only. A
+// question is answered by the model when there is one, else by the
+// page's passage that best matches it.
 func (f Format) NeedsModel() bool {
 	switch f.Type {
-	case "json", "summary", "question":
+	case "json", "summary":
 		return true
 	case "changeTracking":
 		return slices.Contains(f.Modes, "json")

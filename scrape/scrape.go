@@ -232,8 +232,15 @@ func (s *Service) run(ctx context.Context, req Request, guard *netguard.Cache, f
 	if requestID == "" {
 		requestID = id
 	}
-	if o.NeedsModel() {
+	if o.NeedsModel() || s.Model != nil && o.Has("question") {
 		credits += s.modelPass(ctx, req, requestID, doc)
+	} else if f, ok := o.Format("question"); ok {
+		// Without a model the answer is the page's own words.
+		if doc.Answer = bestPassage(doc.modelInput, f.Question); doc.Answer != "" {
+			doc.Warning = joinWarning(doc.Warning, "question: no language model is configured, so the answer is the passage of the page that best matches the question")
+		} else {
+			doc.Warning = joinWarning(doc.Warning, "question: no language model is configured, and no passage of the page has a word of the question")
+		}
 	}
 	if f, ok := o.Format("highlights"); ok {
 		if doc.Highlights = highlights(doc.modelInput, f.Query); doc.Highlights == "" {
@@ -602,7 +609,8 @@ func (s *Service) transform(ctx context.Context, req Request, pg *page, forIndex
 	res, err := content.Transform(pg.body, pg.finalURL, content.Options{
 		OnlyMainContent: o.OnlyMainContent, IncludeTags: o.IncludeTags, ExcludeTags: o.ExcludeTags,
 		RemoveBase64Images: o.RemoveBase64Images,
-		Want: content.Want{Markdown: o.Has("markdown") || o.NeedsModel() || o.Has("highlights") || o.Has("branding") && s.Model != nil,
+		Want: content.Want{Markdown: o.Has("markdown") || o.NeedsModel() || o.Has("highlights") || o.Has("question") ||
+			o.Has("branding") && s.Model != nil,
 			HTML:  o.Has("html"),
 			Links: o.Has("links") || req.Discover || forIndex, Images: o.Has("images"), ImageDetails: forIndex},
 	})

@@ -220,7 +220,7 @@ func TestModelFormatsRefused(t *testing.T) {
 		{"/v2/scrape", map[string]any{"url": target, "formats": []any{"markdown", map[string]any{"type": "json", "prompt": "x"}}}, "formats[1] (json)"},
 		{"/v2/scrape", map[string]any{"url": target, "formats": []any{"summary"}}, "formats[0] (summary)"},
 		{"/v2/scrape", map[string]any{"url": target, "onlyCleanContent": true}, "onlyCleanContent"},
-		{"/v2/batch/scrape", map[string]any{"urls": []any{target}, "formats": []any{map[string]any{"type": "question", "question": "q?"}}}, "formats[0] (question)"},
+		{"/v2/batch/scrape", map[string]any{"urls": []any{target}, "formats": []any{"markdown", "summary"}}, "formats[1] (summary)"},
 		{"/v2/crawl", map[string]any{"url": target, "scrapeOptions": map[string]any{"formats": []any{"summary"}}}, "scrapeOptions.formats[0] (summary)"},
 		{"/v2/crawl", map[string]any{"url": target, "prompt": "only the blog"}, "prompt"},
 		{"/v2/crawl/params-preview", map[string]any{"url": target, "prompt": "only the blog"}, "prompt"},
@@ -436,4 +436,18 @@ func TestHighlightsFormat(t *testing.T) {
 	r = ts.scrape(map[string]any{"url": web.URL + "/article", "formats": []any{map[string]any{"type": "highlights", "query": ""}}})
 	assert.Equal(t, 400, r.Status)
 	assert.Contains(t, r.str("error"), "formats[0].query must not be empty")
+}
+
+// Without a model, a question is answered by the page's own passage that
+// best matches it, with a warning that says so.
+func TestQuestionWithoutModel(t *testing.T) {
+	t.Parallel()
+	web := newSite(t)
+	ts := start(t, map[string]string{"TRAWLER_ALLOW_PRIVATE_NETWORKS": "true"})
+	r := ts.scrape(map[string]any{"url": web.URL + "/article", "formats": []any{
+		map[string]any{"type": "question", "question": "what does a trawler drag through the water?"}}})
+	require.Equal(t, 200, r.Status, "%s", r.Raw)
+	assert.Contains(t, data(r)["answer"], "drags a net through the water")
+	assert.Contains(t, data(r)["warning"], "no language model is configured")
+	assert.EqualValues(t, 1, meta(r)["creditsUsed"], "no model, no extra credits")
 }
