@@ -32,21 +32,10 @@ func (s *Service) compareExtractions(ctx context.Context, req Request, requestID
 		warn("the json mode was skipped: no language model is configured (TRAWLER_LLM_BASE_URL)")
 		return 0
 	}
-	c := model.Call{Team: req.Team, Request: requestID, Purpose: "changeTracking", System: jsonSystem}
-	extra := ""
-	if f.Prompt != "" {
-		extra = "Request: " + f.Prompt + "\n\n"
-	}
-	if len(f.Schema) > 0 {
-		schema, err := model.NormalizeSchema(f.Schema)
-		if err != nil {
-			warn("the json mode's schema %v", err)
-			return 0
-		}
-		c.Schema = schema
-		extra += "JSON schema of the answer:\n" + string(mustJSON(schema)) + "\n\n"
-	} else {
-		c.JSON = true
+	c, extra, err := jsonExtraction(model.Call{Team: req.Team, Request: requestID, Purpose: "changeTracking", System: jsonSystem}, f)
+	if err != nil {
+		warn("the json mode's schema %v", err)
+		return 0
 	}
 	current.ExtractionKey = extractionKey(c.Schema, f.Prompt)
 	reusable := prev != nil && prev.ExtractionKey == current.ExtractionKey && prev.Extraction != nil

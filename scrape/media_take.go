@@ -319,19 +319,11 @@ func (h *helperTab) prepare(ctx context.Context) error {
 	if err := t.evaluate(ctx, "navigator.userAgent", &ua); err != nil {
 		return err
 	}
-	uaParams := map[string]any{"userAgent": ua}
-	if loc := t.opts.Location; loc != nil {
-		langs := loc.Languages
-		if len(langs) == 0 {
-			langs = defaultLanguages(loc.Country)
-		}
-		uaParams["acceptLanguage"] = acceptLanguage(langs)
-	}
 	steps := []step{
 		{"Fetch.enable", map[string]any{"patterns": []map[string]any{{"urlPattern": "*", "requestStage": "Request"},
 			{"urlPattern": "*", "resourceType": "Document", "requestStage": "Response"}}}},
 		{"Security.setIgnoreCertificateErrors", map[string]any{"ignore": t.opts.SkipTLSVerification}},
-		{"Network.setUserAgentOverride", uaParams},
+		{"Network.setUserAgentOverride", t.userAgentOverride(ua)},
 	}
 	if extra := t.extraHeaders(); len(extra) > 0 {
 		steps = append(steps, step{"Network.enable", networkParams}, step{"Network.setExtraHTTPHeaders", map[string]any{"headers": extra}})

@@ -105,23 +105,9 @@ func (s *Service) modelPass(ctx context.Context, req Request, requestID string, 
 		}()
 	}
 	if f, ok := o.Format("json"); ok {
-		c := call("json", jsonSystem, "")
-		extra := ""
-		if f.Prompt != "" {
-			extra = "Request: " + f.Prompt + "\n\n"
-		}
-		if len(f.Schema) > 0 {
-			schema, err := model.NormalizeSchema(f.Schema)
-			if err != nil {
-				warn("json: the schema %v", err)
-			} else {
-				c.Schema = schema
-				extra += "JSON schema of the answer:\n" + string(mustJSON(schema)) + "\n\n"
-			}
+		if c, extra, err := jsonExtraction(call("json", jsonSystem, ""), f); err != nil {
+			warn("json: the schema %v", err)
 		} else {
-			c.JSON = true
-		}
-		if c.Schema != nil || c.JSON {
 			run("json", page(c, extra), func(a *model.Answer) { doc.JSON = a.JSON })
 		}
 	}
@@ -168,6 +154,25 @@ func (s *Service) clean(ctx context.Context, c model.Call, md string) (string, s
 		return md, "onlyCleanContent answered nothing, the original Markdown is kept"
 	}
 	return out, ""
+}
+
+// jsonExtraction makes c the extraction f asks for (a schema, a prompt or
+// both) and returns the text that goes before the page in its message.
+func jsonExtraction(c model.Call, f Format) (model.Call, string, error) {
+	extra := ""
+	if f.Prompt != "" {
+		extra = "Request: " + f.Prompt + "\n\n"
+	}
+	if len(f.Schema) == 0 {
+		c.JSON = true
+		return c, extra, nil
+	}
+	schema, err := model.NormalizeSchema(f.Schema)
+	if err != nil {
+		return c, "", err
+	}
+	c.Schema = schema
+	return c, extra + "JSON schema of the answer:\n" + string(mustJSON(schema)) + "\n\n", nil
 }
 
 func mustJSON(v interface{ MarshalJSON() ([]byte, error) }) []byte {

@@ -198,13 +198,12 @@ func (t *tab) prepare(ctx context.Context, browserUA string) error {
 	if t.opts.Mobile {
 		steps = append(steps, step{"Emulation.setTouchEmulationEnabled", map[string]any{"enabled": true, "maxTouchPoints": 5}})
 	}
-	uaParams := map[string]any{"userAgent": ua}
+	uaParams := t.userAgentOverride(ua)
 	if loc := t.opts.Location; loc != nil {
 		langs := loc.Languages
 		if len(langs) == 0 {
 			langs = defaultLanguages(loc.Country)
 		}
-		uaParams["acceptLanguage"] = acceptLanguage(langs)
 		steps = append(steps, step{"Emulation.setLocaleOverride", map[string]any{"locale": langs[0]}})
 		if tz := countryTimezone(loc.Country); tz != "" {
 			steps = append(steps, struct {
@@ -229,6 +228,20 @@ func (t *tab) prepare(ctx context.Context, browserUA string) error {
 		}
 	}
 	return nil
+}
+
+// userAgentOverride is Network.setUserAgentOverride's parameters for the
+// tab's options: the user agent, and the languages of its location.
+func (t *tab) userAgentOverride(ua string) map[string]any {
+	params := map[string]any{"userAgent": ua}
+	if loc := t.opts.Location; loc != nil {
+		langs := loc.Languages
+		if len(langs) == 0 {
+			langs = defaultLanguages(loc.Country)
+		}
+		params["acceptLanguage"] = acceptLanguage(langs)
+	}
+	return params
 }
 
 // networkParams keep the browser from holding copies of response bodies
