@@ -31,6 +31,7 @@ func Classify(err error) (f Failure, ok bool) {
 		typeErr  *parse.TypeError
 		parseErr *ParseError
 		retry    *RetryableError
+		big      *MediaTooLargeError
 	)
 	switch {
 	case errors.As(err, &blocked):
@@ -54,6 +55,8 @@ func Classify(err error) (f Failure, ok bool) {
 		return Failure{http.StatusUnsupportedMediaType, "UNSUPPORTED_FILE_TYPE", typeErr.Error()}, true
 	case errors.As(err, &parseErr):
 		return Failure{http.StatusUnprocessableEntity, "PARSE_ERROR", parseErr.Error()}, true
+	case errors.As(err, &big):
+		return Failure{http.StatusRequestEntityTooLarge, "MEDIA_TOO_LARGE", big.Error()}, true
 	case errors.As(err, &retry):
 		// Only a job's pages meet it, and only once their retries are spent.
 		return Failure{http.StatusServiceUnavailable, "UNAVAILABLE", retry.Error()}, true

@@ -73,6 +73,9 @@ type pageMedia struct {
 	audio, video *takenMedia
 	// warnings say, per format, why nothing or only part was taken.
 	warnings []string
+	// tooLarge is set when the main media of a format asked for is over
+	// the cap: the scrape fails with it.
+	tooLarge *MediaTooLargeError
 }
 
 // takenMedia is one media file taken from the page, spooled to disk.

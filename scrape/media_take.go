@@ -112,6 +112,20 @@ func (f *mediaFound) sources(kind string) []mediaSource {
 	return out
 }
 
+// MediaTooLargeError is a scrape whose page's main media, asked for by the
+// audio or video format, is over the cap: the scrape is refused (413
+// MEDIA_TOO_LARGE), not answered without it.
+type MediaTooLargeError struct {
+	Format, Source string
+	Err            error
+}
+
+func (e *MediaTooLargeError) Error() string {
+	return fmt.Sprintf("%s: the page's %s is %v, so the scrape is refused", e.Format, e.Source, e.Err)
+}
+
+func (e *MediaTooLargeError) Unwrap() error { return e.Err }
+
 // errMediaTooLarge is a media file over the cap.
 type errMediaTooLarge struct{ max int64 }
 
@@ -162,7 +176,10 @@ func (t *tab) takeMedia(ctx context.Context, o *Options, sp spool) *pageMedia {
 	}
 	taken := map[string]taking{} // by URL: one source serves both formats
 	for _, kind := range kinds {
-		m, warning := t.takeKind(ctx, kind, &found, sp, taken)
+		m, warning, big := t.takeKind(ctx, kind, &found, sp, taken)
+		if big != nil {
+			pm.tooLarge = &MediaTooLargeError{Format: kind, Source: big.from + " " + truncateURL(big.url), Err: big.err}
+		}
 		if warning != "" {
 			pm.warnings = append(pm.warnings, kind+": "+warning)
 		}
@@ -181,15 +198,22 @@ type taking struct {
 	err error
 }
 
+// tooBig is a source over the cap.
+type tooBig struct {
+	from, url string
+	err       error
+}
+
 // takeKind takes the first of kind's candidates that can be taken; taken
-// holds what came of the URLs tried so far, for both formats.
-func (t *tab) takeKind(ctx context.Context, kind string, found *mediaFound, sp spool, taken map[string]taking) (*takenMedia, string) {
+// holds what came of the URLs tried so far, for both formats. A main
+// media over the cap is returned as big.
+func (t *tab) takeKind(ctx context.Context, kind string, found *mediaFound, sp spool, taken map[string]taking) (*takenMedia, string, *tooBig) {
 	sources := found.sources(kind)
 	if len(sources) == 0 {
 		if kind == "audio" {
-			return nil, "the page has no audio or video (no <audio>, <video>, og:audio or og:video)"
+			return nil, "the page has no audio or video (no <audio>, <video>, og:audio or og:video)", nil
 		}
-		return nil, "the page has no video (no <video> or og:video)"
+		return nil, "the page has no video (no <video> or og:video)", nil
 	}
 	var why []string
 	tries := 0
@@ -215,17 +239,17 @@ func (t *tab) takeKind(ctx context.Context, kind string, found *mediaFound, sp s
 		var big *errMediaTooLarge
 		switch {
 		case err == nil:
-			return m, ""
+			return m, "", nil
 		case errors.As(err, &big):
 			// The page's main media is too large: a smaller one further
 			// down would not be what was asked for.
-			return nil, fmt.Sprintf("the page's %s %s is %s: not taken", src.from, truncateURL(src.url), err)
+			return nil, "", &tooBig{from: src.from, url: src.url, err: err}
 		case ctx.Err() != nil:
-			return nil, "the scrape's timeout ran out while the media was taken"
+			return nil, "the scrape's timeout ran out while the media was taken", nil
 		}
 		why = append(why, fmt.Sprintf("%s %s: %s", src.from, truncateURL(src.url), err))
 	}
-	return nil, "the page's media could not be taken: " + strings.Join(why, "; ")
+	return nil, "the page's media could not be taken: " + strings.Join(why, "; "), nil
 }
 
 func truncateURL(u string) string {

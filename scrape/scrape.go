@@ -195,6 +195,10 @@ func (s *Service) run(ctx context.Context, req Request, guard *netguard.Cache, f
 		}
 	}
 
+	if pg.media != nil && pg.media.tooLarge != nil {
+		pg.media.remove()
+		return nil, pg.media.tooLarge
+	}
 	doc, err := s.transform(ctx, req, pg, seq > 0 && s.OnCached != nil)
 	if seq > 0 && s.OnCached != nil {
 		s.OnCached(seq, doc.indexDoc(cached))

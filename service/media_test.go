@@ -343,9 +343,10 @@ func TestMediaFormats(t *testing.T) {
 }
 
 // What cannot be taken is a warning on a document that stands: no media,
-// a MediaSource stream, a refused or missing source, a file over the cap
-// (said by its Content-Length, or met while it streams), zero data
-// retention. An expired file is pruned from the disk.
+// a MediaSource stream, a refused or missing source, zero data retention.
+// A file over the cap (said by its Content-Length, or met while it
+// streams) refuses the scrape with 413 MEDIA_TOO_LARGE. An expired file
+// is pruned from the disk.
 func TestMediaRefusals(t *testing.T) {
 	t.Parallel()
 	requireFFmpeg(t)
@@ -393,10 +394,10 @@ func TestMediaRefusals(t *testing.T) {
 	// its size is said up front or met while it streams.
 	ts.Crawler.Scrape.Media.MaxBytes = 64 << 10
 	for _, page := range []string{"/audio-wav", "/chunked"} {
-		r := ts.scrape(map[string]any{"url": web.URL + page, "formats": []any{"audio"}})
-		require.Equal(t, 200, r.Status, "%s", r.Raw)
-		assert.Contains(t, data(r)["warning"], "is larger than the 64 KB cap on a media file: not taken", page)
-		assert.Empty(t, data(r)["audio"], page)
+		r := ts.scrape(map[string]any{"url": web.URL + page, "formats": []any{"markdown", "audio"}})
+		require.Equal(t, 413, r.Status, "%s: %s", page, r.Raw)
+		assert.Equal(t, "MEDIA_TOO_LARGE", r.str("code"), page)
+		assert.Contains(t, r.str("error"), "is larger than the 64 KB cap on a media file, so the scrape is refused", page)
 	}
 	ts.Crawler.Scrape.Media.MaxBytes = 0
 
