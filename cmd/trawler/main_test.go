@@ -68,6 +68,16 @@ func startBinary(t *testing.T, dataDir, addr string, extra ...string) *proc {
 	t.Cleanup(func() {
 		cmd.Process.Kill()
 		cmd.Wait()
+		// The killed service's browsers leave on their own when their
+		// DevTools pipe closes; the data directory is removed after them,
+		// or a browser still writing its profile makes RemoveAll fail.
+		deadline := time.Now().Add(15 * time.Second)
+		for len(browserPIDs(dataDir)) > 0 && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		for _, pid := range browserPIDs(dataDir) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
 		if t.Failed() {
 			t.Logf("service log:\n%s", p.stderr)
 		}
