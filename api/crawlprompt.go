@@ -93,7 +93,7 @@ func (a *API) checkPrompt(prompt *string) (string, error) {
 		return "", badRequest(fieldError("prompt", "prompt must be at most %d characters, got %d", maxCrawlPrompt,
 			utf8.RuneCountInString(*prompt)))
 	case a.Model == nil:
-		return "", modelNotConfigured("prompt (it is turned into crawl options)", "prompt")
+		return "", modelNotConfigured("prompt", "prompt")
 	}
 	return *prompt, nil
 }
