@@ -28,37 +28,24 @@ import (
 // shopSite is a small local site for extracts: a catalogue under
 // /products/ and pages outside it. /slow answers once release is closed.
 type shopSite struct {
-	*httptest.Server
+	site
 	release chan struct{}
 	once    sync.Once
-	mu      sync.Mutex
-	hits    map[string]int
-}
-
-func (s *shopSite) count(path string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.hits[path]
 }
 
 // letGo lets /slow answer.
 func (s *shopSite) letGo() { s.once.Do(func() { close(s.release) }) }
 
-// shopPage is a server-rendered page with a heading, a paragraph with
-// markup (so that Markdown and HTML tell apart) and links.
+// shopPage is a server-rendered page (page, of the crawl tests) with a
+// paragraph of markup after its heading, so that Markdown and HTML tell
+// apart.
 func shopPage(title, text string, links ...string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "<!doctype html><html><head><title>%s</title></head><body><main><h1>%s</h1><p>%s</p>", title, title, text)
-	fmt.Fprintf(&b, "<p>%s</p><ul>", strings.Repeat("This shop page has enough text to be taken as server-rendered. ", 5))
-	for _, l := range links {
-		fmt.Fprintf(&b, `<li><a href="%s">%s</a></li>`, l, l)
-	}
-	b.WriteString("</ul></main></body></html>")
-	return b.String()
+	h1 := "<h1>" + title + "</h1>"
+	return strings.Replace(page(title, links...), h1, h1+"<p>"+text+"</p>", 1)
 }
 
 func newShopSite(t *testing.T) *shopSite {
-	s := &shopSite{release: make(chan struct{}), hits: map[string]int{}}
+	s := &shopSite{release: make(chan struct{})}
 	pages := map[string]string{
 		"/":               shopPage("Home", "Welcome to the shop.", "/products/", "/about"),
 		"/products/":      shopPage("Products", "Our <em>catalogue</em> of widgets.", "/products/alpha", "/products/beta", "/about", "/"),
@@ -68,9 +55,7 @@ func newShopSite(t *testing.T) *shopSite {
 		"/slow":           shopPage("Slow", "The <strong>Slow</strong> widget costs 30 euros."),
 	}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		s.hits[r.URL.Path]++
-		s.mu.Unlock()
+		s.hit(r.URL.Path)
 		body, ok := pages[r.URL.Path]
 		if !ok {
 			http.NotFound(w, r)

@@ -18,12 +18,7 @@ import (
 
 // startWithModel runs a service whose language model is srv.
 func startWithModel(t *testing.T, srv *modeltest.Server, env map[string]string) *testService {
-	vars := map[string]string{"TRAWLER_ALLOW_PRIVATE_NETWORKS": "true", "TRAWLER_LLM_BASE_URL": srv.URL,
-		"TRAWLER_LLM_MODEL": modeltest.DefaultModel}
-	for k, v := range env {
-		vars[k] = v
-	}
-	return start(t, vars)
+	return start(t, modelEnv(srv, env))
 }
 
 // byPurpose answers each model-backed format from its system prompt, and

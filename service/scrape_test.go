@@ -27,6 +27,16 @@ func (s *site) count(path string) int {
 	return s.hits[path]
 }
 
+// hit records a request for path.
+func (s *site) hit(path string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.hits == nil {
+		s.hits = map[string]int{}
+	}
+	s.hits[path]++
+}
+
 const articleHTML = `<!doctype html><html lang="en"><head><title>Trawling the Deep</title>
 <meta name="description" content="How trawlers work">
 <meta property="og:title" content="Trawling (OG)"><meta name="keywords" content="boats, nets">
@@ -94,9 +104,7 @@ setTimeout(() => { const d = document.createElement('div'); d.id = 'late'; d.tex
 		w.Write(png)
 	})
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		s.hits[r.URL.Path]++
-		s.mu.Unlock()
+		s.hit(r.URL.Path)
 		mux.ServeHTTP(w, r)
 	}))
 	t.Cleanup(s.Close)
