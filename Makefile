@@ -46,13 +46,14 @@ test-node: build
 	cd test/node && TRAWLER_BIN=$(CURDIR)/$(BIN) FAKELLM_BIN=$(CURDIR)/bin/fakellm node --test --test-concurrency=1
 
 # test-docker runs the session suites (Go and Node: lifecycle, proxy,
-# limits, crashes, expiry, shutdown, profiles) again with every browser in
+# limits, crashes, expiry, shutdown, profiles, execute) again with every browser in
 # its own container (TRAWLER_RUNTIME=docker).
-DOCKER_GO_TESTS := TestPagesReachNeitherBrowsersNorTrawler|TestSessionLifecycleWithChromedp|TestAuthenticationAndTeamIsolation|TestLocalModeAcceptsAnyCaller|TestDiscoveryEndpointsAndManyClients|TestRateLimitAndQueue|TestPoolFullQueues|TestBrowserCrashDestroysSession|TestActivityTTLAndTTLExpiry|TestProfilesInMinIO
+DOCKER_GO_TESTS := TestPagesReachNeitherBrowsersNorTrawler|TestScrapesLeaveThroughUpstreamProxies|TestServiceWorkersAndWebSocketsAreGuarded|TestSessionLifecycleWithChromedp|TestAuthenticationAndTeamIsolation|TestLocalModeAcceptsAnyCaller|TestDiscoveryEndpointsAndManyClients|TestRateLimitAndQueue|TestPoolFullQueues|TestBrowserCrashDestroysSession|TestActivityTTLAndTTLExpiry|TestProfilesInMinIO
 test-docker: build
+	bash scripts/images.sh sandbox
 	TRAWLER_TEST_RUNTIME=docker $(GO) test -race -count=1 -timeout 10m -run '^($(DOCKER_GO_TESTS))$$' ./service
 	cd test/node && TRAWLER_TEST_RUNTIME=docker TRAWLER_BIN=$(CURDIR)/$(BIN) node --test --test-concurrency=1 \
-		playwright.test.mjs puppeteer.test.mjs expiry.test.mjs shutdown.test.mjs team-limits.test.mjs profiles.test.mjs
+		playwright.test.mjs puppeteer.test.mjs expiry.test.mjs shutdown.test.mjs team-limits.test.mjs profiles.test.mjs execute.test.mjs
 
 bench: deps build
 	@scripts/install-deps.sh bench

@@ -54,12 +54,19 @@ func (a *API) listActivity(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	egressed, err := a.Store.RequestEgress(context.Background(), teamOf(c).ID, ids)
+	if err != nil {
+		return err
+	}
 	data := make([]fiber.Map, 0, len(entries))
 	for _, e := range entries {
 		entry := fiber.Map{"id": e.ID, "endpoint": e.Endpoint, "api_version": e.APIVersion,
 			"created_at": isoTime(e.CreatedAt), "target": e.Target}
 		if uses := calls[e.ID]; len(uses) > 0 {
 			entry["modelCalls"] = modelCalls(uses)
+		}
+		if u, ok := egressed[e.ID]; ok {
+			entry["egressBytes"] = fiber.Map{"in": u.In, "out": u.Out}
 		}
 		data = append(data, entry)
 	}

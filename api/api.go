@@ -16,6 +16,7 @@ import (
 
 	"github.com/trawler-dev/trawler/crawl"
 	"github.com/trawler-dev/trawler/docsearch"
+	"github.com/trawler-dev/trawler/execute"
 	"github.com/trawler-dev/trawler/extract"
 	"github.com/trawler-dev/trawler/model"
 	"github.com/trawler-dev/trawler/profiles"
@@ -46,6 +47,8 @@ type Deps struct {
 	Extract *extract.Service
 	// Docs answers POST /v2/support/docs-search from Trawler's documentation.
 	Docs *docsearch.Index
+	// Execute runs the node and bash code of POST /v2/browser/{id}/execute.
+	Execute *execute.Service
 }
 
 // API is the Fiber application and what it needs.
@@ -73,29 +76,33 @@ func New(d Deps) *API {
 	a.app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"ok": true}) })
 	// Each route names the query parameters it takes; any other is a 400.
 	v2 := a.app.Group("/v2", a.authenticate)
-	v2.Post("/browser", query(), a.createBrowser)
+	v2.Post("/browser", query(), a.billable, a.createBrowser)
 	v2.Get("/browser", query("status"), a.listBrowsers)
 	v2.Get("/browser/:id", query(), a.getBrowser)
 	v2.Delete("/browser/:id", query(), a.deleteBrowser)
 	v2.Post("/browser/:id/execute", query(), a.executeBrowser)
 	v2.Get("/team/activity", query("endpoint", "limit", "cursor"), a.listActivity)
 	v2.Get("/team/token-usage", query(), a.tokenUsage)
-	v2.Post("/scrape", query(), a.scrape)
+	v2.Get("/team/credit-usage", query(), a.creditUsage)
+	v2.Get("/team/credit-usage/historical", query("byApiKey"), a.creditHistory)
+	v2.Get("/team/queue-status", query(), a.queueStatus)
+	v2.Get("/concurrency-check", query(), a.concurrencyCheck)
+	v2.Post("/scrape", query(), a.billable, a.scrape)
 	v2.Get("/scrape/:id", query(), a.getScrape)
-	v2.Post("/crawl", query(), a.startCrawl)
+	v2.Post("/crawl", query(), a.billable, a.startCrawl)
 	v2.Post("/crawl/params-preview", query(), a.paramsPreview)
 	v2.Get("/crawl/active", query(), a.activeCrawls)
 	v2.Get("/crawl/:id", query("skip", "limit"), a.jobStatus(crawl.KindCrawl))
 	v2.Delete("/crawl/:id", query(), a.cancelJob(crawl.KindCrawl))
 	v2.Get("/crawl/:id/errors", query(), a.jobErrors(crawl.KindCrawl))
-	v2.Post("/batch/scrape", query(), a.startBatch)
+	v2.Post("/batch/scrape", query(), a.billable, a.startBatch)
 	v2.Get("/batch/scrape/:id", query("skip", "limit"), a.jobStatus(crawl.KindBatch))
 	v2.Delete("/batch/scrape/:id", query(), a.cancelJob(crawl.KindBatch))
 	v2.Get("/batch/scrape/:id/errors", query(), a.jobErrors(crawl.KindBatch))
-	v2.Post("/extract", query(), a.startExtract)
+	v2.Post("/extract", query(), a.billable, a.startExtract)
 	v2.Get("/extract/:id", query(), a.getExtract)
 	v2.Post("/map", query(), a.mapSite)
-	v2.Post("/search", query(), a.search)
+	v2.Post("/search", query(), a.billable, a.search)
 	v2.Get("/profiles", query(), a.listProfiles)
 	v2.Delete("/profiles/:name", query(), a.deleteProfile)
 	v2.Post("/support/docs-search", query(), a.docsSearch)

@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/trawler-dev/trawler/cdpproxy"
+	"github.com/trawler-dev/trawler/execute"
 	"github.com/trawler-dev/trawler/profiles"
 	"github.com/trawler-dev/trawler/sessions"
 	"github.com/trawler-dev/trawler/store"
@@ -122,11 +125,12 @@ func (a *API) getBrowser(c *fiber.Ctx) error {
 }
 
 func (a *API) deleteBrowser(c *fiber.Ctx) error {
-	d, err := a.Sessions.Delete(context.Background(), teamOf(c).ID, c.Params("id"))
+	d, credits, err := a.Sessions.Delete(context.Background(), teamOf(c).ID, c.Params("id"))
 	if err != nil {
 		return err
 	}
-	return c.JSON(fiber.Map{"success": true, "status": "destroyed", "sessionDurationMs": d.Milliseconds()})
+	return c.JSON(fiber.Map{"success": true, "status": "destroyed", "sessionDurationMs": d.Milliseconds(),
+		"creditsBilled": credits})
 }
 
 type executeRequest struct {
@@ -136,6 +140,11 @@ type executeRequest struct {
 	clientTags
 }
 
+// executeBrowser runs code against a session: language js (the default) is
+// evaluated in the session's active page; node and bash run in the execute
+// sandbox (package execute) with the session attached. Every answer has
+// Firecrawl's shape (stdout, result as a string, stderr, exitCode, killed)
+// besides success and error; js adds value, the result as JSON.
 func (a *API) executeBrowser(c *fiber.Ctx) error {
 	var req executeRequest
 	if err := decodeBody(c, &req); err != nil {
@@ -147,12 +156,21 @@ func (a *API) executeBrowser(c *fiber.Ctx) error {
 	} else if len(*req.Code) > 1<<20 {
 		problems = append(problems, fieldError("code", "code must be at most 1 MB"))
 	}
+	language := "js"
 	if req.Language != nil {
-		switch *req.Language {
-		case "js", "javascript", "node":
-		default:
-			problems = append(problems, fieldError("language", "language must be js (node is accepted as a synonym): code runs as JavaScript in the session's active page, and %q is not supported", *req.Language))
-		}
+		language = *req.Language
+	}
+	switch language {
+	case "js", "javascript":
+		language = "js"
+	case execute.LangNode, execute.LangBash:
+	case "python":
+		// Python would need Playwright for Python, which Debian does not
+		// package (apt-cache policy python3-playwright knows no such
+		// package here) and which Trawler does not fetch from PyPI.
+		problems = append(problems, fieldError("language", "language python is not supported: the languages are js (evaluated in the session's page), node (Playwright's browser, context and page) and bash (a shell with the browser command)"))
+	default:
+		problems = append(problems, fieldError("language", "language must be js, node or bash, got %q", language))
 	}
 	timeout := intRange(&problems, "timeout", req.Timeout, 1, 300, 30)
 	if len(problems) > 0 {
@@ -160,16 +178,71 @@ func (a *API) executeBrowser(c *fiber.Ctx) error {
 	}
 	team := teamOf(c)
 	id := c.Params("id")
-	res, err := a.Sessions.Execute(context.Background(), team.ID, id, *req.Code, time.Duration(timeout)*time.Second)
-	if errors.Is(err, sessions.ErrExecTimeout) {
-		return c.JSON(fiber.Map{"success": false, "error": "execution timed out after " + time.Duration(timeout*int(time.Second)).String(), "killed": true})
+	limit := time.Duration(timeout) * time.Second
+	if language == "js" {
+		return a.executeJS(c, team.ID, id, *req.Code, limit)
 	}
+	s, err := a.Sessions.TeamLookup(context.Background(), team.ID, id)
 	if err != nil {
 		return err
 	}
-	a.recordActivity(team.ID, id, "interact", a.baseURL(c)+"/v2/browser/"+id)
-	if res.Exception != "" {
-		return c.JSON(fiber.Map{"success": false, "error": res.Exception})
+	if a.Execute == nil || a.Execute.Mode() == execute.Off {
+		return badRequest(fieldError("language", "language %s needs the execute sandbox, which is off on this server: its operator enables it with TRAWLER_EXECUTE=docker (a sandbox container per run; the default on the docker runtime) or TRAWLER_EXECUTE=node (a local node process, without a sandbox); language js, evaluated in the session's page, needs neither", language))
 	}
-	return c.JSON(fiber.Map{"success": true, "result": json.RawMessage(res.Value)})
+	res, err := a.Execute.Run(context.Background(), s, language, *req.Code, limit)
+	if err != nil {
+		return err // ErrBusy, UnavailableError, DestroyedError: see toError
+	}
+	a.recordActivity(team.ID, id, "interact", a.baseURL(c)+"/v2/browser/"+id)
+	out := fiber.Map{
+		"success": res.ExitCode == 0 && !res.Killed, "stdout": res.Stdout, "result": res.Stdout,
+		"stderr": res.Stderr, "exitCode": res.ExitCode, "killed": res.Killed, "truncated": res.Truncated,
+	}
+	switch {
+	case res.Killed:
+		out["error"] = "execution timed out after " + limit.String() + " and was killed"
+	case res.ExitCode != 0:
+		msg := fmt.Sprintf("the code exited with code %d", res.ExitCode)
+		for _, line := range strings.Split(res.Stderr, "\n") {
+			if line = strings.TrimSpace(line); line != "" {
+				msg += ": " + line
+				break
+			}
+		}
+		out["error"] = msg
+	}
+	return c.JSON(out)
+}
+
+// executeJS evaluates JavaScript in the session's active page.
+func (a *API) executeJS(c *fiber.Ctx, team, id, code string, timeout time.Duration) error {
+	res, err := a.Sessions.Execute(context.Background(), team, id, code, timeout)
+	out := fiber.Map{"stdout": "", "result": "", "stderr": "", "exitCode": 0, "killed": false}
+	switch {
+	case errors.Is(err, sessions.ErrExecTimeout):
+		out["success"], out["killed"], out["exitCode"] = false, true, execute.KilledExitCode
+		out["error"] = "execution timed out after " + timeout.String()
+	case err != nil:
+		return err
+	case res.Exception != "":
+		out["success"], out["exitCode"], out["stderr"], out["error"] = false, 1, res.Exception, res.Exception
+	default:
+		text := resultText(res.Value)
+		out["success"], out["stdout"], out["result"], out["value"] = true, text, text, json.RawMessage(res.Value)
+	}
+	a.recordActivity(team, id, "interact", a.baseURL(c)+"/v2/browser/"+id)
+	return c.JSON(out)
+}
+
+// resultText is a js value as the string result carries it: a string as it
+// is, null (and undefined) as nothing, anything else as its JSON.
+func resultText(v json.RawMessage) string {
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		return s
+	}
+	if string(v) == "null" {
+		return ""
+	}
+	return string(v)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/trawler-dev/trawler/browsers"
 	"github.com/trawler-dev/trawler/crawl"
+	"github.com/trawler-dev/trawler/execute"
 	"github.com/trawler-dev/trawler/profiles"
 	"github.com/trawler-dev/trawler/scrape"
 	"github.com/trawler-dev/trawler/sessions"
@@ -76,6 +77,7 @@ func (a *API) toError(err error) *Error {
 	var busy *browsers.BusyError
 	var destroyed *sessions.DestroyedError
 	var start *browsers.StartError
+	var sandbox *execute.UnavailableError
 	switch {
 	case errors.Is(err, profiles.ErrLocked):
 		return &Error{Status: fiber.StatusConflict, Code: "PROFILE_LOCKED",
@@ -110,6 +112,12 @@ func (a *API) toError(err error) *Error {
 	case errors.As(err, &start):
 		a.log.Error("browser start failed", "err", err)
 		return &Error{Status: fiber.StatusServiceUnavailable, Code: "UNAVAILABLE", Message: "could not start a browser; see the server log"}
+	case errors.Is(err, execute.ErrBusy):
+		return &Error{Status: fiber.StatusTooManyRequests, Code: "RATE_LIMITED", RetryAfter: 5,
+			Message: "too many executions are running on this server; retry later"}
+	case errors.As(err, &sandbox):
+		a.log.Error("execute sandbox failed", "err", err)
+		return &Error{Status: fiber.StatusServiceUnavailable, Code: "UNAVAILABLE", Message: sandbox.Error()}
 	case errors.Is(err, sessions.ErrClosed), errors.Is(err, browsers.ErrPoolClosed):
 		return &Error{Status: fiber.StatusServiceUnavailable, Code: "UNAVAILABLE", Message: "the service is shutting down"}
 	case errors.Is(err, context.DeadlineExceeded):

@@ -74,6 +74,9 @@ func (a *API) parseUpload(w http.ResponseWriter, r *http.Request) (*scrape.Docum
 	if problems := queryProblems(r.URL.RawQuery); len(problems) > 0 {
 		return nil, badRequest(problems...)
 	}
+	if err := a.creditsExhausted(r.Context(), team); err != nil {
+		return nil, err
+	}
 	if r.ContentLength > parse.MaxUpload+maxOptionsPart {
 		return nil, fileTooLarge()
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/trawler-dev/trawler/index"
 	"github.com/trawler-dev/trawler/search"
+	"github.com/trawler-dev/trawler/store"
 	"github.com/trawler-dev/trawler/teams"
 )
 
@@ -61,6 +62,12 @@ func (a *API) search(c *fiber.Ctx) error {
 		return err
 	}
 	id := r.ID
+	// A search's results are not stored: its charge, results and their
+	// scrapes together, is written alone.
+	charge := store.Charge{Team: team.ID, Request: id, Kind: store.CreditSearch, Credits: resp.Credits, At: time.Now()}
+	if err := a.Store.AddCharge(context.Background(), charge); err != nil {
+		a.log.Error("recording a search's credits", "search", id, "credits", resp.Credits, "err", err)
+	}
 	if !r.ZDR {
 		a.recordActivity(team.ID, id, "search", r.Text)
 	}

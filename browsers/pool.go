@@ -142,6 +142,7 @@ func (p *Pool) broadcastLocked() {
 func (p *Pool) Acquire(ctx context.Context, req LeaseRequest) (*Lease, error) {
 	deadline := time.NewTimer(p.opts.QueueWait)
 	defer deadline.Stop()
+	var limited time.Time // when the team's limit first held the request back
 	for {
 		p.mu.Lock()
 		if p.closed {
@@ -152,8 +153,12 @@ func (p *Pool) Acquire(ctx context.Context, req LeaseRequest) (*Lease, error) {
 		switch {
 		case req.TeamLimit > 0 && p.perTeam[req.Team] >= req.TeamLimit:
 			reason = fmt.Sprintf("team concurrency limit of %d browsers reached", req.TeamLimit)
+			if limited.IsZero() {
+				limited = time.Now()
+			}
 		case p.takeIdleLocked(req.Reusable) != nil:
 			l := p.leaseLocked(p.taken, req)
+			l.teamWait = since(limited)
 			p.taken = nil
 			p.fillLocked()
 			p.mu.Unlock()
@@ -184,6 +189,7 @@ func (p *Pool) Acquire(ctx context.Context, req LeaseRequest) (*Lease, error) {
 				return nil, ErrPoolClosed
 			}
 			l := p.leaseLocked(pb, req)
+			l.teamWait = since(limited)
 			p.mu.Unlock()
 			return l, nil
 		default:
@@ -207,6 +213,21 @@ func (p *Pool) Acquire(ctx context.Context, req LeaseRequest) (*Lease, error) {
 			return nil, err
 		}
 	}
+}
+
+// since is the time passed since t; 0 for the zero t.
+func since(t time.Time) time.Duration {
+	if t.IsZero() {
+		return 0
+	}
+	return time.Since(t)
+}
+
+// TeamLeases is how many browsers team holds now (or is starting).
+func (p *Pool) TeamLeases(team string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.perTeam[team]
 }
 
 func (p *Pool) retryAfter() time.Duration {
@@ -439,7 +460,12 @@ type Lease struct {
 	timer    *time.Timer
 	done     chan struct{}
 	cause    error // set before done is closed
+	teamWait time.Duration
 }
+
+// TeamWait is how long Acquire held the lease back because its team was
+// at its concurrency limit; 0 when it never was.
+func (l *Lease) TeamWait() time.Duration { return l.teamWait }
 
 // Browser is the leased browser.
 func (l *Lease) Browser() Browser { return l.pb.b }

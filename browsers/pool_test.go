@@ -109,9 +109,18 @@ func TestTeamLimitWaitsThenRefuses(t *testing.T) {
 	_, err = p.Acquire(cctx, browsers.LeaseRequest{Team: "a", TeamLimit: 1})
 	require.ErrorIs(t, err, context.DeadlineExceeded, "cancelled wait")
 	require.Zero(t, p.Stats().Waiters, "waiters left")
-	l.Release(browsers.Destroy)
+	require.Zero(t, l.TeamWait(), "a lease the team's limit never held back")
+	require.Equal(t, 1, p.TeamLeases("a"), "team a's leases")
+	require.Zero(t, p.TeamLeases("b"), "team b's leases")
+	// A request held back by the limit is given the browser released
+	// meanwhile, and knows how long the limit held it.
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		l.Release(browsers.Destroy)
+	}()
 	l2, err := p.Acquire(ctx, browsers.LeaseRequest{Team: "a", TeamLimit: 1})
 	require.NoError(t, err, "after release")
+	require.GreaterOrEqual(t, l2.TeamWait(), 90*time.Millisecond, "the wait the team's limit caused")
 	l2.Release(browsers.Destroy)
 }
 

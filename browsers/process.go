@@ -96,6 +96,9 @@ type ProcessRuntime struct {
 	// (http://127.0.0.1:port); empty lets them reach the network directly,
 	// which only tests of the runtime itself do.
 	Proxy string
+	// ProxyFor, when set, names the egress proxy for browser id instead
+	// (its own route, which the egress proxy counts and binds apart).
+	ProxyFor func(id string) (string, error)
 }
 
 var _ Runtime = (*ProcessRuntime)(nil)
@@ -109,7 +112,14 @@ func (r *ProcessRuntime) Start(ctx context.Context, id string) (Browser, error) 
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating user-data directory: %w", err)
 	}
-	args := append(append(append(append([]string{}, ChromiumFlags...), ProxyFlags(r.Proxy)...), r.ExtraFlags...),
+	proxy := r.Proxy
+	if r.ProxyFor != nil {
+		var err error
+		if proxy, err = r.ProxyFor(id); err != nil {
+			return nil, err
+		}
+	}
+	args := append(append(append(append([]string{}, ChromiumFlags...), ProxyFlags(proxy)...), r.ExtraFlags...),
 		"--user-data-dir="+dir, "about:blank")
 	cmd := exec.Command(r.Chromium, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

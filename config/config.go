@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/docker/go-units"
 
 	"github.com/trawler-dev/trawler/browsers"
+	"github.com/trawler-dev/trawler/egress"
 	"github.com/trawler-dev/trawler/model"
 	"github.com/trawler-dev/trawler/search/provider"
 )
@@ -43,6 +45,11 @@ type Config struct {
 	// AllowPrivateNetworks lets scrapes, crawls and webhooks reach loopback and
 	// private addresses (TRAWLER_ALLOW_PRIVATE_NETWORKS, default false).
 	AllowPrivateNetworks bool
+	// Proxies are the upstream proxies browsers' traffic leaves through
+	// (TRAWLER_PROXIES: tier[:country]=URL, comma-separated, e.g.
+	// basic=http://user:pw@10.0.0.5:3128,enhanced:de=socks5://10.0.0.6:1080).
+	// None: the egress proxy dials every site itself.
+	Proxies []*egress.Upstream
 	// SharedCache lets one team's scrapes be answered from pages another
 	// team fetched (TRAWLER_SHARED_CACHE, default false: each team's cache
 	// is its own). Only pages fetched from public addresses are shared,
@@ -84,6 +91,11 @@ type Config struct {
 	// "team:feature+feature,team:feature"; features zeroDataRetention and
 	// ignoreRobotsTxt). The local team of local mode has every feature.
 	TeamFeatures map[string]Features
+	// TeamCredits are the credits each listed team may use per calendar
+	// month, UTC (TRAWLER_TEAM_CREDITS, "team:credits,team:credits"). A
+	// team that reaches its limit is refused billable requests with 402; a
+	// team not listed has no limit.
+	TeamCredits map[string]int64
 	// ResultRetention is how long scrape and job results stay retrievable
 	// (TRAWLER_RESULT_RETENTION, default 24h).
 	ResultRetention time.Duration
@@ -125,6 +137,9 @@ type Config struct {
 	Runtime string
 	// Docker holds the settings of the docker runtime.
 	Docker Docker
+	// Execute holds where the execute endpoint runs node and bash code
+	// (TRAWLER_EXECUTE and friends; see execute.go).
+	Execute Execute
 
 	// Profiles is where browser profiles are kept (TRAWLER_PROFILES): a
 	// directory (default DATA_DIR/profiles) or s3://bucket/prefix, with the
@@ -215,8 +230,15 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 	e.str("TRAWLER_INSTANCE", &c.Instance)
 	e.str("TRAWLER_RUNTIME", &c.Runtime)
 	e.docker(&c.Docker)
+	e.execute(&c.Execute)
 	e.profiles(c)
 	e.boolean("TRAWLER_ALLOW_PRIVATE_NETWORKS", &c.AllowPrivateNetworks)
+	if v := e.get("TRAWLER_PROXIES"); v != "" {
+		var err error
+		if c.Proxies, err = egress.ParseUpstreams(v); err != nil {
+			e.fail("TRAWLER_PROXIES: %v", err)
+		}
+	}
 	e.boolean("TRAWLER_SHARED_CACHE", &c.SharedCache)
 	e.boolean("TRAWLER_ALLOW_PUBLIC_LOCAL_MODE", &c.AllowPublicLocalMode)
 	e.limits(c)
@@ -398,6 +420,13 @@ func (e *envReader) teams(c *Config) {
 		}
 		c.TeamFeatures = f
 	}
+	if v := e.get("TRAWLER_TEAM_CREDITS"); v != "" {
+		credits, err := parseCredits(v)
+		if err != nil {
+			e.errs = append(e.errs, err)
+		}
+		c.TeamCredits = credits
+	}
 	if v := e.get("TRAWLER_API_KEYS"); v != "" {
 		keys, err := parseKeys(v)
 		if err != nil {
@@ -552,6 +581,36 @@ func parseFeatures(v string) (map[string]Features, error) {
 	return out, nil
 }
 
+// parseCredits reads TRAWLER_TEAM_CREDITS: team:credits entries, each
+// team once, each limit a whole number of credits of at least 1.
+func parseCredits(v string) (map[string]int64, error) {
+	out := map[string]int64{}
+	for _, entry := range strings.Split(v, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		team, limit, ok := strings.Cut(entry, ":")
+		team, limit = strings.TrimSpace(team), strings.TrimSpace(limit)
+		if !ok || team == "" || limit == "" {
+			return nil, fmt.Errorf("TRAWLER_TEAM_CREDITS must be a comma-separated list of team:credits entries, got %q", entry)
+		}
+		n, err := strconv.ParseInt(limit, 10, 64)
+		if err != nil || n < 1 || n > maxTeamCredits {
+			return nil, fmt.Errorf("TRAWLER_TEAM_CREDITS: the credits of team %q must be a whole number between 1 and %d, got %q", team, int64(maxTeamCredits), limit)
+		}
+		if _, dup := out[team]; dup {
+			return nil, fmt.Errorf("TRAWLER_TEAM_CREDITS: team %q is listed twice", team)
+		}
+		out[team] = n
+	}
+	return out, nil
+}
+
+// maxTeamCredits bounds a team's credit limit: past it, the limit would
+// not fit the numbers clients read it into.
+const maxTeamCredits = 1e15
+
 // Validate checks every setting and names the one at fault.
 func (c *Config) Validate() error {
 	var errs []error
@@ -573,6 +632,7 @@ func (c *Config) Validate() error {
 	if c.TeamConcurrency < 1 {
 		errs = append(errs, fmt.Errorf("TRAWLER_TEAM_CONCURRENCY must be at least 1, got %d", c.TeamConcurrency))
 	}
+	errs = append(errs, c.validateTeamCredits()...)
 	if c.JobWorkers == 0 {
 		c.JobWorkers = max(1, c.PoolSize/2)
 	}
@@ -610,6 +670,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("TRAWLER_PROFILES must be a directory or s3://bucket/prefix, got %q", c.Profiles))
 	}
 	errs = append(errs, validateLLM(c.LLM)...)
+	errs = append(errs, c.validateExecute()...)
 	switch c.Runtime {
 	case "process":
 		errs = append(errs, c.validateChromium()...)
@@ -646,6 +707,31 @@ func (c *Config) Validate() error {
 		c.Instance = fmt.Sprintf("%s-%x", host, sum[:4])
 	}
 	return errors.Join(errs...)
+}
+
+// validateTeamCredits refuses a credit limit for a team that no key
+// belongs to: a misspelt name would leave the real team without one.
+func (c *Config) validateTeamCredits() []error {
+	known := map[string]bool{}
+	for _, k := range c.APIKeys {
+		known[k.Team] = true
+	}
+	if c.LocalMode() {
+		known[LocalTeam] = true
+	}
+	var errs []error
+	for team := range c.TeamCredits {
+		if known[team] {
+			continue
+		}
+		if c.LocalMode() {
+			errs = append(errs, fmt.Errorf("TRAWLER_TEAM_CREDITS names team %q, but in local mode (no TRAWLER_API_KEYS) the only team is %q", team, LocalTeam))
+		} else {
+			errs = append(errs, fmt.Errorf("TRAWLER_TEAM_CREDITS names team %q, which no key of TRAWLER_API_KEYS belongs to", team))
+		}
+	}
+	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	return errs
 }
 
 // validateChromium finds the browser binary of the process runtime.

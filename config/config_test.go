@@ -38,6 +38,7 @@ func TestSettings(t *testing.T) {
 		"TRAWLER_TEAM_CONCURRENCY":       "2",
 		"TRAWLER_QUEUE_WAIT":             "1500ms",
 		"TRAWLER_CHROMIUM_PATH":          "sh",
+		"TRAWLER_PROXIES":                "basic=http://u:p@10.0.0.5:3128, enhanced:de=socks5://10.0.0.6:1080",
 	}))
 	require.NoError(t, err)
 	if c.LocalMode() || len(c.APIKeys) != 2 || c.APIKeys[1] != (TeamKey{"globex", "key-bbbbbbbb"}) {
@@ -48,6 +49,9 @@ func TestSettings(t *testing.T) {
 		t.Fatalf("settings: %+v", c)
 	}
 	require.True(t, strings.HasPrefix(c.ChromiumPath, "/"), "chromium path %q not resolved on PATH", c.ChromiumPath)
+	require.Len(t, c.Proxies, 2)
+	require.Equal(t, "enhanced", c.Proxies[1].Tier)
+	require.Equal(t, "DE", c.Proxies[1].Country)
 }
 
 func TestErrorsNameTheSetting(t *testing.T) {
@@ -65,6 +69,7 @@ func TestErrorsNameTheSetting(t *testing.T) {
 		{"public URL", map[string]string{"TRAWLER_PUBLIC_URL": "trawler.example.com"}, "TRAWLER_PUBLIC_URL must be an absolute http or https URL"},
 		{"boolean", map[string]string{"TRAWLER_ALLOW_PRIVATE_NETWORKS": "yes please"}, "TRAWLER_ALLOW_PRIVATE_NETWORKS must be true or false"},
 		{"shared cache", map[string]string{"TRAWLER_SHARED_CACHE": "sometimes"}, "TRAWLER_SHARED_CACHE must be true or false"},
+		{"upstream proxy tier", map[string]string{"TRAWLER_PROXIES": "premium=http://10.0.0.5:3128"}, "TRAWLER_PROXIES: \"premium=http://10.0.0.5:3128\": the tier must be basic or enhanced"},
 		{"pool size", map[string]string{"TRAWLER_POOL_SIZE": "0"}, "TRAWLER_POOL_SIZE must be between 1 and 1000"},
 		{"pool size text", map[string]string{"TRAWLER_POOL_SIZE": "many"}, "TRAWLER_POOL_SIZE must be a whole number"},
 		{"warm over size", map[string]string{"TRAWLER_POOL_SIZE": "2", "TRAWLER_WARM_BROWSERS": "3"}, "TRAWLER_WARM_BROWSERS must be between 0 and TRAWLER_POOL_SIZE (2)"},
@@ -160,5 +165,57 @@ func TestLLMSettings(t *testing.T) {
 		_, err := FromEnv(env(with(vars)))
 		require.Error(t, err, msg)
 		assert.Contains(t, err.Error(), msg)
+	}
+}
+
+// TRAWLER_TEAM_CREDITS sets each team's monthly credit limit; a malformed
+// entry, or one naming a team no key belongs to, stops the start with a
+// message that names the setting.
+func TestTeamCredits(t *testing.T) {
+	t.Parallel()
+	base := map[string]string{"TRAWLER_CHROMIUM_PATH": "/bin/sh", "TRAWLER_API_KEYS": "acme:key-aaaaaaaa,globex:key-bbbbbbbb"}
+	with := func(v string, keys ...string) map[string]string {
+		m := map[string]string{"TRAWLER_TEAM_CREDITS": v}
+		for k, val := range base {
+			m[k] = val
+		}
+		if len(keys) > 0 {
+			m["TRAWLER_API_KEYS"] = keys[0]
+		}
+		return m
+	}
+	c, err := FromEnv(env(with(" acme:100000 , globex:500,")))
+	require.NoError(t, err)
+	assert.Equal(t, map[string]int64{"acme": 100000, "globex": 500}, c.TeamCredits)
+	c, err = FromEnv(env(with("local:10", "")))
+	require.NoError(t, err, "the local team in local mode")
+	assert.Equal(t, map[string]int64{"local": 10}, c.TeamCredits)
+	c, err = FromEnv(env(base))
+	require.NoError(t, err)
+	assert.Nil(t, c.TeamCredits, "no limits by default")
+
+	for _, tc := range []struct {
+		name, value, want string
+		local             bool
+	}{
+		{"no limit", "acme", "TRAWLER_TEAM_CREDITS must be a comma-separated list of team:credits entries, got \"acme\"", false},
+		{"no team", ":100", "TRAWLER_TEAM_CREDITS must be a comma-separated list of team:credits entries", false},
+		{"not a number", "acme:lots", "TRAWLER_TEAM_CREDITS: the credits of team \"acme\" must be a whole number between 1 and", false},
+		{"zero", "acme:0", "the credits of team \"acme\" must be a whole number between 1", false},
+		{"negative", "acme:-5", "the credits of team \"acme\" must be a whole number between 1", false},
+		{"fraction", "acme:1.5", "the credits of team \"acme\" must be a whole number", false},
+		{"twice", "acme:1,acme:2", "TRAWLER_TEAM_CREDITS: team \"acme\" is listed twice", false},
+		{"unknown team", "initech:100", "TRAWLER_TEAM_CREDITS names team \"initech\", which no key of TRAWLER_API_KEYS belongs to", false},
+		{"local mode", "acme:100", "in local mode (no TRAWLER_API_KEYS) the only team is \"local\"", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			m := with(tc.value)
+			if tc.local {
+				delete(m, "TRAWLER_API_KEYS")
+			}
+			_, err := FromEnv(env(m))
+			require.ErrorContains(t, err, tc.want)
+		})
 	}
 }

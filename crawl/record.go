@@ -37,6 +37,9 @@ func (s *Service) record(j *job, u *store.JobURL, doc *scrape.Document, scrapeEr
 		out.State = store.URLRobots
 	case scrapeErr != nil:
 		out.State, out.ErrorCode, out.Error = store.URLFailed, errorCode(scrapeErr), scrapeErr.Error()
+		if errors.Is(scrapeErr, scrape.ErrLockdownMiss) {
+			credits = scrape.LockdownMissCredits // a lockdown miss is billed too
+		}
 	default:
 		var err error
 		if raw, err = json.Marshal(doc); err != nil {
@@ -82,10 +85,10 @@ func (s *Service) record(j *job, u *store.JobURL, doc *scrape.Document, scrapeEr
 	}
 	j.mu.Lock()
 	delete(j.inflight, u.Key)
+	j.credits += credits
 	switch out.State {
 	case store.URLDone:
 		j.done++
-		j.credits += credits
 		if j.spec.ZeroDataRetention {
 			for int64(len(j.memDocs)) < seq {
 				j.memDocs = append(j.memDocs, nil)

@@ -1,7 +1,9 @@
 // Package docker runs Trawler's browsers in Docker containers, one container
 // per browser, as the alternative to local Chromium processes
 // (browsers.ProcessRuntime). It owns those containers: their resource limits,
-// the labels that tie them to one service instance, and their removal.
+// the labels that tie them to one service instance, and their removal. It
+// runs the execute endpoint's sandboxes too, one short-lived container per
+// run (Sandboxes, sandbox.go).
 package docker
 
 import (
@@ -13,6 +15,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"net/netip"
 	"regexp"
 	"strconv"
 	"sync"
@@ -42,9 +45,11 @@ type Config struct {
 	// Shim is the image's entrypoint, cmd/trawler-shim (default
 	// /trawler-shim), which starts Command.
 	Shim string
-	// Egress receives every connection a browser makes to its proxy (the
-	// egress proxy's ServeConn). Nil leaves the browsers without network.
-	Egress func(net.Conn)
+	// Egress receives every connection a browser makes to its proxy, with
+	// the browser's id and the loopback address it dialled in its container
+	// (the egress proxy's ServeStream). Nil leaves the browsers without
+	// network.
+	Egress func(browser string, to netip.Addr, c net.Conn)
 	// Instance names the service instance that owns the containers (default
 	// "default"). Every container carries it in the dev.trawler.instance
 	// label and Reap removes only the containers with the same value, so two
@@ -324,8 +329,12 @@ var errExited = errors.New("browser container exited")
 
 // connect starts Trawler's end of the shim's session over the attached
 // streams and waits until the browser answers on its DevTools pipe.
-func (b *browser) connect(ctx context.Context, stdout io.Reader, egress func(net.Conn)) error {
-	sess, err := shim.Connect(attachedConn{stdout, b.attached}, egress, io.Discard)
+func (b *browser) connect(ctx context.Context, stdout io.Reader, egress func(string, netip.Addr, net.Conn)) error {
+	var serve func(netip.Addr, net.Conn)
+	if egress != nil {
+		serve = func(to netip.Addr, c net.Conn) { egress(b.id, to, c) }
+	}
+	sess, err := shim.Connect(attachedConn{stdout, b.attached}, serve, io.Discard)
 	if err != nil {
 		return err
 	}

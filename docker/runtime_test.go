@@ -43,9 +43,9 @@ func newRuntime(t testing.TB, cfg Config) *Runtime {
 	}
 	if cfg.Egress == nil {
 		// Loopback test sites are the only sites here.
-		out := egress.New(&netguard.Guard{AllowPrivate: true}, nil, nil)
+		out := egress.New(egress.Config{Guard: &netguard.Guard{AllowPrivate: true}, StreamPort: shim.ProxyPort})
 		t.Cleanup(func() { out.Close() })
-		cfg.Egress = out.ServeConn
+		cfg.Egress = out.ServeStream
 	}
 	r, err := New(cfg)
 	require.NoError(t, err)

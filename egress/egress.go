@@ -21,7 +21,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/trawler-dev/trawler/netguard"
@@ -30,14 +29,25 @@ import (
 // Proxy is an HTTP proxy (CONNECT for TLS and WebSockets, absolute-form
 // requests for plain HTTP) whose every connection passes the guard.
 type Proxy struct {
-	guard *netguard.Guard
-	rules HostRules
-	log   *slog.Logger
+	guard      *netguard.Guard
+	rules      HostRules
+	log        *slog.Logger
+	up         upstreams
+	streamPort int
+	report     func(b Binding, in, out int64)
+	// dialDirect dials an address the guard judged (tests replace it).
+	dialDirect func(ctx context.Context, addr string) (net.Conn, error)
 
 	mu        sync.Mutex
 	denied    []netip.AddrPort // Trawler's own listeners
 	local     map[netip.Addr]bool
 	listening []string // the proxy's own addresses
+	ownPorts  map[uint16]bool
+	browsers  map[string]*Route              // each browser's own route
+	routes    map[string]map[*Route]struct{} // every route, by browser
+	byIP      map[netip.Addr]*Route          // context routes (stream mode)
+	nextIP    uint32
+	teams     map[string]*teamBytes
 
 	transport *http.Transport
 	server    *http.Server
@@ -45,26 +55,45 @@ type Proxy struct {
 	wg        sync.WaitGroup
 }
 
-// New returns a proxy that applies guard, after rewriting host names by
-// rules (the MAP rules of Chromium's --host-resolver-rules, which a browser
-// behind a proxy no longer applies itself).
-func New(guard *netguard.Guard, rules HostRules, log *slog.Logger) *Proxy {
+// Config configures a Proxy.
+type Config struct {
+	// Guard judges every address dialled.
+	Guard *netguard.Guard
+	// Rules rewrite host names first: the MAP rules of Chromium's
+	// --host-resolver-rules, which a browser behind a proxy no longer
+	// applies itself.
+	Rules HostRules
+	// Upstreams are TRAWLER_PROXIES: routes bound to a tier and country
+	// leave through one of them.
+	Upstreams []*Upstream
+	// StreamPort, when set, is the loopback port in each browser's
+	// container that its connections to the proxy arrive from (the docker
+	// runtime's shim): routes are then told apart by the loopback address
+	// dialled there, not by a listener of their own.
+	StreamPort int
+	// Report, when set, is told the bytes each binding of a route moved,
+	// when the binding ends (the route closes or is bound anew). It must
+	// not block.
+	Report func(b Binding, in, out int64)
+	Log    *slog.Logger
+}
+
+// New returns a proxy configured by c.
+func New(c Config) *Proxy {
+	log := c.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Proxy{guard: guard, rules: rules, log: log, local: localAddrs()}
-	p.transport = &http.Transport{
-		Proxy:                 nil,
-		DialContext:           p.Dial,
-		MaxIdleConnsPerHost:   16,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ResponseHeaderTimeout: 5 * time.Minute,
-		// The browser negotiates what it wants; the proxy relays bytes.
-		DisableCompression: true,
+	p := &Proxy{guard: c.Guard, rules: c.Rules, log: log, local: localAddrs(), up: upstreams{all: c.Upstreams},
+		streamPort: c.StreamPort, report: c.Report, ownPorts: map[uint16]bool{}, browsers: map[string]*Route{},
+		routes: map[string]map[*Route]struct{}{}, byIP: map[netip.Addr]*Route{}, teams: map[string]*teamBytes{}}
+	p.dialDirect = func(ctx context.Context, addr string) (net.Conn, error) {
+		d := &net.Dialer{Timeout: 15 * time.Second, KeepAlive: 30 * time.Second}
+		return d.DialContext(ctx, "tcp", addr)
 	}
+	p.transport = p.newTransport(p.Dial)
 	p.conns = newConnListener()
-	p.server = &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second,
+	p.server = &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second, ConnContext: connContext,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 	p.wg.Add(1)
 	go func() {
@@ -74,9 +103,26 @@ func New(guard *netguard.Guard, rules HostRules, log *slog.Logger) *Proxy {
 	return p
 }
 
-// Listen serves the proxy on addr (a loopback address: the process
-// runtime's browsers reach it there) until Close, and returns its URL for
-// --proxy-server. The address is denied to the browsers themselves.
+func (p *Proxy) newTransport(dial func(context.Context, string, string) (net.Conn, error)) *http.Transport {
+	return &http.Transport{
+		Proxy:                 nil,
+		DialContext:           dial,
+		MaxIdleConnsPerHost:   16,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: 5 * time.Minute,
+		// The browser negotiates what it wants; the proxy relays bytes.
+		DisableCompression: true,
+	}
+}
+
+// Upstreams are the configured upstream proxies.
+func (p *Proxy) Upstreams() []*Upstream { return p.up.all }
+
+// Listen serves the proxy on addr until Close, for connections bound to
+// no route (counted against nobody, never chained to an upstream), and
+// returns its URL. The address is denied to the browsers themselves.
+// Browsers get routes instead (BrowserRoute, ContextRoute).
 func (p *Proxy) Listen(addr string) (string, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -94,19 +140,19 @@ func (p *Proxy) Listen(addr string) (string, error) {
 	return "http://" + ln.Addr().String(), nil
 }
 
-// Addrs are the addresses the proxy listens on.
+// Addrs are the addresses the proxy listens on, routes' own included.
 func (p *Proxy) Addrs() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return append([]string(nil), p.listening...)
-}
-
-// ServeConn serves one connection that reached the proxy another way (a
-// stream from a browser container). It returns at once.
-func (p *Proxy) ServeConn(c net.Conn) {
-	if !p.conns.push(c) {
-		c.Close()
+	out := append([]string(nil), p.listening...)
+	for _, set := range p.routes {
+		for r := range set {
+			if r.ln != nil {
+				out = append(out, r.ln.Addr().String())
+			}
+		}
 	}
+	return out
 }
 
 // Deny makes a listen address unreachable through the proxy whatever the
@@ -142,6 +188,17 @@ func (p *Proxy) Close() error {
 	err := p.server.Close()
 	p.conns.Close()
 	p.transport.CloseIdleConnections()
+	p.mu.Lock()
+	var rs []*Route
+	for _, set := range p.routes {
+		for r := range set {
+			rs = append(rs, r)
+		}
+	}
+	p.mu.Unlock()
+	for _, r := range rs {
+		r.Close()
+	}
 	p.wg.Wait()
 	return err
 }
@@ -153,10 +210,18 @@ func (e *DeniedError) Error() string {
 	return e.Addr + " is Trawler's own address: no browser may reach it"
 }
 
-// Dial connects to addr (host:port) for a browser: the host goes through
-// the MAP rules, then is resolved once, and each address is judged by the
-// guard and the deny list just before it is dialled.
+// Dial connects to addr (host:port) for a browser, directly, counted
+// against no route.
 func (p *Proxy) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	return p.dialRoute(ctx, nil, addr)
+}
+
+// dialRoute connects to addr (host:port) for route r: the host goes
+// through the MAP rules, then is resolved once, each address is judged by
+// the guard and the deny list, and the address judged is the one dialled,
+// directly or through an upstream of r's binding (which is handed the
+// address, not the name, so that nothing resolves the name again).
+func (p *Proxy) dialRoute(ctx context.Context, r *Route, addr string) (net.Conn, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, err
@@ -172,24 +237,77 @@ func (p *Proxy) Dial(ctx context.Context, network, addr string) (net.Conn, error
 	if err := p.guard.CheckName(host); err != nil {
 		return nil, err
 	}
-	d := &net.Dialer{Timeout: 15 * time.Second, KeepAlive: 30 * time.Second}
-	d.ControlContext = func(ctx context.Context, network, address string, _ syscall.RawConn) error {
-		ap, err := netip.ParseAddrPort(address)
-		if err != nil {
-			return err
-		}
-		if p.isDenied(ap) {
-			return &DeniedError{Addr: address}
-		}
-		return p.guard.CheckAddr(host, ap.Addr())
+	pn, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return nil, fmt.Errorf("port %q: %w", port, err)
 	}
-	return d.DialContext(ctx, "tcp", net.JoinHostPort(host, port))
+	var addrs []netip.Addr
+	if a, err := netip.ParseAddr(host); err == nil {
+		addrs = []netip.Addr{a}
+	} else if a, ok := netguard.ParseIPv4(host); ok {
+		addrs = []netip.Addr{a}
+	} else {
+		res := p.guard.Resolver
+		if res == nil {
+			res = net.DefaultResolver
+		}
+		if addrs, err = res.LookupNetIP(ctx, "ip", host); err != nil {
+			return nil, &netguard.ResolveError{Host: host, Err: err}
+		}
+	}
+	var b Binding
+	var choice Choice
+	if r != nil {
+		b, choice = r.state()
+	}
+	ctx, cancel := context.WithTimeout(ctx, routeDialTimeout)
+	defer cancel()
+	var lastErr error
+	for _, a := range addrs {
+		ap := netip.AddrPortFrom(a.Unmap(), uint16(pn))
+		if p.isDenied(ap) {
+			lastErr = &DeniedError{Addr: ap.String()}
+			continue
+		}
+		if err := p.guard.CheckAddr(host, ap.Addr()); err != nil {
+			lastErr = err
+			continue
+		}
+		var c net.Conn
+		var used *Upstream
+		if len(choice.Upstreams) > 0 {
+			c, used, err = dialVia(ctx, choice, ap.String())
+		} else {
+			c, err = p.dialDirect(ctx, ap.String())
+		}
+		if err != nil {
+			lastErr = err
+			if ctx.Err() != nil {
+				break
+			}
+			continue
+		}
+		if r == nil {
+			return c, nil
+		}
+		r.mu.Lock()
+		r.used = used
+		r.mu.Unlock()
+		return &countedConn{Conn: c, r: r, team: p.teamCounter(b.Team)}, nil
+	}
+	if lastErr == nil {
+		lastErr = fmt.Errorf("%s has no address", host)
+	}
+	return nil, lastErr
 }
 
 func (p *Proxy) isDenied(ap netip.AddrPort) bool {
 	a := ap.Addr().Unmap()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if (a.IsLoopback() || a.IsUnspecified() || p.local[a]) && p.ownPorts[ap.Port()] {
+		return true // a route's own listener
+	}
 	for _, d := range p.denied {
 		if d.Port() != ap.Port() {
 			continue
@@ -237,7 +355,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	out := r.Clone(r.Context())
 	out.RequestURI = ""
 	removeHopHeaders(out.Header)
-	resp, err := p.transport.RoundTrip(out)
+	t := p.transport
+	if rt := routeOf(r.Context()); rt != nil {
+		t = rt.httpTransport()
+	}
+	resp, err := t.RoundTrip(out)
 	if err != nil {
 		p.refuse(w, r.URL.Host, err)
 		return
@@ -254,7 +376,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // tunnel serves CONNECT: https and WebSockets.
 func (p *Proxy) tunnel(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 20*time.Second)
-	up, err := p.Dial(ctx, "tcp", r.Host)
+	up, err := p.dialRoute(ctx, routeOf(r.Context()), r.Host)
 	cancel()
 	if err != nil {
 		p.refuse(w, r.Host, err)
@@ -292,7 +414,11 @@ func (p *Proxy) tunnel(w http.ResponseWriter, r *http.Request) {
 func (p *Proxy) refuse(w http.ResponseWriter, host string, err error) {
 	var blocked *netguard.BlockedError
 	var denied *DeniedError
+	var upstream *UpstreamError
 	status := http.StatusBadGateway
+	if errors.As(err, &upstream) {
+		p.log.Warn("egress: no upstream proxy answered", "host", host, "err", err)
+	}
 	if errors.As(err, &blocked) || errors.As(err, &denied) {
 		status = http.StatusForbidden
 		p.log.Debug("egress refused", "host", host, "err", err)
@@ -358,7 +484,7 @@ func removeHopHeaders(h http.Header) {
 	}
 }
 
-// connListener is a net.Listener fed by ServeConn.
+// connListener is a net.Listener fed by ServeStream.
 type connListener struct {
 	ch     chan net.Conn
 	mu     sync.Mutex

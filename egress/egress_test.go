@@ -30,7 +30,7 @@ func through(t *testing.T, p *Proxy) *http.Client {
 
 func newProxy(t *testing.T, allowPrivate bool, rules HostRules) *Proxy {
 	t.Helper()
-	p := New(&netguard.Guard{AllowPrivate: allowPrivate}, rules, nil)
+	p := New(Config{Guard: &netguard.Guard{AllowPrivate: allowPrivate}, Rules: rules})
 	t.Cleanup(func() { p.Close() })
 	return p
 }

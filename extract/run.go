@@ -62,6 +62,10 @@ func (s *Service) run(ctx context.Context, row store.Extract) {
 		Warning: strings.Join(j.warnings, "; "), Credits: j.credits, ExpiresAt: time.Now().Add(s.Retention)}
 	if err != nil {
 		e.Status, e.Error, e.Result = StatusFailed, err.Error(), nil
+	} else {
+		// The model answered: the extraction's own credits are billed with
+		// its result (its pages were, as its batch's).
+		e.Charged = extractCredits
 	}
 	fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

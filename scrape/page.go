@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/trawler-dev/trawler/cdp"
+	"github.com/trawler-dev/trawler/egress"
 	"github.com/trawler-dev/trawler/netguard"
 )
 
@@ -31,6 +32,10 @@ type tab struct {
 	sid       string
 	targetID  string
 	contextID string
+	// route is the context's way through the egress proxy: whose its
+	// traffic is, and which upstream it leaves through. Nil: the context
+	// uses its browser's.
+	route *egress.Route
 	// static: take an HTML document from the network without rendering it
 	// when it looks complete.
 	static bool
@@ -99,13 +104,24 @@ func (t *tab) header(ev *fetchPaused, name string) string {
 // blankTab creates a fresh browser context holding one blank tab, attached
 // over conn, with its renderer started (Page.enable answered): the slow
 // part of opening a tab, done ahead of time for spare tabs.
-func blankTab(ctx context.Context, conn *cdp.Conn) (*tab, error) {
-	p := &tab{conn: conn, inflight: map[string]struct{}{}, lastNet: time.Now(),
+//
+// route, when given, is the context's own way through the egress proxy
+// (closed with the tab), with no bypass: loopback goes through it too.
+func blankTab(ctx context.Context, conn *cdp.Conn, route *egress.Route) (*tab, error) {
+	p := &tab{conn: conn, inflight: map[string]struct{}{}, lastNet: time.Now(), route: route,
 		loaded: make(chan struct{}), taken: make(chan takenBody, 1), crashed: make(chan struct{})}
 	var bc struct {
 		BrowserContextID string `json:"browserContextId"`
 	}
-	if err := conn.Call(ctx, "", "Target.createBrowserContext", map[string]any{"disposeOnDetach": true}, &bc); err != nil {
+	params := map[string]any{"disposeOnDetach": true}
+	if route != nil {
+		params["proxyServer"] = route.URL()
+		params["proxyBypassList"] = "<-loopback>"
+	}
+	if err := conn.Call(ctx, "", "Target.createBrowserContext", params, &bc); err != nil {
+		if route != nil {
+			route.Close()
+		}
 		return nil, err
 	}
 	p.contextID = bc.BrowserContextID
@@ -797,6 +813,9 @@ func (t *tab) close() {
 	t.conn.OnEvent(nil)
 	if t.contextID != "" {
 		t.conn.Call(ctx, "", "Target.disposeBrowserContext", map[string]any{"browserContextId": t.contextID}, nil)
+	}
+	if t.route != nil {
+		t.route.Close()
 	}
 }
 

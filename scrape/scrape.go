@@ -25,6 +25,7 @@ import (
 
 	"github.com/trawler-dev/trawler/browsers"
 	"github.com/trawler-dev/trawler/content"
+	"github.com/trawler-dev/trawler/egress"
 	"github.com/trawler-dev/trawler/index"
 	"github.com/trawler-dev/trawler/model"
 	"github.com/trawler-dev/trawler/netguard"
@@ -51,6 +52,10 @@ type Service struct {
 	Store *store.Store
 	Guard *netguard.Guard
 	Log   *slog.Logger
+	// Egress is the egress proxy: each browser context a scrape or job
+	// makes gets a route of its own, bound to its team, request and proxy
+	// tier. Nil: contexts use their browser's route.
+	Egress *egress.Proxy
 	// Retention is how long a scrape's result stays retrievable by id.
 	Retention time.Duration
 	// Profiles opens the browser profiles that requests name.
@@ -89,6 +94,12 @@ type Request struct {
 	// RequestID is the request the page's model calls are counted under
 	// (a job, a search); empty: the scrape's own id.
 	RequestID string
+
+	// proxyTier is the upstream tier of this attempt (run sets enhanced
+	// for proxy auto's retry); empty: what Options.Proxy asks.
+	proxyTier string
+	// id is the scrape's own id, set by run.
+	id string
 }
 
 // fetcher takes a page from its target: Service.fetch for a one-off scrape
@@ -110,9 +121,18 @@ type page struct {
 	private bool
 	// branding is what the rendered page says of its brand, when asked.
 	branding *Branding
+	// teamWait is how long the scrape waited for its browser because its
+	// team was at its concurrency limit.
+	teamWait time.Duration
 	// media is the page's main audio or video, taken through the browser,
 	// when asked.
 	media *pageMedia
+	// proxyUsed is the tier of upstream the page left through: basic
+	// when it went direct.
+	proxyUsed string
+	// egressIn and egressOut are the bytes the page's browser context
+	// received and sent through the egress proxy.
+	egressIn, egressOut int64
 }
 
 // Scrape runs one scrape and returns its document.
@@ -135,6 +155,7 @@ func (s *Service) hostGuard() *netguard.Cache {
 func (s *Service) run(ctx context.Context, req Request, guard *netguard.Cache, fetch fetcher) (*Document, error) {
 	o := &req.Options
 	id := uuid.NewString()
+	req.id = id
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
@@ -171,12 +192,13 @@ func (s *Service) run(ctx context.Context, req Request, guard *netguard.Cache, f
 	}
 	switch {
 	case pg == nil && o.Lockdown:
+		s.bill(charge(req, guard == nil, id, LockdownMissCredits))
 		return nil, ErrLockdownMiss
 	case pg == nil && o.MinAge != nil:
 		return nil, ErrNoCachedData
 	case pg == nil:
 		var err error
-		pg, err = fetch(ctx, req)
+		pg, err = s.fetchWithProxy(ctx, req, fetch)
 		if err != nil {
 			if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				return nil, ErrTimeout
@@ -212,11 +234,18 @@ func (s *Service) run(ctx context.Context, req Request, guard *netguard.Cache, f
 	md["statusCode"] = pg.status
 	md["contentType"] = pg.contentType
 	md["scrapeId"] = id
-	md["proxyUsed"] = "basic"
+	md["proxyUsed"] = proxyBasic
+	if pg.proxyUsed != "" {
+		md["proxyUsed"] = pg.proxyUsed
+	}
 	md["cacheState"] = cacheState
 	md["engine"] = pg.engine
 	if !cachedAt.IsZero() {
 		md["cachedAt"] = cachedAt.UTC().Format(time.RFC3339Nano)
+	}
+	md["concurrencyLimited"] = pg.teamWait > 0
+	if pg.teamWait > 0 {
+		md["concurrencyQueueDurationMs"] = pg.teamWait.Milliseconds()
 	}
 	if pg.status >= 400 {
 		md["error"] = http.StatusText(pg.status)
@@ -231,6 +260,9 @@ func (s *Service) run(ctx context.Context, req Request, guard *netguard.Cache, f
 	}
 	if o.Lockdown {
 		credits = 5
+	}
+	if pg.proxyUsed == proxyEnhanced && pg.status < 400 && credits < enhancedCredits {
+		credits = enhancedCredits
 	}
 	requestID := req.RequestID
 	if requestID == "" {
@@ -267,6 +299,9 @@ func (s *Service) run(ctx context.Context, req Request, guard *netguard.Cache, f
 	md["timeTaken"] = time.Since(start).Milliseconds()
 	doc.Warning = joinWarning(pg.warning, doc.Warning)
 
+	// The scrape's charge is written with its stored result, or alone when
+	// the result is not stored (or could not be).
+	due := charge(req, guard == nil, id, credits)
 	if !o.ZeroDataRetention && !o.Lockdown && !req.Job {
 		raw, err := json.Marshal(doc)
 		if err == nil {
@@ -275,11 +310,14 @@ func (s *Service) run(ctx context.Context, req Request, guard *netguard.Cache, f
 				retention = 24 * time.Hour
 			}
 			now := time.Now()
-			if err := s.Store.PutScrape(context.Background(), id, req.Team, now, now.Add(retention), raw); err != nil {
+			if err := s.Store.PutScrape(context.Background(), id, req.Team, now, now.Add(retention), raw, due); err != nil {
 				s.Log.Error("storing the scrape", "err", err)
+			} else {
+				due = nil
 			}
 		}
 	}
+	s.bill(due)
 	return doc, nil
 }
 
@@ -421,16 +459,26 @@ func (s *Service) fetch(ctx context.Context, req Request, guard *netguard.Cache)
 	b := lease.Browser()
 	t := s.spares.take(b.ID())
 	if t == nil {
-		conn, err := b.CDP().Dial(ctx)
+		conn, err := b.CDP().DialOwn(ctx)
 		if err != nil {
 			return nil, err
 		}
-		if t, err = blankTab(ctx, conn); err != nil {
+		route, err := s.newRoute(b.ID())
+		if err != nil {
+			conn.Close()
+			return nil, err
+		}
+		if t, err = blankTab(ctx, conn, route); err != nil {
 			conn.Close()
 			return nil, err
 		}
 	}
 	defer t.conn.Close()
+	requestID := req.RequestID
+	if requestID == "" {
+		requestID = req.id
+	}
+	routeWarning := t.bindRoute(&req, requestID)
 	ua, err := s.spares.userAgent(ctx, t.conn)
 	if err != nil {
 		t.close()
@@ -448,13 +496,16 @@ func (s *Service) fetch(ctx context.Context, req Request, guard *netguard.Cache)
 	defer t.close()
 	defer func() {
 		if disposal == browsers.Reuse {
-			s.spares.refill(b.ID(), b.CDP())
+			s.spares.refill(b.ID(), b.CDP(), s.newRoute)
 		}
 	}()
 
 	pg, err := s.drive(ctx, t, req)
 	if pg != nil {
 		pg.private = t.reachedPrivate()
+		pg.teamWait = lease.TeamWait()
+		t.noteRoute(pg, 0, 0)
+		pg.warning = joinWarning(pg.warning, routeWarning)
 	}
 	if use != nil && use.Writes() && lease.Cause() == nil {
 		// Save what the page left in its context before the context goes.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/trawler-dev/trawler/cdp"
+	"github.com/trawler-dev/trawler/egress"
 )
 
 // spares keeps one blank tab, in a fresh browser context with its renderer
@@ -41,15 +42,21 @@ func (s *spares) take(id string) *tab {
 }
 
 // refill prepares a spare tab for a browser in the background.
-func (s *spares) refill(id string, browser *cdp.Mux) {
+func (s *spares) refill(id string, browser *cdp.Mux, newRoute func(string) (*egress.Route, error)) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		conn, err := browser.Dial(ctx)
+		conn, err := browser.DialOwn(ctx)
 		if err != nil {
 			cancel()
 			return // the browser is gone or busy: the next scrape opens a tab itself
 		}
-		t, err := blankTab(ctx, conn)
+		route, err := newRoute(id)
+		if err != nil {
+			cancel()
+			conn.Close()
+			return
+		}
+		t, err := blankTab(ctx, conn, route)
 		cancel()
 		if err != nil {
 			conn.Close()

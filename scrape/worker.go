@@ -7,6 +7,7 @@ import (
 	"net/url"
 
 	"github.com/trawler-dev/trawler/browsers"
+	"github.com/trawler-dev/trawler/egress"
 	"github.com/trawler-dev/trawler/netguard"
 	"github.com/trawler-dev/trawler/profiles"
 )
@@ -40,6 +41,10 @@ type Worker struct {
 type jobTab struct {
 	t     *tab
 	guard *netguard.Cache
+	// binding is what the tab's egress route is bound to: a page that
+	// asks for another tier (proxy auto's retry) gets a tab of its own.
+	binding egress.Binding
+	warning string // the route's, for each of its pages
 }
 
 const (
@@ -133,6 +138,9 @@ func (w *Worker) browser(ctx context.Context) error {
 // tab returns job's tab, opening it (set up for the job's options) if needed.
 func (w *Worker) tab(ctx context.Context, job string, req *Request) (*jobTab, error) {
 	o := &req.Options
+	if jt := w.tabs[job]; jt != nil && jt.binding != req.binding(job) {
+		w.Forget(job)
+	}
 	if jt := w.tabs[job]; jt != nil {
 		select {
 		case <-jt.t.crashed:
@@ -148,15 +156,21 @@ func (w *Worker) tab(ctx context.Context, job string, req *Request) (*jobTab, er
 		w.Forget(w.lru[0])
 	}
 	// Each tab has its own connection: a connection has one event handler.
-	conn, err := w.lease.Browser().CDP().Dial(ctx)
+	conn, err := w.lease.Browser().CDP().DialOwn(ctx)
 	if err != nil {
 		return nil, &RetryableError{Err: err}
 	}
-	t, err := blankTab(ctx, conn)
+	route, err := w.s.newRoute(w.lease.Browser().ID())
 	if err != nil {
 		conn.Close()
 		return nil, &RetryableError{Err: err}
 	}
+	t, err := blankTab(ctx, conn, route)
+	if err != nil {
+		conn.Close()
+		return nil, &RetryableError{Err: err}
+	}
+	warning := t.bindRoute(req, job)
 	ua, err := w.s.spares.userAgent(ctx, conn)
 	if err != nil {
 		t.close()
@@ -182,7 +196,7 @@ func (w *Worker) tab(ctx context.Context, job string, req *Request) (*jobTab, er
 		conn.Close()
 		return nil, &RetryableError{Err: err}
 	}
-	jt := &jobTab{t: t, guard: guard}
+	jt := &jobTab{t: t, guard: guard, binding: req.binding(job), warning: warning}
 	w.tabs[job] = jt
 	w.touch(job)
 	return jt, nil
@@ -227,6 +241,10 @@ func (w *Worker) fetch(ctx context.Context, job string, req Request) (*page, err
 		}
 	}()
 	jt.t.reset()
+	var in0, out0 int64
+	if jt.t.route != nil {
+		in0, out0 = jt.t.route.Bytes()
+	}
 	var pg *page
 	if o := &req.Options; !o.needsRender() && jt.t.showsSite(req.URL) {
 		var pre *prefetched
@@ -237,6 +255,8 @@ func (w *Worker) fetch(ctx context.Context, job string, req Request) (*page, err
 			return nil, err
 		case pg != nil:
 			pg.private = jt.t.reachedPrivate()
+			jt.t.noteRoute(pg, in0, out0)
+			pg.warning = joinWarning(pg.warning, jt.warning)
 			return pg, nil
 		case pre != nil:
 			jt.t.mu.Lock()
@@ -248,6 +268,8 @@ func (w *Worker) fetch(ctx context.Context, job string, req Request) (*page, err
 	pg, err = w.s.drive(ctx, jt.t, req)
 	if pg != nil {
 		pg.private = jt.t.reachedPrivate()
+		jt.t.noteRoute(pg, in0, out0)
+		pg.warning = joinWarning(pg.warning, jt.warning)
 	}
 	if err != nil {
 		// The tab's state is unknown after a failure: the job's next page

@@ -9,14 +9,20 @@
 #                       (rebuilt every time: the source changes)
 #   images.sh minio     trawler/minio:latest from $(go env GOPATH)/bin/minio
 #                       (skipped when present)
-#   images.sh all       the three (the default)
+#   images.sh sandbox   trawler/sandbox:latest, the execute sandbox: Node.js,
+#                       playwright-core (from test/node/node_modules: make
+#                       test-deps), bash and a few tools, with
+#                       cmd/trawler-sandbox as its entrypoint (skipped when
+#                       built from the same files)
+#   images.sh all       the four (the default; the sandbox only once
+#                       playwright-core is installed)
 # With a registry at hand, deploy/*.Dockerfile build the same images the usual way.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what="${1:-all}"
 case "$what" in
-  browser|trawler|minio|all) ;;
-  *) echo "usage: $0 [browser|trawler|minio|all]" >&2; exit 2 ;;
+  browser|trawler|minio|sandbox|all) ;;
+  *) echo "usage: $0 [browser|trawler|minio|sandbox|all]" >&2; exit 2 ;;
 esac
 bash scripts/start-dockerd.sh
 
@@ -227,9 +233,79 @@ minio() {
   report trawler/minio:latest "$start"
 }
 
+# sandbox builds the execute sandbox (package execute, docker/sandbox.go):
+# no network and a read-only root in the container, so everything it runs is
+# in the image, and the V8 code cache of playwright-core (see
+# execute/runner.cjs) is made here, once, by the same node binary.
+sandbox() {
+  local node pw image=trawler/sandbox:latest root start key f list tools=()
+  node="$(readlink -f "$(command -v node || echo /usr/bin/node)")"
+  pw=test/node/node_modules/playwright-core
+  if [ ! -x "$node" ]; then
+    echo "images.sh: node is missing (make test-deps installs Debian's nodejs)" >&2
+    return 1
+  fi
+  if [ ! -f "$pw/package.json" ]; then
+    echo "images.sh: $pw is missing (make test-deps installs it with npm ci in test/node)" >&2
+    return 1
+  fi
+  mkdir -p "$work/sandbox-bin"
+  CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$work/sandbox-bin/trawler-sandbox" ./cmd/trawler-sandbox
+  key="$(cat "$work/sandbox-bin/trawler-sandbox" "$node" "$pw/package.json" execute/runner.cjs /usr/bin/bash | sha256sum | cut -c1-16)"
+  if [ "$(docker image inspect -f '{{index .Config.Labels "dev.trawler.key"}}' "$image" 2>/dev/null)" = "$key" ]; then
+    echo "$image is already built" >&2
+    return 0
+  fi
+  start="$(date +%s)"
+  root="$work/sandbox"
+  mkdir -p "$root/usr/bin" "$root/opt/trawler/node_modules"
+  usrlinks "$root"
+  basefs "$root"
+  # The shell's tools: what scripts around the browser command reach for.
+  for f in cat head tail grep sed ls wc tr cut sort uniq base64 env mkdir rm cp mv date sleep tee seq \
+      xargs printf true false basename dirname find awk jq; do
+    [ -x "/usr/bin/$f" ] && tools+=("/usr/bin/$f")
+  done
+  list="$(libs "$node" /usr/bin/bash "${tools[@]}")"
+  for f in $list; do
+    place "$f" "$root"
+  done
+  cp -L --preserve=mode "$node" "$root/usr/bin/node"
+  for f in /usr/bin/bash "${tools[@]}"; do
+    cp -L --preserve=mode "$f" "$root$f"
+  done
+  ln -s bash "$root/usr/bin/sh"
+  [ -d /usr/lib/locale/C.utf8 ] && mkdir -p "$root/usr/lib/locale" && cp -a /usr/lib/locale/C.utf8 "$root/usr/lib/locale/"
+  cp -a "$pw" "$root/opt/trawler/node_modules/"
+  TRAWLER_PLAYWRIGHT="$(realpath "$root/opt/trawler/node_modules/playwright-core")" \
+    TRAWLER_COMPILE_CACHE="$root/opt/trawler/cache" "$node" execute/runner.cjs warm
+  cp "$work/sandbox-bin/trawler-sandbox" "$root/trawler-sandbox"
+  pack "$root" "$image" \
+    --change 'USER 1000:1000' \
+    --change 'ENV HOME=/tmp' \
+    --change 'ENV LANG=C.UTF-8' \
+    --change 'WORKDIR /tmp' \
+    --change 'LABEL dev.trawler.image=sandbox' \
+    --change "LABEL dev.trawler.key=$key" \
+    --change 'ENTRYPOINT ["/trawler-sandbox"]'
+  docker image prune -f --filter label=dev.trawler.image=sandbox >/dev/null
+  report "$image" "$start"
+}
+
 case "$what" in
   browser) browser ;;
   trawler) trawler ;;
   minio) minio ;;
-  all) browser; minio; trawler ;;
+  sandbox) sandbox ;;
+  all)
+    browser; minio
+    # On a fresh machine install-deps.sh builds the images before npm ci
+    # has installed playwright-core: the sandbox then waits for its next run
+    # (make images, the docker tests).
+    if [ -f test/node/node_modules/playwright-core/package.json ]; then
+      sandbox
+    else
+      echo "images.sh: trawler/sandbox skipped: test/node/node_modules/playwright-core is missing (make test-deps installs it)" >&2
+    fi
+    trawler ;;
 esac

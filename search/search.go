@@ -261,6 +261,11 @@ func (s *Service) scrapeResults(ctx context.Context, r *Request, resp *Response)
 				Options: *r.Scrape, RequestID: r.ID})
 			if err != nil {
 				res.Error = scrapeError(err)
+				if errors.Is(err, scrape.ErrLockdownMiss) {
+					mu.Lock()
+					used += scrape.LockdownMissCredits // a lockdown miss is billed too
+					mu.Unlock()
+				}
 				return
 			}
 			res.Document = doc

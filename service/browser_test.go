@@ -49,12 +49,13 @@ func TestSessionLifecycleWithChromedp(t *testing.T) {
 	require.Equal(t, "through the proxy", title, "title")
 
 	// execute runs in the active page, which chromedp's tab now is.
-	ex := ts.do("POST", "/v2/browser/"+id+"/execute", keyAcme, map[string]any{"code": "document.title + ' ' + (20 + 22)", "language": "node"})
+	ex := ts.do("POST", "/v2/browser/"+id+"/execute", keyAcme, map[string]any{"code": "document.title + ' ' + (20 + 22)", "language": "js"})
 	if ex.Status != 200 || ex.Body["success"] != true || ex.Body["result"] != "through the proxy 42" {
 		t.Fatalf("execute: %d %s", ex.Status, ex.Raw)
 	}
 	ex = ts.do("POST", "/v2/browser/"+id+"/execute", keyAcme, map[string]any{"code": "await new Promise(r => setTimeout(r, 50)); ({a: [1, 2]})"})
-	if ex.Body["success"] != true || ex.Body["result"].(map[string]any)["a"].([]any)[1] != float64(2) {
+	// result is the value as a string (Firecrawl's shape), value the value.
+	if ex.Body["success"] != true || ex.Body["value"].(map[string]any)["a"].([]any)[1] != float64(2) || ex.Body["result"] != `{"a":[1,2]}` {
 		t.Fatalf("execute with await: %s", ex.Raw)
 	}
 	for code, want := range map[string]any{
@@ -64,7 +65,7 @@ func TestSessionLifecycleWithChromedp(t *testing.T) {
 		"undefined": nil,
 	} {
 		ex = ts.do("POST", "/v2/browser/"+id+"/execute", keyAcme, map[string]any{"code": code})
-		if ex.Body["success"] != true || fmt.Sprint(ex.Body["result"]) != fmt.Sprint(want) {
+		if ex.Body["success"] != true || fmt.Sprint(ex.Body["value"]) != fmt.Sprint(want) {
 			t.Fatalf("execute %q: %s, want result %v", code, ex.Raw, want)
 		}
 	}

@@ -162,6 +162,7 @@ func TestExtractPagesWithSchema(t *testing.T) {
 	assert.NotEmpty(t, st.str("expiresAt"))
 	assert.Greater(t, st.Body["tokensUsed"], float64(0), "tokensUsed")
 	assert.Equal(t, float64(2+4), st.Body["creditsUsed"], "creditsUsed: two pages and the extraction")
+	assert.EqualValues(t, 2+4, ts.usage(keyAcme)["usedCredits"], "the team is billed the extract's credits, once")
 	assert.NotContains(t, st.Body, "sources", "sources without showSources")
 	assert.NotContains(t, st.Body, "error")
 

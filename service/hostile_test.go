@@ -599,7 +599,7 @@ func hostilePaths(session string) []hostile {
 		}
 	}
 	for _, p := range []string{"/v2", "/v2/", "/v2/nothing", "/v2/search/x", "/v2/extract/a/b", "/v2/crawl/a/b/c",
-		"/v2/browser/" + session + "/execute/x", "/v2/" + strings.Repeat("x", 50000), "/v2/%00", "/v2/team/credit-usage"} {
+		"/v2/browser/" + session + "/execute/x", "/v2/" + strings.Repeat("x", 50000), "/v2/%00", "/v2/team/nothing"} {
 		out = append(out, hostile{name: "unknown path", method: "GET", path: p, status: 404, code: "NOT_FOUND"})
 	}
 	out = append(out, hostile{name: "trailing slash", method: "GET", path: "/v2/scrape/"})
@@ -609,7 +609,8 @@ func hostilePaths(session string) []hostile {
 		out = append(out, hostile{name: "healthz " + m, method: m, path: "/healthz", status: 405, code: "METHOD_NOT_ALLOWED"})
 	}
 	routes := []string{"/v2/browser", "/v2/browser/" + session, "/v2/browser/" + session + "/execute", "/v2/team/activity",
-		"/v2/scrape", "/v2/crawl", "/v2/crawl/active", "/v2/crawl/params-preview", "/v2/batch/scrape", "/v2/map", "/v2/search", "/v2/profiles", "/v2/extract", "/v2/team/token-usage", "/v2/support/docs-search"}
+		"/v2/scrape", "/v2/crawl", "/v2/crawl/active", "/v2/crawl/params-preview", "/v2/batch/scrape", "/v2/map", "/v2/search", "/v2/profiles", "/v2/extract", "/v2/team/token-usage", "/v2/support/docs-search",
+		"/v2/team/credit-usage", "/v2/team/credit-usage/historical", "/v2/team/queue-status", "/v2/concurrency-check"}
 	for _, p := range routes {
 		for _, m := range []string{"PUT", "PATCH", "OPTIONS", "TRACE", "PROPFIND"} {
 			out = append(out, hostile{name: "method " + m, method: m, path: p, status: 405, code: "METHOD_NOT_ALLOWED"})

@@ -203,9 +203,11 @@ func (ts *testService) assertNoListeners(id string) {
 		for _, f := range []string{"tcp", "tcp6"} {
 			listening = append(listening, listeningSockets(ts.t, "/proc/"+pid+"/net/"+f, nil)...)
 		}
-		// 0100007F:0C38 is 127.0.0.1:3128, the shim's proxy port.
-		if len(listening) != 1 || !strings.HasPrefix(listening[0], "0100007F:0C38") {
-			ts.t.Errorf("the browser container listens on %v, want only the shim's 127.0.0.1:3128", listening)
+		// 00000000:0C38 is *:3128, the shim's proxy port: in the
+		// container's own namespace, which holds only loopback (each browser
+		// context dials its own 127/8 address there).
+		if len(listening) != 1 || !strings.HasPrefix(listening[0], "00000000:0C38") {
+			ts.t.Errorf("the browser container listens on %v, want only the shim's *:3128", listening)
 		}
 		return
 	}

@@ -10,43 +10,74 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/trawler-dev/trawler/browsers"
 	"github.com/trawler-dev/trawler/config"
 	"github.com/trawler-dev/trawler/docker"
+	"github.com/trawler-dev/trawler/docker/shim"
 	"github.com/trawler-dev/trawler/egress"
 	"github.com/trawler-dev/trawler/netguard"
 	"github.com/trawler-dev/trawler/profiles"
 )
 
-// egressProxy is the egress proxy and, for the process runtime's browsers,
-// the loopback URL they reach it on.
+// egressProxy is the egress proxy.
 type egressProxy struct {
 	proxy *egress.Proxy
-	url   string
 }
 
 func (e egressProxy) Close() { e.proxy.Close() }
 
 // newEgress starts the egress proxy every browser's requests go through,
 // with TRAWLER_ADDR denied to them.
-func newEgress(cfg *config.Config, guard *netguard.Guard, log *slog.Logger) (egressProxy, error) {
+func newEgress(cfg *config.Config, guard *netguard.Guard, report func(egress.Binding, int64, int64), log *slog.Logger) (egressProxy, error) {
 	rules, err := egress.HostRulesFromFlags(cfg.ChromiumFlags)
 	if err != nil {
 		return egressProxy{}, fmt.Errorf("TRAWLER_CHROMIUM_FLAGS: %w", err)
 	}
-	p := egress.New(guard, rules, log)
-	p.Deny(cfg.Addr)
-	e := egressProxy{proxy: p}
-	if cfg.Runtime != "docker" {
-		// Containers reach the proxy through their own stream; local
-		// browsers through a loopback port.
-		if e.url, err = p.Listen("127.0.0.1:0"); err != nil {
-			p.Close()
-			return egressProxy{}, err
-		}
+	ec := egress.Config{Guard: guard, Rules: rules, Upstreams: cfg.Proxies, Report: report, Log: log}
+	if cfg.Runtime == "docker" {
+		// Containers reach the proxy through their shim's streams; local
+		// browsers through a loopback port of their own.
+		ec.StreamPort = shim.ProxyPort
 	}
-	return e, nil
+	p := egress.New(ec)
+	p.Deny(cfg.Addr)
+	return egressProxy{proxy: p}, nil
+}
+
+// egressCollector exports the egress proxy's bytes by team.
+type egressCollector struct {
+	p    *egress.Proxy
+	desc *prometheus.Desc
+}
+
+func (c *egressCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *egressCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, t := range c.p.TeamBytes() {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(t.In), t.Team, "in")
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(t.Out), t.Team, "out")
+	}
+}
+
+// routedRuntime ends a browser's egress routes when the browser has gone.
+type routedRuntime struct {
+	browsers.Runtime
+	egress *egress.Proxy
+}
+
+func (r routedRuntime) Start(ctx context.Context, id string) (browsers.Browser, error) {
+	b, err := r.Runtime.Start(ctx, id)
+	if err != nil {
+		r.egress.ForgetBrowser(id)
+		return nil, err
+	}
+	go func() {
+		<-b.Done()
+		r.egress.ForgetBrowser(id)
+	}()
+	return b, nil
 }
 
 // newRuntime returns the browser runtime cfg selects and a function that
@@ -56,16 +87,16 @@ func newRuntime(cfg *config.Config, out egressProxy, log *slog.Logger) (browsers
 		rt, err := docker.New(docker.Config{
 			Image: cfg.Docker.Image, Instance: cfg.Instance,
 			Memory: cfg.Docker.Memory, CPUs: cfg.Docker.CPUs, PidsLimit: cfg.Docker.Pids, ShmSize: cfg.Docker.Shm,
-			StartTimeout: cfg.BrowserStartTimeout, ExtraFlags: cfg.ChromiumFlags, Egress: out.proxy.ServeConn, Log: log,
+			StartTimeout: cfg.BrowserStartTimeout, ExtraFlags: cfg.ChromiumFlags, Egress: out.proxy.ServeStream, Log: log,
 		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("TRAWLER_RUNTIME=docker: %w", err)
 		}
-		return rt, func() { rt.Close() }, nil
+		return routedRuntime{rt, out.proxy}, func() { rt.Close() }, nil
 	}
 	rt := &browsers.ProcessRuntime{Chromium: cfg.ChromiumPath, Dir: filepath.Join(cfg.DataDir, "browsers"),
-		ExtraFlags: cfg.ChromiumFlags, Proxy: out.url, StartTimeout: cfg.BrowserStartTimeout, Log: log}
-	return rt, func() {}, nil
+		ExtraFlags: cfg.ChromiumFlags, ProxyFor: out.proxy.ProxyFor, StartTimeout: cfg.BrowserStartTimeout, Log: log}
+	return routedRuntime{rt, out.proxy}, func() {}, nil
 }
 
 // newProfileStore opens the profile store cfg names: a directory, or an S3

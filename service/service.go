@@ -66,6 +66,9 @@ type Service struct {
 	// closeRuntime releases the browser runtime after the pool has stopped
 	// every browser.
 	closeRuntime func()
+	// closeExecute waits for the execute endpoint's runs (which end with
+	// their sessions) and releases its sandboxes' engine connection.
+	closeExecute func()
 	cancel       context.CancelFunc
 	handler      http.Handler
 	stop         chan struct{}
@@ -106,6 +109,9 @@ func (s *Service) janitor() {
 		}
 		if err := s.Store.PruneModelUsage(ctx, time.Now().Add(-modelUsageRetention)); err != nil {
 			s.log.Error("pruning model usage", "err", err)
+		}
+		if err := s.Store.PruneEgressUsage(ctx, time.Now().Add(-modelUsageRetention)); err != nil {
+			s.log.Error("pruning egress usage", "err", err)
 		}
 		if err := s.Store.PrunePageVersions(ctx, time.Now().Add(-scrape.ChangeRetention)); err != nil {
 			s.log.Error("pruning change tracking's page versions", "err", err)
@@ -148,7 +154,14 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 	}
 	opener := &profiles.Opener{Store: profileStore, Instance: cfg.Instance, LockTTL: cfg.ProfileLockTTL}
 	guard := &netguard.Guard{AllowPrivate: cfg.AllowPrivateNetworks}
-	out, err := newEgress(cfg, guard, log)
+	out, err := newEgress(cfg, guard, func(b egress.Binding, in, outBytes int64) {
+		go func() {
+			u := store.EgressUsage{Team: b.Team, Request: b.Request, In: in, Out: outBytes, At: time.Now()}
+			if err := st.AddEgressUsage(context.Background(), u); err != nil {
+				log.Debug("recording egress usage", "err", err)
+			}
+		}()
+	}, log)
 	if err != nil {
 		return fail(err)
 	}
@@ -171,11 +184,21 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 		return fail(err)
 	}
 	undo = append(undo, mgr.Close)
+	mgr.BindEgress = func(browser, team, session string) {
+		if r, err := out.proxy.BrowserRoute(browser); err == nil {
+			r.Bind(egress.Binding{Team: team, Request: session})
+		}
+	}
 	urls := wire.PublicURL{Base: cfg.PublicURL, Trusted: cfg.TrustedProxies}
 	proxy := cdpproxy.New(mgr, urls, log)
+	executor, closeExecute, err := newExecute(ctx, cfg, proxy, log)
+	if err != nil {
+		return fail(err)
+	}
+	undo = append(undo, closeExecute)
 	llm := newModel(cfg.LLM, st)
 	scraper := &scrape.Service{Pool: pool, Store: st, Log: log, Retention: cfg.ResultRetention, Guard: guard, Profiles: opener,
-		SharedCache: cfg.SharedCache, Model: llm,
+		SharedCache: cfg.SharedCache, Model: llm, Egress: out.proxy,
 		Media: scrape.MediaOptions{Dir: filepath.Join(cfg.DataDir, "media"), Base: urls.For(wire.Request{Host: cfg.Addr})}}
 	hooks := &webhook.Dispatcher{Store: st, Client: guard.Client(10*time.Second, netguard.VerifyTLS), Log: log,
 		Secret: func(team string) string { return cfg.WebhookSecrets[team] }}
@@ -202,10 +225,12 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 	undo = append(undo, func() { docs.Close() })
 	log.Debug("documentation indexed", "sections", len(docs.Sections()), "took", docs.BuildTime)
 	a := api.New(api.Deps{Teams: teamRegistry, Sessions: mgr, Scraper: scraper, Crawler: crawler, Store: st, URLs: urls, Log: log,
-		Profiles: opener, Search: found.service, Model: llm, Extract: extracts, Docs: docs})
+		Profiles: opener, Search: found.service, Model: llm, Extract: extracts, Docs: docs,
+		Execute: executor})
 
 	s := &Service{Config: cfg, Store: st, Pool: pool, Sessions: mgr, Proxy: proxy, Crawler: crawler, Extract: extracts, Webhooks: hooks,
 		Profiles: profileStore, Egress: out.proxy, Model: llm, search: found, docs: docs, log: log, stop: make(chan struct{}), closeRuntime: closeRuntime}
+	s.closeExecute = closeExecute
 	bg, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.wg.Add(3)
@@ -246,6 +271,7 @@ func (s *Service) Close() {
 	s.Extract.Close()
 	s.Crawler.Close()
 	s.Sessions.Close()
+	s.closeExecute()
 	s.Pool.Close()
 	s.closeRuntime()
 	s.Egress.Close()
@@ -299,6 +325,7 @@ func (s *Service) collectors() []prometheus.Collector {
 		gauge("pool_waiters", "Requests waiting for a browser.", func() float64 { return float64(s.Pool.Stats().Waiters) }),
 		gauge("cdp_connections", "Open CDP client connections.", func() float64 { return float64(s.Proxy.Connections()) }),
 		&sessionCollector{s: s, desc: prometheus.NewDesc("trawler_sessions", "Browser sessions by status.", []string{"status"}, nil)},
+		&egressCollector{p: s.Egress, desc: prometheus.NewDesc("trawler_egress_bytes", "Bytes browsers received (in) and sent (out) through the egress proxy since start, by team.", []string{"team", "direction"}, nil)},
 		gauge("model_calls_in_flight", "Language-model requests being answered.", s.modelStat(func(m model.Stats) int64 { return m.InFlight })),
 		gauge("model_calls_in_flight_max", "Most language-model requests answered at once since start.", s.modelStat(func(m model.Stats) int64 { return m.MaxInFlight })),
 		gauge("model_calls", "Language-model calls made since start.", s.modelStat(func(m model.Stats) int64 { return m.Calls })),

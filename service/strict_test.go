@@ -142,7 +142,7 @@ func TestScriptValuesJSONCannotCarry(t *testing.T) {
 	id := ts.create(keyAcme, nil).str("id")
 	for _, c := range cases {
 		ex := ts.do("POST", "/v2/browser/"+id+"/execute", keyAcme, map[string]any{"code": c.code})
-		if ex.Status != 200 || ex.Body["success"] != true || fmt.Sprint(ex.Body["result"]) != c.want {
+		if ex.Status != 200 || ex.Body["success"] != true || fmt.Sprint(ex.Body["value"]) != c.want {
 			t.Errorf("execute %s: %d %s, want result %s", c.code, ex.Status, ex.Raw, c.want)
 		}
 	}

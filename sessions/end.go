@@ -89,3 +89,14 @@ func (e End) CloseCode() int {
 	}
 	return closeNormal
 }
+
+// creditsPerMinute is what a session costs per browser minute, as
+// Firecrawl bills its browser sessions.
+const creditsPerMinute = 2
+
+// Credits is what a session that lasted d is billed: creditsPerMinute for
+// each minute it was started, at least one.
+func Credits(d time.Duration) int {
+	minutes := max(1, int((d+time.Minute-1)/time.Minute))
+	return minutes * creditsPerMinute
+}

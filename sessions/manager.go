@@ -52,6 +52,10 @@ type Manager struct {
 	store *store.Store
 	log   *slog.Logger
 
+	// BindEgress, when set, binds a new session's browser's egress route
+	// to its team and id, so that its traffic is counted against them.
+	BindEgress func(browser, team, session string)
+
 	mu     sync.Mutex
 	active map[string]*Session
 	closed bool
@@ -61,7 +65,7 @@ type Manager struct {
 // NewManager returns a manager. Sessions left active in the store by a
 // service that did not shut down cleanly are marked destroyed.
 func NewManager(ctx context.Context, pool *browsers.Pool, st *store.Store, log *slog.Logger) (*Manager, error) {
-	n, err := st.EndActiveSessions(ctx, Restarted.Text)
+	n, err := st.EndActiveSessions(ctx, Restarted.Text, Credits)
 	if err != nil {
 		return nil, err
 	}
@@ -115,6 +119,7 @@ type Session struct {
 	ended    bool
 	end      End
 	endedAt  time.Time
+	credits  int // billed when the session ended
 	done     chan struct{}
 	attached int
 	detached chan struct{} // closed when attached drops to 0 after the end
@@ -259,6 +264,9 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (*Session, error)
 		lease.Release(browsers.Destroy)
 		return nil, err
 	}
+	if m.BindEgress != nil {
+		m.BindEgress(lease.Browser().ID(), o.Team, s.rec.ID)
+	}
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -313,6 +321,7 @@ func (m *Manager) finish(s *Session, e End) bool {
 	s.ended = true
 	s.end = e
 	s.endedAt = time.Now().UTC()
+	s.credits = Credits(s.endedAt.Sub(s.rec.CreatedAt))
 	var detached chan struct{}
 	if s.attached > 0 {
 		detached = make(chan struct{})
@@ -326,7 +335,7 @@ func (m *Manager) finish(s *Session, e End) bool {
 	last := time.Unix(0, s.lastActivity.Load())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := m.store.EndSession(ctx, s.rec.ID, s.endedAt, last, e.Text); err != nil {
+	if err := m.store.EndSession(ctx, s.rec.ID, s.endedAt, last, e.Text, s.credits); err != nil {
 		m.log.Error("recording the end of a session", "session", s.rec.ID, "err", err)
 	}
 	close(s.done)
@@ -431,16 +440,19 @@ func (m *Manager) List(ctx context.Context, team, status string) ([]store.Sessio
 	return recs, nil
 }
 
-// Delete ends team's session id and returns how long it lasted.
-func (m *Manager) Delete(ctx context.Context, team, id string) (time.Duration, error) {
+// Delete ends team's session id and returns how long it lasted and the
+// credits it was billed.
+func (m *Manager) Delete(ctx context.Context, team, id string) (time.Duration, int, error) {
 	s, err := m.TeamLookup(ctx, team, id)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if !m.finish(s, Deleted) {
-		return 0, &DestroyedError{ID: id, Reason: s.Ended().Text}
+		return 0, 0, &DestroyedError{ID: id, Reason: s.Ended().Text}
 	}
-	return time.Since(s.rec.CreatedAt), nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.endedAt.Sub(s.rec.CreatedAt), s.credits, nil
 }
 
 // ExecResult is the outcome of Execute.

@@ -26,6 +26,10 @@ type Extract struct {
 	CreatedAt time.Time
 	ExpiresAt time.Time
 	Credits   int
+	// Charged is what the extraction itself adds to Credits, which
+	// FinishExtract writes to the credit ledger: the pages are billed as
+	// their batch's.
+	Charged int
 }
 
 // CreateExtract stores a new extract job.
@@ -54,8 +58,9 @@ func (s *Store) SetExtractBatch(ctx context.Context, id, batchID, warning string
 }
 
 // FinishExtract ends a processing extract with e's status, result, sources,
-// warning, error, credits and expiry, once: one that already ended is left
-// as it is and ErrNotFound returned.
+// warning, error, credits and expiry, and writes its charge (e.Charged) to
+// the credit ledger, once: one that already ended is left as it is and
+// ErrNotFound returned.
 func (s *Store) FinishExtract(ctx context.Context, e Extract) error {
 	sources, err := json.Marshal(e.Sources)
 	if err != nil {
@@ -68,16 +73,20 @@ func (s *Store) FinishExtract(ctx context.Context, e Extract) error {
 	if e.Result != nil {
 		result = e.Result
 	}
-	res, err := s.db.ExecContext(ctx, `UPDATE extracts SET status = ?, result = ?, sources = ?, warning = ?, error = ?,
-		credits = ?, expires_at = ? WHERE id = ? AND status = 'processing'`, e.Status, result, string(sources), e.Warning,
-		e.Error, e.Credits, millis(e.ExpiresAt), e.ID)
-	if err != nil {
-		return fmt.Errorf("ending extract: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return ErrNotFound
-	}
-	return nil
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		var team string
+		err := tx.QueryRowContext(ctx, `UPDATE extracts SET status = ?, result = ?, sources = ?, warning = ?, error = ?,
+			credits = ?, expires_at = ? WHERE id = ? AND status = 'processing' RETURNING team_id`, e.Status, result,
+			string(sources), e.Warning, e.Error, e.Credits, millis(e.ExpiresAt), e.ID).Scan(&team)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("ending extract: %w", err)
+		}
+		_, err = insertCharge(ctx, tx, Charge{Team: team, Request: e.ID, Kind: CreditExtract, Credits: e.Charged})
+		return err
+	})
 }
 
 const extractColumns = `id, team_id, status, request, batch_id, result, sources, warning, error, created_at, expires_at,

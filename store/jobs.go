@@ -112,8 +112,9 @@ func (s *Store) AddJobURLs(ctx context.Context, job string, urls []JobURL) error
 }
 
 // FinishJobURL records a scraped (or failed) URL, the URLs its page led to,
-// its credits and its webhook events, all at once: after a crash the page
-// is either wholly recorded or still queued. A URL with a document gets the
+// its credits (on the job and in the credit ledger) and its webhook events,
+// all at once: after a crash the page is either wholly recorded, and billed
+// once, or still queued and not billed. A URL with a document gets the
 // next place in the job's results, returned as seq (1, 2, ...); a
 // zero-data-retention job passes hasDoc without a document, so that its
 // results keep their order in memory only.
@@ -140,8 +141,23 @@ func (s *Store) FinishJobURL(ctx context.Context, job string, u JobURL, hasDoc b
 		return 0, err
 	}
 	if credits != 0 {
-		if _, err := tx.ExecContext(ctx, `UPDATE jobs SET credits = credits + ? WHERE id = ?`, credits, job); err != nil {
+		// The page's charge goes to the ledger with the page; the job's sum
+		// counts it only if the ledger did not have it already.
+		var c Charge
+		err := tx.QueryRowContext(ctx, `SELECT team_id, CASE kind WHEN 'batch' THEN ? ELSE ? END FROM jobs WHERE id = ?`,
+			CreditBatch, CreditCrawl, job).Scan(&c.Team, &c.Kind)
+		if err != nil {
+			return 0, fmt.Errorf("reading the job of a page: %w", err)
+		}
+		c.Request, c.Item, c.Credits = job, u.Key, credits
+		charged, err := insertCharge(ctx, tx, c)
+		if err != nil {
 			return 0, err
+		}
+		if charged {
+			if _, err := tx.ExecContext(ctx, `UPDATE jobs SET credits = credits + ? WHERE id = ?`, credits, job); err != nil {
+				return 0, err
+			}
 		}
 	}
 	for _, e := range events {

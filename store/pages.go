@@ -135,15 +135,7 @@ func (s *Store) PruneCache(ctx context.Context, before time.Time) error {
 	})
 }
 
-// PutScrape stores a scrape's document (JSON) for GET /v2/scrape/{id}.
-func (s *Store) PutScrape(ctx context.Context, id, team string, created, expires time.Time, doc []byte) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO scrapes (id, team_id, created_at, expires_at, document)
-		VALUES (?, ?, ?, ?, ?)`, id, team, millis(created), millis(expires), doc)
-	if err != nil {
-		return fmt.Errorf("storing scrape %s: %w", id, err)
-	}
-	return nil
-}
+// PutScrape, which bills the scrape too, is in credits.go.
 
 // Scrape returns team's scrape id, or ErrNotFound (also once expired).
 func (s *Store) Scrape(ctx context.Context, team, id string) ([]byte, error) {

@@ -62,29 +62,66 @@ func (s *Store) InsertSession(ctx context.Context, r Session) error {
 	return nil
 }
 
-// EndSession marks session id destroyed.
-func (s *Store) EndSession(ctx context.Context, id string, at, lastActivity time.Time, reason string) error {
-	_, err := s.db.ExecContext(ctx, `UPDATE browser_sessions SET status = 'destroyed', destroyed_at = ?,
-		last_activity = ?, end_reason = ? WHERE id = ? AND status = 'active'`,
-		millis(at), millis(lastActivity), reason, id)
-	if err != nil {
-		return fmt.Errorf("ending session %s: %w", id, err)
-	}
-	return nil
+// EndSession marks session id destroyed and, in the same transaction,
+// charges its team credits for it (once, however often it is called).
+func (s *Store) EndSession(ctx context.Context, id string, at, lastActivity time.Time, reason string, credits int) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		var team string
+		err := tx.QueryRowContext(ctx, `UPDATE browser_sessions SET status = 'destroyed', destroyed_at = ?,
+			last_activity = ?, end_reason = ? WHERE id = ? AND status = 'active' RETURNING team_id`,
+			millis(at), millis(lastActivity), reason, id).Scan(&team)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil // ended already
+		}
+		if err != nil {
+			return fmt.Errorf("ending session %s: %w", id, err)
+		}
+		_, err = insertCharge(ctx, tx, Charge{Team: team, Request: id, Kind: CreditBrowser, Credits: credits, At: at})
+		return err
+	})
 }
 
 // EndActiveSessions marks every session still active as destroyed with
 // reason; at start, these are the sessions of a service that did not shut
-// down cleanly. It returns how many it ended.
-func (s *Store) EndActiveSessions(ctx context.Context, reason string) (int, error) {
-	now := millis(time.Now())
-	res, err := s.db.ExecContext(ctx, `UPDATE browser_sessions SET status = 'destroyed', destroyed_at = ?,
-		end_reason = ? WHERE status = 'active'`, now, reason)
+// down cleanly. Each is charged bill(how long it is known to have lasted:
+// until its last recorded activity) when bill is not nil. It returns how
+// many it ended.
+func (s *Store) EndActiveSessions(ctx context.Context, reason string, bill func(time.Duration) int) (int, error) {
+	now := time.Now()
+	n := 0
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT id, team_id, created_at, last_activity FROM browser_sessions
+			WHERE status = 'active'`)
+		if err != nil {
+			return err
+		}
+		orphans, err := scanAll(rows, func(r interface{ Scan(...any) error }) (Charge, error) {
+			var c Charge
+			var created, last int64
+			err := r.Scan(&c.Request, &c.Team, &created, &last)
+			c.Kind, c.At = CreditBrowser, now
+			if bill != nil {
+				c.Credits = bill(time.Duration(max(0, last-created)) * time.Millisecond)
+			}
+			return c, err
+		})
+		if err != nil {
+			return err
+		}
+		for _, c := range orphans {
+			if _, err := insertCharge(ctx, tx, c); err != nil {
+				return err
+			}
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE browser_sessions SET status = 'destroyed', destroyed_at = ?,
+			end_reason = ? WHERE status = 'active'`, millis(now), reason)
+		n = len(orphans)
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("ending orphaned sessions: %w", err)
 	}
-	n, _ := res.RowsAffected()
-	return int(n), nil
+	return n, nil
 }
 
 // Session returns session id whatever its team; callers that act for a team

@@ -9,7 +9,8 @@
 //     states, so that a restarted service resumes them (jobs.go);
 //   - webhook events awaiting delivery or retry (webhooks.go);
 //   - the token usage of every language-model call (usage.go);
-//   - change tracking's page versions (changes.go).
+//   - change tracking's page versions (changes.go);
+//   - the credit ledger: every billable event, once (credits.go).
 //
 // Records that outlive their retention are deleted by the Prune methods.
 package store
@@ -238,6 +239,32 @@ var migrations = []string{
 		expires_at INTEGER NOT NULL
 	);
 	CREATE INDEX media_expires ON media(expires_at);`,
+	// The credit ledger (credits.go): every billable event once, written
+	// in the transaction that makes its result durable. (request_id, item)
+	// is unique, so that a write repeated after a crash bills nothing more.
+	`CREATE TABLE credit_ledger (
+		seq INTEGER PRIMARY KEY AUTOINCREMENT,
+		team_id TEXT NOT NULL,
+		request_id TEXT NOT NULL,
+		item TEXT NOT NULL,
+		kind TEXT NOT NULL,
+		credits INTEGER NOT NULL,
+		created_at INTEGER NOT NULL
+	);
+	CREATE UNIQUE INDEX credit_ledger_item ON credit_ledger(request_id, item);
+	CREATE INDEX credit_ledger_team ON credit_ledger(team_id, created_at);`,
+	// The bytes each request's browser contexts moved through the egress
+	// proxy (egress.go), for its activity entry.
+	`CREATE TABLE egress_usage (
+		seq INTEGER PRIMARY KEY AUTOINCREMENT,
+		team_id TEXT NOT NULL,
+		request_id TEXT NOT NULL,
+		bytes_in INTEGER NOT NULL,
+		bytes_out INTEGER NOT NULL,
+		created_at INTEGER NOT NULL
+	);
+	CREATE INDEX egress_usage_request ON egress_usage(team_id, request_id);
+	CREATE INDEX egress_usage_created ON egress_usage(created_at);`,
 }
 
 // Open opens (creating if needed) the database at path and migrates it.

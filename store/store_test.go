@@ -34,9 +34,14 @@ func TestReopenKeepsDataAndSchema(t *testing.T) {
 	}
 	_, err = s.TeamSession(ctx, "globex", "s1")
 	require.ErrorIs(t, err, ErrNotFound, "another team's session")
-	n, err := s.EndActiveSessions(ctx, "service restarted")
+	n, err := s.EndActiveSessions(ctx, "service restarted", func(time.Duration) int { return 2 })
 	require.NoError(t, err, "EndActiveSessions")
 	require.Equal(t, 1, n, "sessions EndActiveSessions ended")
+	charges, err := s.Charges(ctx, "s1")
+	require.NoError(t, err)
+	if len(charges) != 1 || charges[0].Team != "acme" || charges[0].Kind != CreditBrowser || charges[0].Credits != 2 {
+		t.Fatalf("the orphaned session's charge: %+v", charges)
+	}
 	got, _ = s.Session(ctx, "s1")
 	if got.Status != "destroyed" || got.EndReason != "service restarted" || got.DestroyedAt.IsZero() {
 		t.Fatalf("orphaned session: %+v", got)

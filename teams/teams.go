@@ -19,6 +19,9 @@ type Team struct {
 	Concurrency int
 	// Features are the options the operator enabled for the team.
 	Features config.Features
+	// CreditLimit is the credits the team may use per calendar month
+	// (UTC); 0: no limit.
+	CreditLimit int64
 }
 
 // Registry authenticates bearer keys.
@@ -26,13 +29,15 @@ type Registry struct {
 	local       bool
 	concurrency int
 	features    map[string]config.Features
+	credits     map[string]int64
 	keys        []store.KeyRecord
 }
 
 // Open stores the configured keys (hashed) and returns a registry over
 // them. With no keys configured the registry is in local mode.
 func Open(ctx context.Context, st *store.Store, cfg *config.Config) (*Registry, error) {
-	r := &Registry{local: cfg.LocalMode(), concurrency: cfg.TeamConcurrency, features: cfg.TeamFeatures}
+	r := &Registry{local: cfg.LocalMode(), concurrency: cfg.TeamConcurrency, features: cfg.TeamFeatures,
+		credits: cfg.TeamCredits}
 	if r.local {
 		if err := st.EnsureTeam(ctx, config.LocalTeam); err != nil {
 			return nil, fmt.Errorf("creating the local team: %w", err)
@@ -86,7 +91,7 @@ func (r *Registry) team(id string) Team {
 		// The local team is the operator: every feature is theirs.
 		f = config.Features{ZeroDataRetention: true, IgnoreRobotsTxt: true, SearchZDR: true, SearchAnon: true}
 	}
-	return Team{ID: id, Concurrency: r.concurrency, Features: f}
+	return Team{ID: id, Concurrency: r.concurrency, Features: f, CreditLimit: r.credits[id]}
 }
 
 func hashKey(key string) []byte {

@@ -167,7 +167,7 @@ func main() {
 	// crawl and search phases are about half of it).
 	ctx, cancel := context.WithTimeout(ctx, 25*time.Minute)
 	b := &bench{log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
-	flag.StringVar(&b.only, "only", "", "run only these phases, comma-separated: create, memory, cdp, leaks, transform, scrape, concurrent, crawl, docker, profiles, liveview, parse, search, model, changes, branding, audio, docs")
+	flag.StringVar(&b.only, "only", "", "run only these phases, comma-separated: create, memory, cdp, leaks, transform, scrape, concurrent, crawl, docker, profiles, liveview, parse, search, model, changes, branding, audio, docs, egress, execute")
 	flag.IntVar(&b.concurrentPool, "concurrent-pool", concurrentPool, "pool size of the concurrent phase")
 	flag.Parse()
 	err := b.run(ctx)
@@ -273,6 +273,8 @@ func (b *bench) run(ctx context.Context) error {
 		{"branding", b.brandingTime},
 		{"audio", b.audioExtract},
 		{"docs", b.docsSearch},
+		{"egress", b.egressOverhead},
+		{"execute", b.executeNode},
 	}
 	for _, ph := range phases {
 		if !b.selected(ph.name) {
@@ -670,7 +672,7 @@ func (b *bench) leaks(ctx context.Context, in *instance) error {
 }
 
 // median is the middle value, or the mean of the two middle values.
-func median(ds []time.Duration) time.Duration {
+func median[T time.Duration | float64](ds []T) T {
 	if len(ds) == 0 {
 		return 0
 	}

@@ -108,6 +108,11 @@ func TestCrawlResumesAfterKill(t *testing.T) {
 	if len(data) != want || st["completed"].(float64) != want || st["total"].(float64) != want {
 		t.Errorf("%d documents, completed %v, total %v; want %d (before the kill: %v)", len(data), st["completed"], st["total"], want, before)
 	}
+	// Each page was billed once, a credit each, though the kill cut the
+	// crawl short: none lost with the killed process, none billed twice.
+	assert.EqualValues(t, want, st["creditsUsed"], "the crawl's creditsUsed")
+	usage, _ := p2.call(t, "GET", "/v2/team/credit-usage")["data"].(map[string]any)
+	assert.EqualValues(t, want, usage["usedCredits"], "the team's credits: %v", usage)
 }
 
 func TestCrawlCommand(t *testing.T) {

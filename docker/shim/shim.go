@@ -8,9 +8,13 @@
 //   - the first stream Trawler opens is Chromium's DevTools pipe (Chromium
 //     runs with --remote-debugging-pipe: it listens on no port, in the
 //     container or anywhere else);
-//   - every connection Chromium makes to its proxy, a loopback port in the
+//   - every connection Chromium makes to its proxy, a port in the
 //     container that the shim listens on, becomes a stream the shim opens,
-//     which Trawler hands to its egress proxy.
+//     which Trawler hands to its egress proxy. The stream starts with the
+//     four bytes of the IPv4 address the connection was made to: the
+//     browser's own proxy is 127.0.0.1, and each browser context Trawler
+//     makes is given another loopback address, so that the egress proxy
+//     tells contexts (and the teams and requests they serve) apart.
 //
 // So a page can reach neither the DevTools of its own browser nor anything
 // else but what the egress proxy lets through, and no container can reach
@@ -23,6 +27,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -36,7 +41,7 @@ import (
 
 // Protocol names the stream conventions above; the shim prints it first
 // on stderr so that a mismatched image is named in Trawler's error.
-const Protocol = "trawler-shim/1"
+const Protocol = "trawler-shim/2"
 
 // ProxyPort is the loopback port in the container that Chromium's
 // --proxy-server names.
@@ -60,6 +65,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("trawler-shim", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	port := fs.Int("proxy-port", ProxyPort, "loopback port of the proxy Chromium is told to use")
+	// In the container's own network namespace only loopback exists, so
+	// listening on every address hears all of 127/8 and nothing else.
+	host := fs.String("proxy-listen", "0.0.0.0", "address to listen on for the browser's proxy connections")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -68,15 +76,15 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	fmt.Fprintln(stderr, Protocol)
-	code, err := run(fs.Args(), *port, stdin, stdout, stderr)
+	code, err := run(fs.Args(), net.JoinHostPort(*host, strconv.Itoa(*port)), stdin, stdout, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "trawler-shim:", err)
 	}
 	return code
 }
 
-func run(command []string, port int, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+func run(command []string, listen string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	ln, err := net.Listen("tcp4", listen)
 	if err != nil {
 		return 1, fmt.Errorf("listening for the browser's proxy connections: %w", err)
 	}
@@ -138,6 +146,15 @@ func run(command []string, port int, stdin io.Reader, stdout, stderr io.Writer) 
 					c.Close()
 					return
 				}
+				var to [4]byte
+				if a, ok := c.LocalAddr().(*net.TCPAddr); ok && a.IP.To4() != nil {
+					copy(to[:], a.IP.To4())
+				}
+				if _, err := s.Write(to[:]); err != nil {
+					c.Close()
+					s.Close()
+					return
+				}
 				splice(c, s)
 			}()
 		}
@@ -194,8 +211,9 @@ type Session struct {
 
 // Connect starts Trawler's end over conn (the container's attached
 // streams: stdout to read, stdin to write), opens the DevTools stream and
-// hands every proxy stream the shim opens to egress until the session ends.
-func Connect(conn io.ReadWriteCloser, egress func(net.Conn), log io.Writer) (*Session, error) {
+// hands every proxy stream the shim opens to egress, with the loopback
+// address the browser dialled, until the session ends.
+func Connect(conn io.ReadWriteCloser, egress func(to netip.Addr, c net.Conn), log io.Writer) (*Session, error) {
 	sess, err := yamux.Client(conn, config(log))
 	if err != nil {
 		return nil, err
@@ -215,7 +233,16 @@ func Connect(conn io.ReadWriteCloser, egress func(net.Conn), log io.Writer) (*Se
 				s.Close()
 				continue
 			}
-			egress(s)
+			go func() {
+				var to [4]byte
+				s.SetReadDeadline(time.Now().Add(30 * time.Second))
+				if _, err := io.ReadFull(s, to[:]); err != nil {
+					s.Close()
+					return
+				}
+				s.SetReadDeadline(time.Time{})
+				egress(netip.AddrFrom4(to), s)
+			}()
 		}
 	}()
 	return &Session{sess: sess, cdp: cdp}, nil

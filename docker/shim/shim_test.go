@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,7 +31,7 @@ func TestShim(t *testing.T) {
 	stderr := bufio.NewReader(stderrR)
 	exited := make(chan int, 1)
 	go func() {
-		exited <- Main([]string{"-proxy-port", strconv.Itoa(port), "--", "sh", "-c", "cat <&3 >&4"}, toShimR, fromShimW, stderrW)
+		exited <- Main([]string{"-proxy-listen", "127.0.0.1", "-proxy-port", strconv.Itoa(port), "--", "sh", "-c", "cat <&3 >&4"}, toShimR, fromShimW, stderrW)
 		fromShimW.Close()
 		stderrW.Close()
 	}()
@@ -40,7 +41,12 @@ func TestShim(t *testing.T) {
 	go io.Copy(io.Discard, stderr)
 
 	egress := make(chan net.Conn, 1)
-	sess, err := Connect(pipeConn{fromShimR, toShimW}, func(c net.Conn) { egress <- c }, io.Discard)
+	sess, err := Connect(pipeConn{fromShimR, toShimW}, func(to netip.Addr, c net.Conn) {
+		if to != netip.MustParseAddr("127.0.0.1") {
+			t.Errorf("the stream says the browser dialled %s, want 127.0.0.1", to)
+		}
+		egress <- c
+	}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,14 +53,17 @@ test('SDK creates, lists, executes in and deletes a browser session', async () =
     await page.setContent(`<title>${title}</title><p>hello</p>`);
     assert.equal(await page.title(), title);
 
-    const exec = await within(20_000, fc.browserExecute(s.id, { code: 'document.title', language: 'node' }), 'browserExecute');
+    // language js is evaluated in the page (node and bash run in the
+    // execute sandbox: execute.test.mjs).
+    const exec = await within(20_000, fc.browserExecute(s.id, { code: 'document.title', language: 'js' }), 'browserExecute');
     assert.equal(exec.success, true, `execute answered ${JSON.stringify(exec)}`);
     assert.equal(exec.result, title);
 
-    const exec2 = await within(20_000, fc.browserExecute(s.id, { code: '({n: 6 * 7, text: document.querySelector("p").textContent})', language: 'node' }), 'browserExecute object');
-    assert.deepEqual(exec2.result, { n: 42, text: 'hello' });
+    const exec2 = await within(20_000, fc.browserExecute(s.id, { code: '({n: 6 * 7, text: document.querySelector("p").textContent})', language: 'js' }), 'browserExecute object');
+    assert.deepEqual(exec2.value, { n: 42, text: 'hello' });
+    assert.deepEqual(JSON.parse(exec2.result), { n: 42, text: 'hello' }, 'result is the value as a string');
 
-    const thrown = await within(20_000, fc.browserExecute(s.id, { code: 'throw new Error("boom from test")', language: 'node' }), 'browserExecute throw');
+    const thrown = await within(20_000, fc.browserExecute(s.id, { code: 'throw new Error("boom from test")', language: 'js' }), 'browserExecute throw');
     assert.equal(thrown.success, false);
     assert.match(String(thrown.error), /boom from test/);
 
@@ -107,7 +110,7 @@ test("another team's key cannot see, use or delete the session", async () => {
       assert.ok(err.status === 404 || err.status === 403, `globex delete answered ${err.status}: ${err.message}`);
       return true;
     });
-    await assert.rejects(globex.browserExecute(s.id, { code: '1+1', language: 'node' }), (err) => {
+    await assert.rejects(globex.browserExecute(s.id, { code: '1+1', language: 'js' }), (err) => {
       assert.ok(err.status === 404 || err.status === 403, `globex execute answered ${err.status}: ${err.message}`);
       return true;
     });
@@ -117,8 +120,8 @@ test("another team's key cannot see, use or delete the session", async () => {
     // globex's failed attempts left acme's session alive and usable.
     const mine = await acme.listBrowsers({ status: 'active' });
     assert.ok(ids(mine).includes(s.id), 'acme\'s session is still active');
-    const exec = await acme.browserExecute(s.id, { code: '1+1', language: 'node' });
-    assert.equal(exec.result, 2);
+    const exec = await acme.browserExecute(s.id, { code: '1+1', language: 'js' });
+    assert.equal(exec.result, '2');
 
     // A key that belongs to no team is refused outright.
     const stranger = new Firecrawl({ apiKey: 'not-a-key', apiUrl: trawler.apiUrl, maxRetries: 1 });
@@ -137,12 +140,13 @@ test('browserExecute resolves a returned Promise', async () => {
   const s = await within(30_000, fc.browser({ ttl: 120, activityTtl: 60 }), 'fc.browser');
   try {
     const started = Date.now();
-    const late = await within(20_000, fc.browserExecute(s.id, { code: 'new Promise((r) => setTimeout(() => r(document.readyState), 1500))', language: 'node', timeout: 10 }), 'execute a slow promise');
+    const late = await within(20_000, fc.browserExecute(s.id, { code: 'new Promise((r) => setTimeout(() => r(document.readyState), 1500))', language: 'js', timeout: 10 }), 'execute a slow promise');
     assert.equal(late.success, true, JSON.stringify(late));
     assert.equal(late.result, 'complete');
     assert.ok(Date.now() - started >= 1400, 'the answer waited for the promise');
-    const now = await fc.browserExecute(s.id, { code: 'Promise.resolve(42)', language: 'node' });
-    assert.equal(now.result, 42);
+    const now = await fc.browserExecute(s.id, { code: 'Promise.resolve(42)', language: 'js' });
+    assert.equal(now.result, '42');
+    assert.equal(now.value, 42);
   } finally {
     await trawler.cleanup('acme', s.id);
   }

@@ -37,7 +37,7 @@ test('connectOverCDP by ws cdpUrl: set content, evaluate, screenshot', async () 
     // What the page did is visible to the service's own execute endpoint:
     // both look at the same browser.
     const exec = await trawler.api('acme', 'POST', `/v2/browser/${s.id}/execute`, { code: 'document.querySelector("h1").textContent', language: 'js' });
-    assert.deepEqual(exec.body, { success: true, result: 'hi' });
+    assert.deepEqual(exec.body, { success: true, result: 'hi', value: 'hi', stdout: 'hi', stderr: '', exitCode: 0, killed: false });
   } finally {
     await browser?.close().catch(() => {});
     await trawler.cleanup('acme', s.id);

@@ -1,0 +1,97 @@
+// Package egresstest runs a real forward proxy, Debian's tinyproxy, as an
+// upstream for the egress proxy's tests, and reads its access log to prove
+// what went through it.
+package egresstest
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Tinyproxy is a running tinyproxy on a loopback port.
+type Tinyproxy struct {
+	Addr string // 127.0.0.1:port
+	log  string
+	cmd  *exec.Cmd
+}
+
+// URL is the proxy's URL for TRAWLER_PROXIES, with user:password when
+// given.
+func (p *Tinyproxy) URL(userinfo string) string {
+	if userinfo != "" {
+		userinfo += "@"
+	}
+	return "http://" + userinfo + p.Addr
+}
+
+// Log is tinyproxy's log so far.
+func (p *Tinyproxy) Log() string {
+	b, _ := os.ReadFile(p.log)
+	return string(b)
+}
+
+// Saw says whether tinyproxy's log shows a request for target (host:port,
+// or an absolute URL's host and port).
+func (p *Tinyproxy) Saw(target string) bool { return strings.Contains(p.Log(), target) }
+
+// Stop kills tinyproxy: its port then refuses connections.
+func (p *Tinyproxy) Stop() {
+	if p.cmd.Process != nil {
+		p.cmd.Process.Kill()
+		p.cmd.Wait()
+	}
+}
+
+// StartTinyproxy starts tinyproxy for the test, with basic auth when
+// userinfo (user:password) is given. The test is skipped when tinyproxy is
+// not installed, unless CI is set (make test-deps installs it).
+func StartTinyproxy(t testing.TB, userinfo string) *Tinyproxy {
+	t.Helper()
+	bin, err := exec.LookPath("tinyproxy")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("tinyproxy is not installed (scripts/install-deps.sh test installs it)")
+		}
+		t.Skip("tinyproxy is not installed (apt-get install tinyproxy)")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	dir := t.TempDir()
+	p := &Tinyproxy{Addr: fmt.Sprintf("127.0.0.1:%d", port), log: filepath.Join(dir, "tinyproxy.log")}
+	// No ConnectPort line: CONNECT to any port (test sites are on high
+	// loopback ports).
+	conf := fmt.Sprintf("Port %d\nListen 127.0.0.1\nTimeout 60\nLogFile %q\nLogLevel Info\nMaxClients 100\nAllow 127.0.0.1\nDisableViaHeader Yes\n", port, p.log)
+	if userinfo != "" {
+		user, pw, _ := strings.Cut(userinfo, ":")
+		conf += fmt.Sprintf("BasicAuth %s %s\n", user, pw)
+	}
+	cf := filepath.Join(dir, "tinyproxy.conf")
+	if err := os.WriteFile(cf, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p.cmd = exec.Command(bin, "-d", "-c", cf)
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		c, err := net.Dial("tcp", p.Addr)
+		if err == nil {
+			c.Close()
+			return p
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tinyproxy did not listen on %s: %v\n%s", p.Addr, err, p.Log())
+		}
+	}
+}
