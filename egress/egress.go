@@ -183,6 +183,24 @@ func (p *Proxy) Deny(addr string) {
 	p.denied = append(p.denied, netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()))
 }
 
+// Hide makes addr, a listener of Trawler's on a local address, unreachable
+// through the proxy until the returned function is called (a short-lived
+// endpoint, such as an execute run's).
+func (p *Proxy) Hide(addr string) (unhide func()) {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return func() {}
+	}
+	p.mu.Lock()
+	p.ownPorts[ap.Port()] = true
+	p.mu.Unlock()
+	return func() {
+		p.mu.Lock()
+		delete(p.ownPorts, ap.Port())
+		p.mu.Unlock()
+	}
+}
+
 // Close stops serving and closes every connection.
 func (p *Proxy) Close() error {
 	err := p.server.Close()

@@ -325,3 +325,18 @@ func TestParseUpstreams(t *testing.T) {
 		}
 	}
 }
+
+// A listener Trawler hides is unreachable through the proxy while hidden,
+// even with private networks allowed.
+func TestHiddenListener(t *testing.T) {
+	p, _ := newRouted(t, nil)
+	s := site(t, false)
+	r, err := p.ContextRoute("b")
+	require.NoError(t, err)
+	unhide := p.Hide(strings.TrimPrefix(s.URL, "http://"))
+	code, _ := get(t, via(r), s.URL+"/hidden")
+	assert.Equal(t, http.StatusForbidden, code)
+	unhide()
+	code, _ = get(t, via(r), s.URL+"/shown")
+	assert.Equal(t, 200, code)
+}

@@ -133,6 +133,10 @@ type Config struct {
 	// Dir is where Mode Node keeps its runs' directories and its compile
 	// cache (required for Mode Node).
 	Dir string
+	// Hide, when set, makes a run's loopback CDP endpoint (Mode Node)
+	// unreachable from every browser's pages while it lasts (the egress
+	// proxy's Hide): only the run's own program may connect.
+	Hide func(addr string) (unhide func())
 	// MaxRuns bounds the runs at once (default 4); one more waits up to
 	// QueueWait, then is refused with ErrBusy.
 	MaxRuns   int

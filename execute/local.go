@@ -21,13 +21,14 @@ type local struct {
 	node, bash, playwright string
 	dir                    string // runs/ and cache/ are under it
 	runner                 string // the runner's path
+	hide                   func(addr string) func()
 }
 
 func newLocal(cfg Config) (*local, error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("execute: mode node needs a directory")
 	}
-	l := &local{dir: cfg.Dir}
+	l := &local{dir: cfg.Dir, hide: cfg.Hide}
 	var err error
 	if l.node, err = exec.LookPath(or(cfg.Node, "node")); err != nil {
 		return nil, fmt.Errorf("TRAWLER_EXECUTE=node needs Node.js: %w (apt-get install nodejs)", err)
@@ -111,6 +112,9 @@ func (l *local) run(ctx context.Context, p *program, stdout, stderr io.Writer) (
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
+	}
+	if l.hide != nil {
+		defer l.hide(ln.Addr().String())()
 	}
 	srv := serveCDP(ln, p.endpoint)
 	defer srv.Close()

@@ -18,8 +18,9 @@ var _ execute.Containers = (*docker.Sandboxes)(nil)
 // code that cfg selects (TRAWLER_EXECUTE), reaching sessions through cdp
 // (the CDP proxy), and a function that waits for its runs and releases
 // what it holds. In mode docker it first removes the sandboxes an earlier
-// run of this instance left.
-func newExecute(ctx context.Context, cfg *config.Config, cdp http.Handler, log *slog.Logger) (*execute.Service, func(), error) {
+// run of this instance left. hide makes a local run's CDP endpoint
+// unreachable from the browsers' pages.
+func newExecute(ctx context.Context, cfg *config.Config, cdp http.Handler, hide func(string) func(), log *slog.Logger) (*execute.Service, func(), error) {
 	ec := execute.Config{Mode: execute.Mode(cfg.Execute.Mode), CDP: cdp, MaxRuns: cfg.PoolSize, QueueWait: cfg.QueueWait, Log: log}
 	closeAll := func() {}
 	switch ec.Mode {
@@ -38,6 +39,7 @@ func newExecute(ctx context.Context, cfg *config.Config, cdp http.Handler, log *
 	case execute.Node:
 		ec.Dir = filepath.Join(cfg.DataDir, "execute")
 		ec.Playwright = cfg.Execute.Playwright
+		ec.Hide = hide
 	}
 	svc, err := execute.New(ec)
 	if err != nil {

@@ -191,7 +191,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 	}
 	urls := wire.PublicURL{Base: cfg.PublicURL, Trusted: cfg.TrustedProxies}
 	proxy := cdpproxy.New(mgr, urls, log)
-	executor, closeExecute, err := newExecute(ctx, cfg, proxy, log)
+	executor, closeExecute, err := newExecute(ctx, cfg, proxy, out.proxy.Hide, log)
 	if err != nil {
 		return fail(err)
 	}
