@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/trawler-dev/trawler/cdp"
 )
@@ -856,14 +857,18 @@ func (t *tab) run(ctx context.Context, origin, mode string, data, result any) er
 // compressing saves less time than it costs.
 const packThreshold = 64 << 10
 
-// pack turns v into the data state.js reads: "b64:" and base64 of its JSON, or "gzip:" and base64
-// of gzip'd JSON. The page parses the JSON itself because the protocol's own conversion of an object
-// argument drops members named "__proto__", and because JSON text would cross the protocol with
-// every non-ASCII character escaped as six.
+// pack turns v into the data state.js reads: "json:" and its JSON when that is all ASCII, else
+// "b64:" and base64 of its JSON, or "gzip:" and base64 of gzip'd JSON. The page parses the JSON
+// itself because the protocol's own conversion of an object argument drops members named
+// "__proto__". ASCII JSON text crosses the protocol as it is, which costs less than base64 and
+// gzip on either side; other JSON would cross it with every non-ASCII character escaped as six.
 func pack(v any, gz bool) (string, error) {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return "", err
+	}
+	if isASCII(raw) {
+		return "json:" + string(raw), nil
 	}
 	if !gz || len(raw) <= packThreshold {
 		return "b64:" + base64.StdEncoding.EncodeToString(raw), nil
@@ -877,9 +882,22 @@ func pack(v any, gz bool) (string, error) {
 	return "gzip:" + base64.StdEncoding.EncodeToString(buf.Bytes()), nil
 }
 
+// isASCII reports whether b holds ASCII only.
+func isASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
 // unpack reads an answer of state.js into v.
 func unpack(s string, v any) error {
 	kind, b64, _ := strings.Cut(s, ":")
+	if kind == "json" {
+		return json.Unmarshal([]byte(b64), v)
+	}
 	raw, err := base64.StdEncoding.DecodeString(b64)
 	if err != nil {
 		return err

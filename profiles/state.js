@@ -2,12 +2,14 @@
 // Runtime.callFunctionOn on the helper tab, once per origin, after navigating
 // the tab to that origin: mode is "capture" or "restore", origin the origin
 // the tab must be at, data (restore only) the origin's saved state and gzip
-// whether the page may gzip its answer. Data and answer are strings: "b64:"
-// and base64 of JSON, or "gzip:" and base64 of gzip'd JSON. Either crosses
-// the protocol faster than JSON text would, in which the protocol escapes
-// every non-ASCII character as six; the page parses the JSON itself, which
-// also keeps members named "__proto__" that the protocol's own conversion of
-// an object argument would drop.
+// whether the page may gzip its answer. Data and answer are strings: "json:"
+// and JSON text that is all ASCII, which crosses the protocol as it is and
+// saves encoding on both sides; else "b64:" and base64 of JSON, or "gzip:"
+// and base64 of gzip'd JSON, either of which crosses the protocol faster
+// than JSON text in which the protocol escapes every non-ASCII character as
+// six. The page parses the JSON itself, which keeps members named
+// "__proto__" that the protocol's own conversion of an object argument would
+// drop.
 //
 // Values and keys of IndexedDB records travel as tagged JSON: null, booleans,
 // finite numbers, strings and arrays are themselves; everything else is an
@@ -489,11 +491,13 @@ async function trawlerProfileState(mode, origin, data, gzip) {
     }
   }
 
-  // pack returns v as base64 of its JSON in UTF-8, gzip'd when that shrinks
-  // it well. A sample decides, since on data that barely compresses the
+  // pack returns v as its JSON text when that is all ASCII, else as base64
+  // of its JSON in UTF-8, gzip'd when that shrinks it well. A sample decides, since on data that barely compresses the
   // page's deflate costs more time than the smaller transfer saves.
   async function pack(v) {
-    const bytes = new TextEncoder().encode(JSON.stringify(v));
+    const text = JSON.stringify(v);
+    if (/^[\x00-\x7f]*$/.test(text)) return 'json:' + text;
+    const bytes = new TextEncoder().encode(text);
     const sample = bytes.subarray(0, 256 << 10);
     if (gzip && bytes.length > 64 << 10 && (await gz(sample, true)).length < sample.length / 2) {
       return 'gzip:' + toB64(await gz(bytes, true));
@@ -502,6 +506,7 @@ async function trawlerProfileState(mode, origin, data, gzip) {
   }
   async function unpack(s) {
     const i = s.indexOf(':');
+    if (s.slice(0, i) === 'json') return JSON.parse(s.slice(i + 1));
     let bytes = fromB64(s.slice(i + 1));
     switch (s.slice(0, i)) {
       case 'gzip': bytes = await gz(bytes, false); break;
