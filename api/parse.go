@@ -155,12 +155,15 @@ func (a *API) parseUpload(w http.ResponseWriter, r *http.Request) (*scrape.Docum
 	if err := a.modelGate(&opts, "options."); err != nil {
 		return nil, err
 	}
+	// up is not used past this call, so that the upload can go as soon as
+	// the parser is done with it.
+	name := up.Name
 	doc, err := a.Scraper.Parse(r.Context(), team.ID, *up, opts)
 	if err != nil {
 		return nil, err
 	}
 	if !opts.ZeroDataRetention {
-		a.recordActivity(team.ID, doc.Metadata["scrapeId"].(string), "parse", up.Name)
+		a.recordActivity(team.ID, doc.Metadata["scrapeId"].(string), "parse", name)
 	}
 	return doc, nil
 }

@@ -215,6 +215,58 @@ func (p *Pool) Acquire(ctx context.Context, req LeaseRequest) (*Lease, error) {
 	}
 }
 
+// AcquireSlot holds one of team's places (limit at once; 0 for none)
+// without a browser, for work that counts against the team's concurrency
+// but needs no browser (a scrape taken with Go's HTTP client). It waits up
+// to QueueWait like Acquire, and returns how long the team's limit held it
+// back and the function that gives the place back.
+func (p *Pool) AcquireSlot(ctx context.Context, team string, limit int) (release func(), waited time.Duration, err error) {
+	deadline := time.NewTimer(p.opts.QueueWait)
+	defer deadline.Stop()
+	var limited time.Time
+	for {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return nil, 0, ErrPoolClosed
+		}
+		if limit <= 0 || p.perTeam[team] < limit {
+			p.perTeam[team]++
+			p.mu.Unlock()
+			var once sync.Once
+			return func() {
+				once.Do(func() {
+					p.mu.Lock()
+					defer p.mu.Unlock()
+					if p.perTeam[team]--; p.perTeam[team] <= 0 {
+						delete(p.perTeam, team)
+					}
+					p.broadcastLocked()
+				})
+			}, since(limited), nil
+		}
+		if limited.IsZero() {
+			limited = time.Now()
+		}
+		p.waiters++
+		ch := p.changed
+		p.mu.Unlock()
+		select {
+		case <-ch:
+		case <-deadline.C:
+			err = &BusyError{Reason: fmt.Sprintf("team concurrency limit of %d browsers reached", limit), RetryAfter: p.retryAfter()}
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		p.mu.Lock()
+		p.waiters--
+		p.mu.Unlock()
+		if err != nil {
+			return nil, 0, err
+		}
+	}
+}
+
 // since is the time passed since t; 0 for the zero t.
 func since(t time.Time) time.Duration {
 	if t.IsZero() {

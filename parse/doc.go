@@ -85,7 +85,7 @@ func DOC(ctx context.Context, data []byte) (doc *Document, err error) {
 	if si := streams["\x05SummaryInformation"]; si != nil {
 		out.Title, out.Author, out.Pages = docSummaryInfo(si)
 	}
-	out.HTML, out.Markdown = body.Render()
+	out.HTML, out.Markdown = renderFor(ctx, body)
 	return out, nil
 }
 

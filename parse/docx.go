@@ -64,11 +64,13 @@ func DOCX(ctx context.Context, data []byte) (doc *Document, err error) {
 	if err := r.readNumbering(docxRelTarget(docRels, dir, "/numbering", path.Join(dir, "numbering.xml"))); err != nil {
 		return nil, err
 	}
-	body, err := a.read(main)
+	body, err := a.open(main)
 	if err != nil {
 		return nil, err
 	}
-	if err := r.walk(main, body, docRels, ""); err != nil {
+	err = r.walk(body, docRels, "")
+	body.Close()
+	if err != nil {
 		bad := xmlDamage(err)
 		if bad == nil || !r.b.content {
 			return nil, err
@@ -84,28 +86,36 @@ func DOCX(ctx context.Context, data []byte) (doc *Document, err error) {
 			break
 		}
 		name := docxRelTarget(docRels, dir, part.typ, path.Join(dir, part.def))
-		data, err := a.read(name)
+		notes, err := a.open(name)
 		if err != nil {
 			return nil, err
 		}
-		if data == nil {
+		if notes == nil {
 			continue
 		}
 		rels, err := r.rels(docxRelsPath(name))
 		if err != nil {
+			notes.Close()
 			return nil, err
 		}
-		if err := r.walk(name, data, rels, part.key); err != nil {
+		err = r.walk(notes, rels, part.key)
+		notes.Close()
+		if err != nil {
 			if xmlDamage(err) == nil {
 				return nil, err
 			}
 			r.b.warn("%s is damaged; some notes are missing", name)
 		}
 	}
-	doc = r.b.document()
-	if err := r.readMeta(doc, pkgRels); err != nil {
+	meta := &Document{}
+	if err := r.readMeta(meta, pkgRels); err != nil {
 		return nil, err
 	}
+	// The package is read: let it (and the file) go before the body, which
+	// holds the document's whole text, is rendered.
+	r.a = nil
+	doc = r.b.document(r.ctx)
+	doc.Title, doc.Author, doc.Pages = meta.Title, meta.Author, meta.Pages
 	return doc, nil
 }
 
@@ -666,10 +676,11 @@ type docxWalk struct {
 	vmerge     int
 }
 
-// walk reads the body of a document or notes part into the builder.
-func (r *docxReader) walk(name string, data []byte, rels map[string]docxRel, notes string) error {
+// walk reads the body of a document or notes part into the builder,
+// inflating the part as it goes rather than holding it whole.
+func (r *docxReader) walk(m *member, rels map[string]docxRel, notes string) error {
 	w := &docxWalk{r: r, rels: rels, notes: notes}
-	return walkXML(r.ctx, name, data, func(tok xml.Token) bool {
+	return walkXMLMember(r.ctx, m, func(tok xml.Token) bool {
 		switch t := tok.(type) {
 		case xml.StartElement:
 			w.start(t)

@@ -73,16 +73,19 @@ type Cell struct {
 
 // Inline is a run of text with one set of properties, an image, a line
 // break or a note reference.
+//
+// Its fields are ordered so that the flags share one word: a body holds an
+// Inline for every run of the document.
 type Inline struct {
-	Text         string
-	Bold, Italic bool
+	Text string
 	// Href makes the run a link.
 	Href string
 	// Image makes the inline an image with this source; Text is its
 	// alternative text.
 	Image string
 	// Note makes the inline a reference to the note with this ID.
-	Note int
+	Note         int
+	Bold, Italic bool
 	// Break is a line break inside a paragraph.
 	Break bool
 }
@@ -106,9 +109,25 @@ const maxRenderDepth = 32
 // Render returns the body as structured HTML and as CommonMark with GFM pipe
 // tables.
 func (b *Body) Render() (htmlOut, markdown string) {
-	var h, m strings.Builder
+	return b.render(Outputs{HTML: true, Markdown: true})
+}
+
+// render returns the renderings out asks for, leaving the others empty:
+// each is as large as the document's text, so one not asked for is not
+// built.
+func (b *Body) render(out Outputs) (htmlOut, markdown string) {
+	if out.HTML {
+		htmlOut = b.renderHTML()
+	}
+	if out.Markdown {
+		markdown = b.renderMarkdown()
+	}
+	return htmlOut, markdown
+}
+
+func (b *Body) renderHTML() string {
+	var h strings.Builder
 	writeHTMLBody(&h, b.Blocks)
-	writeMarkdownBlocks(&m, b.Blocks, "", 0)
 	if len(b.Notes) > 0 {
 		h.WriteString("<section class=\"footnotes\">\n<ol>\n")
 		for _, n := range b.Notes {
@@ -117,6 +136,14 @@ func (b *Body) Render() (htmlOut, markdown string) {
 			h.WriteString("</li>\n")
 		}
 		h.WriteString("</ol>\n</section>\n")
+	}
+	return h.String()
+}
+
+func (b *Body) renderMarkdown() string {
+	var m strings.Builder
+	writeMarkdownBlocks(&m, b.Blocks, "", 0)
+	if len(b.Notes) > 0 {
 		for _, n := range b.Notes {
 			if m.Len() > 0 {
 				m.WriteString("\n\n")
@@ -130,7 +157,7 @@ func (b *Body) Render() (htmlOut, markdown string) {
 	if m.Len() > 0 {
 		m.WriteString("\n")
 	}
-	return h.String(), m.String()
+	return m.String()
 }
 
 // writeHTMLBody writes blocks, grouping those with a page into sections.

@@ -266,7 +266,7 @@ func (w *odtWalk) part(name string, data []byte) error {
 }
 
 func (w *odtWalk) document() *Document {
-	doc := w.b.document()
+	doc := w.b.document(w.ctx)
 	doc.Title = w.title
 	doc.Author = w.initialCreator
 	if doc.Author == "" {

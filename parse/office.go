@@ -1,6 +1,7 @@
 package parse
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/xml"
@@ -164,6 +165,11 @@ func (p *officePara) finish() []Inline {
 	}
 	if len(ins) == 0 {
 		return nil
+	}
+	if cap(ins) > len(ins) {
+		// The body keeps every paragraph's inlines until it is rendered:
+		// keep no room that appending left over.
+		ins = append(make([]Inline, 0, len(ins)), ins...)
 	}
 	return ins
 }
@@ -950,9 +956,9 @@ func (b *bodyBuilder) body() *Body {
 	return body
 }
 
-// document renders a body into a Document.
-func (b *bodyBuilder) document() *Document {
-	h, m := b.body().Render()
+// document renders a body into a Document (as renderFor does).
+func (b *bodyBuilder) document(ctx context.Context) *Document {
+	h, m := renderFor(ctx, b.body())
 	return &Document{HTML: h, Markdown: m, Warnings: b.warnings}
 }
 
@@ -987,8 +993,39 @@ func xmlDamage(err error) *officeXMLError {
 // visit returns false to stop the walk early (when the document's budget is
 // spent).
 func walkXML(ctx context.Context, name string, data []byte, visit func(xml.Token) bool) error {
-	data = utf8XML(data)
-	d := xml.NewDecoder(bytes.NewReader(data))
+	return walkXMLTokens(ctx, name, bytes.NewReader(utf8XML(data)), visit)
+}
+
+// walkXMLMember is walkXML over a member streamed from its archive, so
+// that the part is never held whole (unless it is UTF-16, which is
+// converted first). A member that fails to inflate fails the walk with the
+// error archive.read would have given, not as damaged XML.
+func walkXMLMember(ctx context.Context, m *member, visit func(xml.Token) bool) error {
+	br := bufio.NewReader(m)
+	head, _ := br.Peek(3)
+	if bytes.HasPrefix(head, []byte{0xFF, 0xFE}) || bytes.HasPrefix(head, []byte{0xFE, 0xFF}) {
+		data, err := io.ReadAll(br)
+		if err != nil {
+			return err
+		}
+		return walkXML(ctx, m.name, data, visit)
+	}
+	if err := m.Err(); err != nil {
+		return err
+	}
+	if bytes.HasPrefix(head, []byte("\xEF\xBB\xBF")) {
+		br.Discard(3)
+	}
+	err := walkXMLTokens(ctx, m.name, br, visit)
+	if m.Err() != nil {
+		return m.Err()
+	}
+	return err
+}
+
+// walkXMLTokens is walkXML over UTF-8 XML read from r.
+func walkXMLTokens(ctx context.Context, name string, r io.Reader, visit func(xml.Token) bool) error {
+	d := xml.NewDecoder(r)
 	d.CharsetReader = func(charset string, r io.Reader) (io.Reader, error) {
 		switch strings.ToLower(charset) {
 		case "utf-16", "utf-16le", "utf-16be", "utf16", "us-ascii", "ascii":

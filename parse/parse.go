@@ -63,6 +63,33 @@ func Parse(ctx context.Context, format string, data []byte) (*Document, error) {
 	return read(ctx, data)
 }
 
+// Outputs names the renderings of a document to produce.
+type Outputs struct {
+	HTML, Markdown bool
+}
+
+// ParseOutputs is Parse producing only the renderings out names, leaving
+// the others empty; what it produces is what Parse would. A rendering is
+// about as large as the document's text, so a caller that needs only the
+// Markdown spares the memory (and time) of the HTML.
+func ParseOutputs(ctx context.Context, format string, data []byte, out Outputs) (*Document, error) {
+	// The readers learn it from ctx, so that their signatures (and the
+	// exported per-format functions, which produce both) stay as they are.
+	return Parse(context.WithValue(ctx, outputsKey{}, out), format, data)
+}
+
+type outputsKey struct{}
+
+// renderFor renders body as ParseOutputs asked through ctx, or both
+// renderings when nothing was asked.
+func renderFor(ctx context.Context, body *Body) (htmlOut, markdown string) {
+	out, ok := ctx.Value(outputsKey{}).(Outputs)
+	if !ok {
+		out = Outputs{HTML: true, Markdown: true}
+	}
+	return body.render(out)
+}
+
 // readers maps a format to its reader.
 var readers = map[string]func(context.Context, []byte) (*Document, error){
 	"pdf":  PDF,

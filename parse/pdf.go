@@ -109,7 +109,7 @@ func readPDF(ctx context.Context, data []byte, ocr ocrFunc) (doc *Document, err 
 	}
 
 	blocks := addOCRBlocks(layoutDocument(ctx, pages), pages)
-	doc.HTML, doc.Markdown = pdfBody(blocks).Render()
+	doc.HTML, doc.Markdown = renderFor(ctx, pdfBody(blocks))
 	return doc, nil
 }
 

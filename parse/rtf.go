@@ -57,7 +57,7 @@ func RTF(ctx context.Context, data []byte) (doc *Document, err error) {
 	body := &Body{Blocks: r.flows[0].finish(legacyPara{})}
 	body.Notes = r.notes
 	d := &Document{Pages: r.pages, Title: cleanMeta(r.title.String()), Author: cleanMeta(r.author.String()), Warnings: r.warnings}
-	d.HTML, d.Markdown = body.Render()
+	d.HTML, d.Markdown = renderFor(ctx, body)
 	return d, nil
 }
 

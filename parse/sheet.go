@@ -101,8 +101,8 @@ func (b *sheetBook) add(s *sheetData) {
 }
 
 // document renders the sheets added so far.
-func (b *sheetBook) document() *Document {
-	h, m := b.body.Render()
+func (b *sheetBook) document(ctx context.Context) *Document {
+	h, m := renderFor(ctx, &b.body)
 	return &Document{HTML: h, Markdown: m, Pages: b.sheets, Warnings: b.warnings}
 }
 

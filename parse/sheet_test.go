@@ -355,7 +355,7 @@ func TestSheetCellLimit(t *testing.T) {
 		[]string{"a", "b", "c"}, []string{"1", "2", "3"}, []string{"4", "5", "6"}, []string{"7", "8", "9"},
 	)})
 	book.add(&sheetData{name: "After", cells: cellsOf([]string{"z"})})
-	doc := book.document()
+	doc := book.document(context.Background())
 	if doc.Pages != 2 || len(doc.Warnings) != 2 || !strings.Contains(doc.Warnings[0], `"Big"`) || !strings.Contains(doc.Warnings[1], `"After"`) {
 		t.Errorf("warnings %q, %d sheets", doc.Warnings, doc.Pages)
 	}

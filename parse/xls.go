@@ -106,7 +106,7 @@ func XLS(ctx context.Context, data []byte) (doc *Document, err error) {
 			sb.add(s)
 		}
 	}
-	doc = sb.document()
+	doc = sb.document(ctx)
 	if summary != nil {
 		doc.Title, doc.Author = xlsSummary(summary)
 	}

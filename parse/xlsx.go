@@ -184,7 +184,7 @@ func XLSX(ctx context.Context, data []byte) (doc *Document, err error) {
 	// output is rendered.
 	f.Close()
 	f = nil
-	doc = book.document()
+	doc = book.document(ctx)
 	doc.Title, doc.Author = title, author
 	return doc, nil
 }

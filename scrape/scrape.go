@@ -56,6 +56,9 @@ type Service struct {
 	// makes gets a route of its own, bound to its team, request and proxy
 	// tier. Nil: contexts use their browser's route.
 	Egress *egress.Proxy
+	// UA, when set, is the browsers' user agent as the runtime learnt it
+	// from the first browser (else the first scrape asks its browser).
+	UA *UserAgent
 	// Retention is how long a scrape's result stays retrievable by id.
 	Retention time.Duration
 	// Profiles opens the browser profiles that requests name.
@@ -425,6 +428,22 @@ func normalizeURL(raw string) string {
 // applied guard to its host.
 func (s *Service) fetch(ctx context.Context, req Request, guard *netguard.Cache) (*page, error) {
 	o := &req.Options
+	var pre *prefetched
+	if s.directEligible(&req) {
+		release, waited, err := s.Pool.AcquireSlot(ctx, req.Team, req.TeamLimit)
+		if err != nil {
+			return nil, err
+		}
+		pg, p, err := s.fetchDirect(ctx, req, guard)
+		release()
+		if pg != nil {
+			pg.teamWait = waited
+		}
+		if err != nil || pg != nil {
+			return pg, err
+		}
+		pre = p
+	}
 	// The profile is opened first: a writer that finds it locked is
 	// refused before it takes a browser.
 	use, err := s.openProfile(ctx, req.Team, o.Profile)
@@ -492,6 +511,13 @@ func (s *Service) fetch(ctx context.Context, req Request, guard *netguard.Cache)
 	}
 	if err := t.setup(ctx, o, guard, !o.needsRender(), ua, s.Log); err != nil {
 		return nil, err
+	}
+	if pre != nil {
+		// Fetched directly, to be rendered: the tab renders that response.
+		t.mu.Lock()
+		t.prefetched = pre
+		t.mu.Unlock()
+		req.URL = pre.url
 	}
 	defer t.close()
 	defer func() {
@@ -734,7 +760,12 @@ func (s *Service) transformDocument(ctx context.Context, req Request, pg *page, 
 		doc.Metadata["numPages"] = 1
 		return doc, nil
 	}
-	pd, err := parse.Parse(ctx, kind, pg.body)
+	// The HTML is rendered only for the formats made from it, and the
+	// page's bytes are let go once the parser is done with them.
+	body := pg.body
+	pg.body = nil
+	pd, err := parse.ParseOutputs(ctx, kind, body, parse.Outputs{Markdown: true,
+		HTML: o.Has("html") || o.Has("rawHtml") || o.Has("links") || o.Has("images") || req.Discover})
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return nil, ErrTimeout

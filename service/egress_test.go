@@ -25,9 +25,11 @@ import (
 func TestScrapesLeaveThroughUpstreamProxies(t *testing.T) {
 	basic := egresstest.StartTinyproxy(t, "")
 	enhanced := egresstest.StartTinyproxy(t, "scraper:s3cret")
-	var blockedOnce atomic.Bool
+	// /guarded refuses the first two requests: Go's client and then the
+	// browser, both on basic.
+	var guarded atomic.Int32
 	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/guarded" && !blockedOnce.Swap(true) {
+		if r.URL.Path == "/guarded" && guarded.Add(1) <= 2 {
 			w.WriteHeader(http.StatusForbidden)
 			fmt.Fprint(w, "<title>Access denied</title><p>bots go away</p>")
 			return
@@ -64,20 +66,21 @@ func TestScrapesLeaveThroughUpstreamProxies(t *testing.T) {
 	assert.EqualValues(t, 5, md(d)["creditsUsed"], "an enhanced scrape costs 5 credits")
 	assert.Equal(t, 1, connects(enhanced), "the enhanced upstream's log:\n%s", enhanced.Log())
 
-	// auto: blocked on basic, fetched again on enhanced.
+	// auto: blocked on basic (to Go's client, then to the browser), fetched
+	// again on enhanced.
 	d = scrape(keyAcme, map[string]any{"url": site.URL + "/guarded", "proxy": "auto"})
 	assert.EqualValues(t, 200, md(d)["statusCode"])
 	assert.Equal(t, "enhanced", md(d)["proxyUsed"])
 	assert.EqualValues(t, 5, md(d)["creditsUsed"])
 	assert.Contains(t, d["warning"], "fetched again through an enhanced upstream")
-	assert.Equal(t, 2, connects(basic))
+	assert.Equal(t, 3, connects(basic))
 	assert.Equal(t, 2, connects(enhanced))
 
 	// A country with no upstream goes direct, and says so.
 	d = scrape(keyAcme, map[string]any{"url": site.URL + "/fr", "location": map[string]any{"country": "FR"}})
 	assert.Equal(t, "basic", md(d)["proxyUsed"])
 	assert.Contains(t, d["warning"], "no basic upstream proxy for country FR")
-	assert.Equal(t, 2, connects(basic), "a request for FR went through the country-less basic upstream")
+	assert.Equal(t, 3, connects(basic), "a request for FR went through the country-less basic upstream")
 
 	// A batch's pages leave through its tier too, on the job's own tab.
 	r := ts.do("POST", "/v2/batch/scrape", keyGlobex, map[string]any{"urls": []string{site.URL + "/b1", site.URL + "/b2"},

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/minio/minio-go/v7"
@@ -61,17 +62,22 @@ func (c *egressCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// routedRuntime ends a browser's egress routes when the browser has gone.
+// routedRuntime ends a browser's egress routes when the browser has gone,
+// and shows each new browser to started once it is set.
 type routedRuntime struct {
 	browsers.Runtime
-	egress *egress.Proxy
+	egress  *egress.Proxy
+	started atomic.Pointer[func(browsers.Browser)]
 }
 
-func (r routedRuntime) Start(ctx context.Context, id string) (browsers.Browser, error) {
+func (r *routedRuntime) Start(ctx context.Context, id string) (browsers.Browser, error) {
 	b, err := r.Runtime.Start(ctx, id)
 	if err != nil {
 		r.egress.ForgetBrowser(id)
 		return nil, err
+	}
+	if f := r.started.Load(); f != nil {
+		go (*f)(b)
 	}
 	go func() {
 		<-b.Done()
@@ -82,7 +88,7 @@ func (r routedRuntime) Start(ctx context.Context, id string) (browsers.Browser, 
 
 // newRuntime returns the browser runtime cfg selects and a function that
 // releases what the runtime holds (the Docker client).
-func newRuntime(cfg *config.Config, out egressProxy, log *slog.Logger) (browsers.Runtime, func(), error) {
+func newRuntime(cfg *config.Config, out egressProxy, log *slog.Logger) (*routedRuntime, func(), error) {
 	if cfg.Runtime == "docker" {
 		rt, err := docker.New(docker.Config{
 			Image: cfg.Docker.Image, Instance: cfg.Instance,
@@ -92,11 +98,11 @@ func newRuntime(cfg *config.Config, out egressProxy, log *slog.Logger) (browsers
 		if err != nil {
 			return nil, nil, fmt.Errorf("TRAWLER_RUNTIME=docker: %w", err)
 		}
-		return routedRuntime{rt, out.proxy}, func() { rt.Close() }, nil
+		return &routedRuntime{Runtime: rt, egress: out.proxy}, func() { rt.Close() }, nil
 	}
 	rt := &browsers.ProcessRuntime{Chromium: cfg.ChromiumPath, Dir: filepath.Join(cfg.DataDir, "browsers"),
 		ExtraFlags: cfg.ChromiumFlags, ProxyFor: out.proxy.ProxyFor, StartTimeout: cfg.BrowserStartTimeout, Log: log}
-	return routedRuntime{rt, out.proxy}, func() {}, nil
+	return &routedRuntime{Runtime: rt, egress: out.proxy}, func() {}, nil
 }
 
 // newProfileStore opens the profile store cfg names: a directory, or an S3

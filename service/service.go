@@ -171,6 +171,9 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 		return fail(err)
 	}
 	undo = append(undo, closeRuntime)
+	ua := &scrape.UserAgent{}
+	learn := ua.Learn
+	rt.started.Store(&learn)
 	if n, err := rt.Reap(ctx); err != nil {
 		log.Warn("reaping browsers of an earlier run", "err", err)
 	} else if n > 0 {
@@ -198,7 +201,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 	undo = append(undo, closeExecute)
 	llm := newModel(cfg.LLM, st)
 	scraper := &scrape.Service{Pool: pool, Store: st, Log: log, Retention: cfg.ResultRetention, Guard: guard, Profiles: opener,
-		SharedCache: cfg.SharedCache, Model: llm, Egress: out.proxy,
+		SharedCache: cfg.SharedCache, Model: llm, Egress: out.proxy, UA: ua,
 		Media: scrape.MediaOptions{Dir: filepath.Join(cfg.DataDir, "media"), Base: urls.For(wire.Request{Host: cfg.Addr})}}
 	hooks := &webhook.Dispatcher{Store: st, Client: guard.Client(10*time.Second, netguard.VerifyTLS), Log: log,
 		Secret: func(team string) string { return cfg.WebhookSecrets[team] }}

@@ -162,7 +162,7 @@ func (b *bench) scrapeLatency(ctx context.Context, _ *instance) error {
 	}
 	defer in.Close()
 	chromium := in.svc.Config.ChromiumPath
-	const static, rendered = "browser-fetch", "browser-render"
+	const static, rendered = "fetch", "browser-render"
 	settle := func() error {
 		if err := in.waitWarm(ctx); err != nil {
 			return err
@@ -399,7 +399,7 @@ func (b *bench) burst(ctx context.Context, name string, size int, memory memoryS
 		go func() {
 			defer wg.Done()
 			n := 2000 + i
-			path, engine := "articles", "browser-fetch"
+			path, engine := "articles", "fetch"
 			if i%every == every-1 {
 				path, engine = "app", "browser-render"
 			}

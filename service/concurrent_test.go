@@ -1,0 +1,111 @@
+package service_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// stateSite serves pages that set state and report the state they found:
+// /static/N sets a cookie through Set-Cookie and shows the cookies its
+// request carried; /app/N is a client-rendered page whose script reads
+// the cookies, localStorage and the Cache Storage it finds, then leaves its
+// own in each. Each request is counted by path.
+func stateSite(t *testing.T) (*httptest.Server, func(string) int) {
+	var mu sync.Mutex
+	hits := map[string]int{}
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hits[r.URL.Path]++
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/html")
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/static/"):
+			n := strings.TrimPrefix(r.URL.Path, "/static/")
+			http.SetCookie(w, &http.Cookie{Name: "visitor" + n, Value: n, Path: "/"})
+			got := r.Header.Get("Cookie")
+			if got == "" {
+				got = "none"
+			}
+			fmt.Fprintf(w, "<title>static %s</title><main><h1>Page %s</h1><p>Cookies sent: %s.</p><p>%s</p></main>", n, n, got,
+				strings.Repeat("A paragraph of server-rendered text, long enough to be taken as it is. ", 6))
+		case strings.HasPrefix(r.URL.Path, "/app/"):
+			n := strings.TrimPrefix(r.URL.Path, "/app/")
+			fmt.Fprintf(w, `<title>app %s</title><div id="root"></div><script>
+(async () => {
+  const found = ['cookies ' + (document.cookie || 'none'), 'storage ' + (Object.keys(localStorage).join(' ') || 'none'), 'caches ' + ((await caches.keys()).join(' ') || 'none')];
+  document.cookie = 'app%s=%s; path=/';
+  localStorage.setItem('app%s', '%s');
+  await caches.open('app%s');
+  document.getElementById('root').innerHTML = '<h1>App %s</h1><p>Found: ' + found.join(' | ') + '</p>';
+})();
+</script>`, n, n, n, n, n, n, n)
+		}
+	}))
+	t.Cleanup(s.Close)
+	return s, func(p string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return hits[p]
+	}
+}
+
+// Fifty scrapes at once, forty of server-rendered pages and ten of a
+// client-rendered app, each setting cookies (and the app's localStorage and
+// Cache Storage): no scrape sees another's state. The server-rendered pages
+// are taken without a browser context (engine fetch); the app is rendered,
+// from the response already fetched (the site sees each page once).
+func TestConcurrentScrapesShareNoState(t *testing.T) {
+	site, hits := stateSite(t)
+	ts := start(t, map[string]string{"TRAWLER_ALLOW_PRIVATE_NETWORKS": "true", "TRAWLER_POOL_SIZE": "4", "TRAWLER_TEAM_CONCURRENCY": "50", "TRAWLER_QUEUE_WAIT": "60s"})
+	// The first scrape learns the browsers' user agent.
+	r := ts.do("POST", "/v2/scrape", keyAcme, map[string]any{"url": site.URL + "/static/warm", "formats": []string{"markdown"}})
+	require.Equal(t, 200, r.Status, "%s", r.Raw)
+
+	var wg sync.WaitGroup
+	var failed atomic.Int32
+	docs := make([]map[string]any, 50)
+	for i := range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			path := fmt.Sprintf("/static/%d", i)
+			if i%5 == 4 {
+				path = fmt.Sprintf("/app/%d", i)
+			}
+			key := keyAcme
+			if i%2 == 1 {
+				key = keyGlobex
+			}
+			r := ts.do("POST", "/v2/scrape", key, map[string]any{"url": site.URL + path, "formats": []string{"markdown"}})
+			if r.Status != 200 {
+				failed.Add(1)
+				t.Errorf("%s: %d %s", path, r.Status, r.Raw)
+				return
+			}
+			docs[i], _ = r.Body["data"].(map[string]any)
+		}()
+	}
+	wg.Wait()
+	require.Zero(t, failed.Load())
+	for i, d := range docs {
+		md, _ := d["metadata"].(map[string]any)
+		markdown, _ := d["markdown"].(string)
+		if i%5 == 4 {
+			assert.Contains(t, markdown, fmt.Sprintf("App %d", i), "the app was not rendered")
+			assert.Contains(t, markdown, "Found: cookies none | storage none | caches none", "app %d found another scrape's state", i)
+			assert.Equal(t, "browser-render", md["engine"], "app %d", i)
+			assert.Equal(t, 1, hits(fmt.Sprintf("/app/%d", i)), "app %d was asked for more than once", i)
+			continue
+		}
+		assert.Contains(t, markdown, "Cookies sent: none.", "page %d was sent another scrape's cookie", i)
+		assert.Equal(t, "fetch", md["engine"], "page %d", i)
+	}
+}
