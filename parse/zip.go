@@ -45,34 +45,20 @@ func (a *archive) has(name string) bool { return a.files[name] != nil }
 // there is none. A member that inflates past the caps is ErrTooLarge and a
 // damaged one ErrMalformed.
 func (a *archive) read(name string) ([]byte, error) {
-	f := a.files[name]
-	if f == nil {
-		return nil, nil
+	m, err := a.open(name)
+	if m == nil || err != nil {
+		return nil, err
 	}
-	limit := min(int64(maxMemberBytes), a.budget)
-	if f.UncompressedSize64 > uint64(limit) {
-		// An honest header saves inflating what would be refused anyway.
-		return nil, fmt.Errorf("%w: %s inflates to more than %d MB", ErrTooLarge, name, limit>>20)
-	}
-	rc, err := f.Open()
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrMalformed, name, err)
-	}
-	defer rc.Close()
+	defer m.Close()
 	// The declared size is only a hint (bombs lie about it), so it sizes the
 	// buffer but the limit is enforced on what actually inflates.
 	var buf bytes.Buffer
-	if n := f.UncompressedSize64; n > 0 && n <= uint64(limit) {
+	if n := a.files[name].UncompressedSize64; n > 0 && n <= uint64(m.limit) {
 		buf.Grow(int(n))
 	}
-	n, err := io.Copy(&buf, io.LimitReader(rc, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrMalformed, name, err)
+	if _, err := io.Copy(&buf, m); err != nil {
+		return nil, err
 	}
-	if n > limit {
-		return nil, fmt.Errorf("%w: %s inflates to more than %d MB", ErrTooLarge, name, limit>>20)
-	}
-	a.budget -= n
 	return buf.Bytes(), nil
 }
 

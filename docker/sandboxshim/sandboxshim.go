@@ -35,6 +35,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/yamux"
+
+	"github.com/trawler-dev/trawler/docker/shim"
 )
 
 // Job is what the sandbox runs.
@@ -65,23 +67,11 @@ type status struct {
 	Error    string `json:"error,omitempty"`
 }
 
-// config is the yamux configuration of both sides: writes may wait on the
-// engine for a while without the session being declared dead, and a
-// full-page screenshot passes in large windows.
-func config(log io.Writer) *yamux.Config {
-	c := yamux.DefaultConfig()
-	c.ConnectionWriteTimeout = time.Minute
-	c.MaxStreamWindowSize = 4 << 20
-	c.StreamOpenTimeout = 30 * time.Second
-	c.LogOutput = log
-	return c
-}
-
 // Main runs the sandbox's side over stdin and stdout; its own complaints go
 // to stderr. It returns the process's exit code: 0 once Trawler has the
 // program's outcome, 1 if the session failed before.
 func Main(stdin io.Reader, stdout, stderr io.Writer) int {
-	sess, err := yamux.Server(stdio{stdin, stdout}, config(stderr))
+	sess, err := yamux.Server(shim.Stdio{Reader: stdin, Writer: stdout}, shim.YamuxConfig(stderr))
 	if err != nil {
 		fmt.Fprintln(stderr, "trawler-sandbox:", err)
 		return 1
@@ -206,7 +196,7 @@ func run(sess *yamux.Session, job Job, stdout, stderr net.Conn) (int, error) {
 		outR.Close()
 		errR.Close()
 	}
-	return exitCode(waitErr), nil
+	return shim.ExitCode(waitErr), nil
 }
 
 // forward carries every connection to ln over a stream of its own.
@@ -222,32 +212,10 @@ func forward(sess *yamux.Session, ln net.Listener) {
 				c.Close()
 				return
 			}
-			splice(c, s)
+			shim.Splice(c, s)
 		}()
 	}
 }
-
-func exitCode(err error) int {
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) {
-		if err == nil {
-			return 0
-		}
-		return 1
-	}
-	if st, ok := ee.Sys().(syscall.WaitStatus); ok && st.Signaled() {
-		return 128 + int(st.Signal())
-	}
-	return ee.ExitCode()
-}
-
-// stdio is the sandbox's end of the session: stdin in, stdout out.
-type stdio struct {
-	io.Reader
-	io.Writer
-}
-
-func (stdio) Close() error { return nil }
 
 // Run is Trawler's end of one sandbox: over conn (the container's attached
 // streams: stdout to read, stdin to write) it sends job, copies the
@@ -257,7 +225,7 @@ func (stdio) Close() error { return nil }
 // ends first, it returns ctx's error at once (the caller then stops the
 // container). It closes conn before it returns.
 func Run(ctx context.Context, conn io.ReadWriteCloser, job Job, serve func(net.Conn), stdout, stderr io.Writer, log io.Writer) (int, error) {
-	sess, err := yamux.Client(conn, config(log))
+	sess, err := yamux.Client(conn, shim.YamuxConfig(log))
 	if err != nil {
 		conn.Close()
 		return 0, err
@@ -325,24 +293,4 @@ func Run(ctx context.Context, conn io.ReadWriteCloser, job Job, serve func(net.C
 	case <-ctx.Done():
 		return 0, ctx.Err()
 	}
-}
-
-// splice copies both ways until either side ends, then closes both.
-func splice(a, b net.Conn) {
-	var wg sync.WaitGroup
-	wg.Add(2)
-	cp := func(dst, src net.Conn) {
-		defer wg.Done()
-		io.Copy(dst, src)
-		if c, ok := dst.(interface{ CloseWrite() error }); ok {
-			c.CloseWrite()
-		} else {
-			dst.Close()
-		}
-	}
-	go cp(a, b)
-	go cp(b, a)
-	wg.Wait()
-	a.Close()
-	b.Close()
 }

@@ -47,10 +47,10 @@ const Protocol = "trawler-shim/2"
 // --proxy-server names.
 const ProxyPort = 3128
 
-// config is the yamux configuration of both sides: writes may wait on the
+// YamuxConfig is the yamux configuration of both sides: writes may wait on the
 // engine for a while without the session being declared dead, and a
 // screenshot of tens of megabytes moves in large windows.
-func config(log io.Writer) *yamux.Config {
+func YamuxConfig(log io.Writer) *yamux.Config {
 	c := yamux.DefaultConfig()
 	c.ConnectionWriteTimeout = time.Minute
 	c.MaxStreamWindowSize = 4 << 20
@@ -115,7 +115,7 @@ func run(command []string, listen string, stdin io.Reader, stdout, stderr io.Wri
 
 	// The session is never closed: closing waits for its reader, which
 	// waits on stdin, and the process is about to exit anyway.
-	sess, err := yamux.Server(stdio{stdin, stdout}, config(stderr))
+	sess, err := yamux.Server(Stdio{stdin, stdout}, YamuxConfig(stderr))
 	if err != nil {
 		kill(syscall.SIGKILL)
 		<-exited
@@ -155,7 +155,7 @@ func run(command []string, listen string, stdin io.Reader, stdout, stderr io.Wri
 					s.Close()
 					return
 				}
-				splice(c, s)
+				Splice(c, s)
 			}()
 		}
 	}()
@@ -178,10 +178,12 @@ func run(command []string, listen string, stdin io.Reader, stdout, stderr io.Wri
 			waitErr = <-exited
 		}
 	}
-	return exitCode(waitErr), nil
+	return ExitCode(waitErr), nil
 }
 
-func exitCode(err error) int {
+// ExitCode is the exit code of a program that ended with err: its own,
+// 128+signal when a signal ended it.
+func ExitCode(err error) int {
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) {
 		if err == nil {
@@ -195,13 +197,13 @@ func exitCode(err error) int {
 	return ee.ExitCode()
 }
 
-// stdio is the shim's end of the session: stdin in, stdout out.
-type stdio struct {
+// Stdio is the container's end of a session: stdin in, stdout out.
+type Stdio struct {
 	io.Reader
 	io.Writer
 }
 
-func (stdio) Close() error { return nil }
+func (Stdio) Close() error { return nil }
 
 // Session is Trawler's end of a browser container's yamux session.
 type Session struct {
@@ -214,7 +216,7 @@ type Session struct {
 // hands every proxy stream the shim opens to egress, with the loopback
 // address the browser dialled, until the session ends.
 func Connect(conn io.ReadWriteCloser, egress func(to netip.Addr, c net.Conn), log io.Writer) (*Session, error) {
-	sess, err := yamux.Client(conn, config(log))
+	sess, err := yamux.Client(conn, YamuxConfig(log))
 	if err != nil {
 		return nil, err
 	}
@@ -257,8 +259,8 @@ func (s *Session) Done() <-chan struct{} { return s.sess.CloseChan() }
 // Close ends the session.
 func (s *Session) Close() error { return s.sess.Close() }
 
-// splice copies both ways until either side ends, then closes both.
-func splice(a, b net.Conn) {
+// Splice copies both ways until either side ends, then closes both.
+func Splice(a, b net.Conn) {
 	var wg sync.WaitGroup
 	wg.Add(2)
 	cp := func(dst, src net.Conn) {
