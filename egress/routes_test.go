@@ -340,3 +340,25 @@ func TestHiddenListener(t *testing.T) {
 	code, _ = get(t, via(r), s.URL+"/shown")
 	assert.Equal(t, 200, code)
 }
+
+// A SOCKS5 upstream (microsocks, with a password) carries a route's
+// connections; one that refuses the credentials is the upstream's fault,
+// and the next upstream is tried.
+func TestSOCKS5Upstream(t *testing.T) {
+	socks := egresstest.StartMicrosocks(t, "u:s3cret")
+	p, _ := newRouted(t, upstreamsOf(t, "enhanced="+socks.URL("u:wrong")+",enhanced="+socks.URL("u:s3cret")))
+	s := site(t, true)
+	r, err := p.ContextRoute("b")
+	require.NoError(t, err)
+	for i := 0; i < 2; i++ {
+		// Each binding picks anew, starting at the next upstream: one of
+		// the two tries the wrong password first.
+		r.Bind(Binding{Team: "acme", Tier: TierEnhanced})
+		code, body := get(t, via(r), s.URL+"/socks")
+		require.Equal(t, 200, code, body)
+	}
+	assert.True(t, socks.Saw(strings.TrimPrefix(s.URL, "https://")), "microsocks reported no connection to the site")
+	assert.Equal(t, "socks5", r.Upstream().URL.Scheme)
+	assert.Equal(t, "u:s3cret", r.Upstream().URL.User.String())
+	assert.Equal(t, p.Upstreams()[1], p.up.pick(TierEnhanced, "").Upstreams[0], "the upstream with the wrong password was not taken out of rotation")
+}

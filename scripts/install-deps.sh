@@ -8,13 +8,14 @@
 #                          Tesseract with English (OCR of scanned PDF pages), poppler-utils and
 #                          three Debian documentation packages with PDF manuals (bash-doc,
 #                          debian-faq, xorg-docs: real PDFs the parse tests compare with pdftotext),
-#                          tinyproxy (a real upstream proxy for the egress proxy's tests)
+#                          tinyproxy and microsocks (real HTTP and SOCKS5 upstream proxies for the egress
+#                          proxy's tests)
 #   install-deps.sh bench  Chromium, ffmpeg, python3.11-doc (the transform corpus), the Docker engine,
 #                          poppler-utils and the PDF manuals (the parse phase), tinyproxy (the egress phase)
 set -euo pipefail
 want=(chromium ffmpeg)
 manuals=(poppler-utils bash-doc debian-faq xorg-docs)
-[ "${1:-run}" = test ] && want+=(nodejs npm python3.11-doc docker.io docker-compose busybox-static tesseract-ocr tesseract-ocr-eng tinyproxy "${manuals[@]}")
+[ "${1:-run}" = test ] && want+=(nodejs npm python3.11-doc docker.io docker-compose busybox-static tesseract-ocr tesseract-ocr-eng tinyproxy microsocks "${manuals[@]}")
 [ "${1:-run}" = bench ] && want+=(python3.11-doc docker.io busybox-static tinyproxy "${manuals[@]}")
 missing=()
 for p in "${want[@]}"; do
@@ -33,6 +34,7 @@ for p in "${want[@]}"; do
     bash-doc) [ -f /usr/share/doc/bash/bashref.pdf ] || missing+=(bash-doc) ;;
     debian-faq) [ -f /usr/share/doc/debian/FAQ/debian-faq.en.pdf.gz ] || missing+=(debian-faq) ;;
     tinyproxy) command -v tinyproxy >/dev/null 2>&1 || missing+=(tinyproxy) ;;
+    microsocks) command -v microsocks >/dev/null 2>&1 || missing+=(microsocks) ;;
     xorg-docs) [ -f /usr/share/doc/xorg-docs/icccm/icccm.pdf.gz ] || missing+=(xorg-docs) ;;
   esac
 done

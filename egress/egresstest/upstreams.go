@@ -1,15 +1,17 @@
-// Package egresstest runs a real forward proxy, Debian's tinyproxy, as an
-// upstream for the egress proxy's tests, and reads its access log to prove
-// what went through it.
+// Package egresstest runs real upstream proxies from Debian, tinyproxy
+// (HTTP) and microsocks (SOCKS5), for the egress proxy's tests, and reads
+// their logs to prove what went through them.
 package egresstest
 
 import (
+	"bytes"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -94,4 +96,84 @@ func StartTinyproxy(t testing.TB, userinfo string) *Tinyproxy {
 			t.Fatalf("tinyproxy did not listen on %s: %v\n%s", p.Addr, err, p.Log())
 		}
 	}
+}
+
+// Microsocks is a running microsocks, Debian's small SOCKS5 server, on a
+// loopback port.
+type Microsocks struct {
+	Addr string // 127.0.0.1:port
+	out  *lockedBuffer
+	cmd  *exec.Cmd
+}
+
+// URL is the server's URL for TRAWLER_PROXIES, with user:password when
+// given.
+func (p *Microsocks) URL(userinfo string) string {
+	if userinfo != "" {
+		userinfo += "@"
+	}
+	return "socks5://" + userinfo + p.Addr
+}
+
+// Saw says whether microsocks reported a connection to target (host:port).
+func (p *Microsocks) Saw(target string) bool {
+	return strings.Contains(p.out.String(), "connected to "+target)
+}
+
+// StartMicrosocks starts microsocks for the test, requiring user:password
+// (userinfo). Skipped like StartTinyproxy when it is not installed.
+func StartMicrosocks(t testing.TB, userinfo string) *Microsocks {
+	t.Helper()
+	bin, err := exec.LookPath("microsocks")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("microsocks is not installed (scripts/install-deps.sh test installs it)")
+		}
+		t.Skip("microsocks is not installed (apt-get install microsocks)")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	user, pw, _ := strings.Cut(userinfo, ":")
+	p := &Microsocks{Addr: fmt.Sprintf("127.0.0.1:%d", port), out: &lockedBuffer{}}
+	p.cmd = exec.Command(bin, "-i", "127.0.0.1", "-p", fmt.Sprint(port), "-u", user, "-P", pw)
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		p.cmd.Process.Kill()
+		p.cmd.Wait()
+	})
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		c, err := net.Dial("tcp", p.Addr)
+		if err == nil {
+			c.Close()
+			return p
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("microsocks did not listen on %s: %v", p.Addr, err)
+		}
+	}
+}
+
+// lockedBuffer is a bytes.Buffer that a process writes while a test reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
