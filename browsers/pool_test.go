@@ -203,3 +203,42 @@ func TestFullPoolEvictsUsedBrowsersForSessions(t *testing.T) {
 	require.True(t, s.Browser() != used && !alive(used), "the used browser was not replaced for the session")
 	s.Release(browsers.Destroy)
 }
+
+// Shareable leases share a browser when the pool is full, up to MaxShare;
+// one released with Destroy retires the browser, which goes when the last
+// lease on it ends, and takes no new lease meanwhile.
+func TestShareableLeases(t *testing.T) {
+	t.Parallel()
+	p, _ := newPool(t, browsers.PoolOptions{Size: 1, Warm: 1, QueueWait: 300 * time.Millisecond, MaxShare: 2})
+	waitStats(t, p, "a warm browser", func(s browsers.Stats) bool { return s.Idle == 1 })
+	ctx := context.Background()
+	share := browsers.LeaseRequest{Team: "a", Reusable: true, Shareable: true}
+
+	l1, err := p.Acquire(ctx, share)
+	require.NoError(t, err)
+	l2, err := p.Acquire(ctx, share)
+	require.NoError(t, err)
+	require.True(t, l1.Browser() == l2.Browser(), "the second shareable lease did not share the full pool's browser")
+	_, err = p.Acquire(ctx, share)
+	require.ErrorAs(t, err, new(*browsers.BusyError), "a third lease on a browser of MaxShare 2")
+	// Neither a session nor a job that is not shareable joins it.
+	_, err = p.Acquire(ctx, browsers.LeaseRequest{Team: "a", Reusable: true})
+	require.ErrorAs(t, err, new(*browsers.BusyError), "a reusable lease that is not shareable")
+
+	b := l1.Browser()
+	l1.Release(browsers.Destroy) // it failed: the browser retires
+	require.True(t, alive(b), "a retiring browser was destroyed under another lease")
+	_, err = p.Acquire(ctx, share)
+	require.ErrorAs(t, err, new(*browsers.BusyError), "a lease joined a retiring browser")
+	l2.Release(browsers.Reuse)
+	polltest.Until(t, 20*time.Second, "the retired browser to go", func() bool { return !alive(b) })
+	l3, err := p.Acquire(ctx, browsers.LeaseRequest{Team: "a", Reusable: true, Shareable: true})
+	if err != nil {
+		// The pool refills after the browser has gone.
+		waitStats(t, p, "a new warm browser", func(s browsers.Stats) bool { return s.Idle == 1 })
+		l3, err = p.Acquire(ctx, share)
+	}
+	require.NoError(t, err)
+	require.True(t, l3.Browser() != b, "a lease got the destroyed browser")
+	l3.Release(browsers.Reuse)
+}
