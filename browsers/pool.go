@@ -55,10 +55,7 @@ type PoolOptions struct {
 	// MaxUses is how many reusable leases a browser serves before it is
 	// recycled; 0 means 50.
 	MaxUses int
-	// MaxShare is how many shareable leases may hold one browser at once;
-	// 0 means 4.
-	MaxShare int
-	Log      *slog.Logger
+	Log     *slog.Logger
 }
 
 // Pool owns every browser. A Lease borrows one; the pool closes it.
@@ -89,21 +86,12 @@ type pooled struct {
 	// reusable leases get it again; an interactive session always gets a
 	// browser nobody used.
 	used bool
-	// active counts the leases on the browser; shared says they are
-	// shareable ones, which others may join; retiring that it takes no
-	// more and is destroyed when the last ends.
-	active   int
-	shared   bool
-	retiring bool
 }
 
 // NewPool returns a pool over rt and starts its warm browsers.
 func NewPool(rt Runtime, opts PoolOptions) *Pool {
 	if opts.MaxUses <= 0 {
 		opts.MaxUses = 50
-	}
-	if opts.MaxShare <= 0 {
-		opts.MaxShare = 4
 	}
 	if opts.Log == nil {
 		opts.Log = slog.Default()
@@ -128,13 +116,6 @@ type LeaseRequest struct {
 	// Reusable marks a short job that will give the browser back with
 	// Release(Reuse); it may get a browser other jobs used.
 	Reusable bool
-	// Shareable marks a reusable job that works in a browser context of
-	// its own (a one-off scrape): when no browser is idle and the pool is
-	// full, it may share a browser that other shareable leases hold, up to
-	// MaxShare at once. A shared browser that one of them releases with
-	// Destroy (or whose lease expires) takes no new leases and is
-	// destroyed when the last one ends.
-	Shareable bool
 }
 
 // Stats is a snapshot of the pool, for metrics.
@@ -211,12 +192,6 @@ func (p *Pool) Acquire(ctx context.Context, req LeaseRequest) (*Lease, error) {
 			l.teamWait = since(limited)
 			p.mu.Unlock()
 			return l, nil
-		case req.Shareable && p.sharedLocked() != nil:
-			l := p.leaseLocked(p.taken, req)
-			l.teamWait = since(limited)
-			p.taken = nil
-			p.mu.Unlock()
-			return l, nil
 		default:
 			reason = fmt.Sprintf("all %d browsers of the pool are in use", p.opts.Size)
 		}
@@ -290,28 +265,6 @@ func (p *Pool) AcquireSlot(ctx context.Context, team string, limit int) (release
 			return nil, 0, err
 		}
 	}
-}
-
-// sharedLocked puts in p.taken the least busy browser that shareable
-// leases hold and another may join.
-func (p *Pool) sharedLocked() *pooled {
-	var best *pooled
-	for l := range p.leases {
-		pb := l.pb
-		if !pb.shared || pb.retiring || pb.active >= p.opts.MaxShare || pb.uses >= p.opts.MaxUses {
-			continue
-		}
-		select {
-		case <-pb.b.Done():
-			continue
-		default:
-		}
-		if best == nil || pb.active < best.active {
-			best = pb
-		}
-	}
-	p.taken = best
-	return best
 }
 
 // since is the time passed since t; 0 for the zero t.
@@ -474,17 +427,14 @@ func (p *Pool) backoffLocked() {
 
 func (p *Pool) leaseLocked(pb *pooled, req LeaseRequest) *Lease {
 	pb.uses++
-	pb.active++
-	pb.shared = req.Shareable
 	l := &Lease{pool: p, pb: pb, Team: req.Team, done: make(chan struct{})}
 	if req.Lifetime > 0 {
 		l.deadline = time.Now().Add(req.Lifetime)
 		l.timer = time.AfterFunc(req.Lifetime, func() {
 			p.mu.Lock()
 			ended := p.endLocked(l, ErrLeaseExpired)
-			last := ended && p.lastLocked(pb)
 			p.mu.Unlock()
-			if last {
+			if ended {
 				p.destroy(pb)
 			}
 		})
@@ -500,7 +450,6 @@ func (p *Pool) endLocked(l *Lease, cause error) bool {
 		return false
 	}
 	delete(p.leases, l)
-	l.pb.active--
 	p.perTeam[l.Team]--
 	if p.perTeam[l.Team] <= 0 {
 		delete(p.perTeam, l.Team)
@@ -511,17 +460,6 @@ func (p *Pool) endLocked(l *Lease, cause error) bool {
 	l.cause = cause
 	close(l.done)
 	p.broadcastLocked()
-	return true
-}
-
-// lastLocked says whether pb, whose lease ended and which is to be
-// destroyed, has no other lease: else it retires, to be destroyed when its
-// last lease ends.
-func (p *Pool) lastLocked(pb *pooled) bool {
-	if pb.active > 0 {
-		pb.retiring = true
-		return false
-	}
 	return true
 }
 
@@ -623,21 +561,6 @@ func (l *Lease) Release(d Disposal) {
 		p.mu.Unlock()
 		return
 	}
-	if d == Destroy && !p.lastLocked(l.pb) {
-		p.mu.Unlock()
-		return
-	}
-	if l.pb.active > 0 {
-		// Shared, and others still work in it.
-		p.mu.Unlock()
-		return
-	}
-	if l.pb.retiring {
-		p.mu.Unlock()
-		p.destroy(l.pb)
-		return
-	}
-	l.pb.shared = false
 	alive := true
 	select {
 	case <-l.pb.b.Done():
