@@ -145,23 +145,19 @@ func (s *Service) fetchDirect(ctx context.Context, req Request, guard *netguard.
 	if err != nil || len(body) > directMaxBody {
 		return nil, nil, nil
 	}
-	if (resp.StatusCode == 403 || resp.StatusCode == 429) && kind == "" {
-		// Possibly a check of Go's client rather than of the page: the
-		// browser asks again, as a browser.
-		return nil, nil, nil
-	}
 	pg := &page{engine: "fetch", status: resp.StatusCode, finalURL: final, contentType: ct, body: body, proxyUsed: proxyBasic}
 	if up := route.Upstream(); up != nil {
 		pg.proxyUsed = up.Tier
 	}
 	pg.egressIn, pg.egressOut = route.Bytes()
-	if choice.Warning != "" && !(o.Proxy == "auto" && req.proxyTier == "" && (o.Location == nil || o.Location.Country == "")) {
-		pg.warning = "proxy: " + choice.Warning
-	}
-	if kind == "" && (blockedByBot(pg) || !looksServerRendered(body, ct)) {
-		if blockedByBot(pg) {
-			return nil, nil, nil
-		}
+	pg.warning = proxyWarning(choice)
+	switch {
+	case kind != "":
+	case blockedByBot(pg):
+		// Possibly a check of Go's client rather than of the page: the
+		// browser asks again, as a browser.
+		return nil, nil, nil
+	case !looksServerRendered(body, ct):
 		return nil, &prefetched{url: final, status: resp.StatusCode, contentType: ct, body: body}, nil
 	}
 	return pg, nil, nil

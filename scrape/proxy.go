@@ -56,12 +56,14 @@ func (t *tab) bindRoute(req *Request, requestID string) (warning string) {
 	if t.route == nil {
 		return ""
 	}
-	c := t.route.Bind(req.binding(requestID))
+	return proxyWarning(t.route.Bind(req.binding(requestID)))
+}
+
+// proxyWarning is the document's warning when a binding's choice has one
+// (enhanced, or a country, asked for with no such upstream).
+func proxyWarning(c egress.Choice) string {
 	if c.Warning == "" {
 		return ""
-	}
-	if req.Options.Proxy == "auto" && req.proxyTier == "" && (req.Options.Location == nil || req.Options.Location.Country == "") {
-		return "" // auto on basic with no basic upstream: direct is basic
 	}
 	return "proxy: " + c.Warning
 }
