@@ -156,7 +156,7 @@ func (p *Proxy) BrowserRoute(id string) (*Route, error) {
 	if r != nil {
 		return r, nil
 	}
-	r, err := p.newRoute(id, true)
+	r, err := p.newRoute(id, true, false)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +173,12 @@ func (p *Proxy) BrowserRoute(id string) (*Route, error) {
 
 // ContextRoute is a new route for one browser context of browser id. Its
 // holder closes it with the context; ForgetBrowser closes it too.
-func (p *Proxy) ContextRoute(id string) (*Route, error) { return p.newRoute(id, false) }
+func (p *Proxy) ContextRoute(id string) (*Route, error) { return p.newRoute(id, false, false) }
+
+// LocalRoute is a new route for a client in Trawler's own process (Go's
+// HTTP client taking a page without a browser): a loopback listener of its
+// own, whatever the runtime. Its holder closes it.
+func (p *Proxy) LocalRoute() (*Route, error) { return p.newRoute("", false, true) }
 
 // ProxyFor is the URL browser id's --proxy-server names (process mode).
 func (p *Proxy) ProxyFor(id string) (string, error) {
@@ -197,9 +202,9 @@ func (p *Proxy) ForgetBrowser(id string) {
 	}
 }
 
-func (p *Proxy) newRoute(browser string, own bool) (*Route, error) {
+func (p *Proxy) newRoute(browser string, own, local bool) (*Route, error) {
 	r := &Route{p: p, browser: browser, b: Binding{Tier: TierBasic}}
-	if p.streamPort != 0 {
+	if p.streamPort != 0 && !local {
 		p.mu.Lock()
 		if own {
 			r.ip = netip.AddrFrom4([4]byte{127, 0, 0, 1})

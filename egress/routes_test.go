@@ -362,3 +362,20 @@ func TestSOCKS5Upstream(t *testing.T) {
 	assert.Equal(t, "u:s3cret", r.Upstream().URL.User.String())
 	assert.Equal(t, p.Upstreams()[1], p.up.pick(TierEnhanced, "").Upstreams[0], "the upstream with the wrong password was not taken out of rotation")
 }
+
+// A local route is a listener of its own even when the browsers' routes
+// are told apart by address (the docker runtime): Trawler's own HTTP
+// client reaches it.
+func TestLocalRouteInStreamMode(t *testing.T) {
+	p := New(Config{Guard: &netguard.Guard{AllowPrivate: true}, StreamPort: 3128})
+	t.Cleanup(func() { p.Close() })
+	s := site(t, false)
+	r, err := p.LocalRoute()
+	require.NoError(t, err)
+	defer r.Close()
+	r.Bind(Binding{Team: "acme", Request: "local"})
+	code, body := get(t, via(r), s.URL+"/local")
+	assert.Equal(t, 200, code, body)
+	in, _ := r.Bytes()
+	assert.Positive(t, in)
+}

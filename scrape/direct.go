@@ -49,7 +49,7 @@ func (s *Service) directEligible(req *Request) bool {
 // the page when taken; a prefetched HTML response that needs rendering;
 // or neither, and the browser fetches the page itself.
 func (s *Service) fetchDirect(ctx context.Context, req Request, guard *netguard.Cache) (*page, *prefetched, error) {
-	route, err := s.Egress.ContextRoute("direct")
+	route, err := s.Egress.LocalRoute()
 	if err != nil {
 		return nil, nil, nil
 	}
