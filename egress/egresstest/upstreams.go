@@ -55,19 +55,7 @@ func (p *Tinyproxy) Stop() {
 // not installed, unless CI is set (make test-deps installs it).
 func StartTinyproxy(t testing.TB, userinfo string) *Tinyproxy {
 	t.Helper()
-	bin, err := exec.LookPath("tinyproxy")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("tinyproxy is not installed (scripts/install-deps.sh test installs it)")
-		}
-		t.Skip("tinyproxy is not installed (apt-get install tinyproxy)")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
+	bin, port := program(t, "tinyproxy")
 	dir := t.TempDir()
 	p := &Tinyproxy{Addr: fmt.Sprintf("127.0.0.1:%d", port), log: filepath.Join(dir, "tinyproxy.log")}
 	// No ConnectPort line: CONNECT to any port (test sites are on high
@@ -86,16 +74,8 @@ func StartTinyproxy(t testing.TB, userinfo string) *Tinyproxy {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Stop)
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		c, err := net.Dial("tcp", p.Addr)
-		if err == nil {
-			c.Close()
-			return p
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("tinyproxy did not listen on %s: %v\n%s", p.Addr, err, p.Log())
-		}
-	}
+	waitListening(t, "tinyproxy", p.Addr)
+	return p
 }
 
 // Microsocks is a running microsocks, Debian's small SOCKS5 server, on a
@@ -124,19 +104,7 @@ func (p *Microsocks) Saw(target string) bool {
 // (userinfo). Skipped like StartTinyproxy when it is not installed.
 func StartMicrosocks(t testing.TB, userinfo string) *Microsocks {
 	t.Helper()
-	bin, err := exec.LookPath("microsocks")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("microsocks is not installed (scripts/install-deps.sh test installs it)")
-		}
-		t.Skip("microsocks is not installed (apt-get install microsocks)")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
+	bin, port := program(t, "microsocks")
 	user, pw, _ := strings.Cut(userinfo, ":")
 	p := &Microsocks{Addr: fmt.Sprintf("127.0.0.1:%d", port), out: &lockedBuffer{}}
 	p.cmd = exec.Command(bin, "-i", "127.0.0.1", "-p", fmt.Sprint(port), "-u", user, "-P", pw)
@@ -148,16 +116,8 @@ func StartMicrosocks(t testing.TB, userinfo string) *Microsocks {
 		p.cmd.Process.Kill()
 		p.cmd.Wait()
 	})
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		c, err := net.Dial("tcp", p.Addr)
-		if err == nil {
-			c.Close()
-			return p
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("microsocks did not listen on %s: %v", p.Addr, err)
-		}
-	}
+	waitListening(t, "microsocks", p.Addr)
+	return p
 }
 
 // lockedBuffer is a bytes.Buffer that a process writes while a test reads.
@@ -176,4 +136,40 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// program finds Debian's program name and a free loopback port for it. The
+// test is skipped when the program is not installed, unless CI is set
+// (make test-deps installs it).
+func program(t testing.TB, name string) (bin string, port int) {
+	t.Helper()
+	bin, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is not installed (scripts/install-deps.sh test installs it)", name)
+		}
+		t.Skipf("%s is not installed (apt-get install %s)", name, name)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port = ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	return bin, port
+}
+
+// waitListening waits up to 10 s for name to accept connections at addr.
+func waitListening(t testing.TB, name, addr string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not listen on %s: %v", name, addr, err)
+		}
+	}
 }
