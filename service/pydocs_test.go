@@ -1,10 +1,16 @@
 package service_test
 
 import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -38,8 +44,19 @@ func servePyDocs(t *testing.T) (string, func(string) int) {
 	}
 }
 
+// pyDocsGolden holds the SHA-256 of every crawled page's Markdown (the
+// site's address replaced by pyDocsHost), one "path hash" per line, as the
+// crawl gave them when the golden was last written on purpose:
+// TRAWLER_UPDATE_GOLDEN=1 rewrites it. TRAWLER_PYDOCS_DUMP=dir writes each
+// page's Markdown under dir, to compare two versions by hand.
+const (
+	pyDocsGolden = "testdata/pydocs-markdown.sha256"
+	pyDocsHost   = "http://pydocs.test"
+)
+
 // TestCrawlPythonDocsWhole crawls the whole documentation: every HTML page
-// reachable from the index once, none failed, each with its Markdown.
+// reachable from the index once, none failed, each with its Markdown, and
+// that Markdown equal, page for page, to the golden's.
 func TestCrawlPythonDocsWhole(t *testing.T) {
 	base, hits := servePyDocs(t)
 	ts := crawlService(t, nil)
@@ -61,6 +78,8 @@ func TestCrawlPythonDocsWhole(t *testing.T) {
 		t.Errorf("%d pages failed: %v", len(list), list[0])
 	}
 	seen := map[string]bool{}
+	sums := map[string]string{}
+	dump := os.Getenv("TRAWLER_PYDOCS_DUMP")
 	for _, d := range docs {
 		md := d["metadata"].(map[string]any)
 		u := md["url"].(string)
@@ -79,8 +98,64 @@ func TestCrawlPythonDocsWhole(t *testing.T) {
 		if md["statusCode"].(float64) != 200 || strings.TrimSpace(d["markdown"].(string)) == "" {
 			t.Errorf("%s: status %v, %d bytes of markdown", u, md["statusCode"], len(d["markdown"].(string)))
 		}
+		markdown := strings.ReplaceAll(d["markdown"].(string), base, pyDocsHost)
+		sum := sha256.Sum256([]byte(markdown))
+		sums[path] = hex.EncodeToString(sum[:])
+		if dump != "" {
+			name := filepath.Join(dump, filepath.FromSlash(strings.TrimSuffix(path, "/")+"/index.md"))
+			if !strings.HasSuffix(path, "/") {
+				name = filepath.Join(dump, filepath.FromSlash(path)+".md")
+			}
+			require.NoError(t, os.MkdirAll(filepath.Dir(name), 0o755))
+			require.NoError(t, os.WriteFile(name, []byte(markdown), 0o644))
+		}
 	}
 	t.Logf("%d documents of %d pages", len(docs), pages)
+	if os.Getenv("TRAWLER_UPDATE_GOLDEN") != "" {
+		var b strings.Builder
+		for _, p := range slices.Sorted(maps.Keys(sums)) {
+			fmt.Fprintf(&b, "%s %s\n", p, sums[p])
+		}
+		require.NoError(t, os.MkdirAll(filepath.Dir(pyDocsGolden), 0o755))
+		require.NoError(t, os.WriteFile(pyDocsGolden, []byte(b.String()), 0o644))
+		t.Logf("wrote %s", pyDocsGolden)
+		return
+	}
+	want := readGolden(t)
+	var differ, missing []string
+	for p, sum := range want {
+		switch got, ok := sums[p]; {
+		case !ok:
+			missing = append(missing, p)
+		case got != sum:
+			differ = append(differ, p)
+		}
+	}
+	for p := range sums {
+		if _, ok := want[p]; !ok {
+			t.Errorf("%s: crawled, not in the golden", p)
+		}
+	}
+	slices.Sort(differ)
+	slices.Sort(missing)
+	assert.Empty(t, missing, "pages of the golden not crawled")
+	assert.Empty(t, differ, "pages whose Markdown differs from the golden (TRAWLER_PYDOCS_DUMP=dir writes them)")
+}
+
+// readGolden reads pyDocsGolden: path → SHA-256 of its Markdown.
+func readGolden(t *testing.T) map[string]string {
+	f, err := os.Open(pyDocsGolden)
+	require.NoError(t, err)
+	defer f.Close()
+	want := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		p, sum, ok := strings.Cut(sc.Text(), " ")
+		require.True(t, ok, "golden line %q", sc.Text())
+		want[p] = sum
+	}
+	require.NoError(t, sc.Err())
+	return want
 }
 
 // TestNoRenderPathMatchesRendered: on the static pages of a real site, the
