@@ -51,6 +51,19 @@ func jsAlternation(items []string, open, close string) string {
 	return "/" + open + strings.ReplaceAll(strings.Join(quoted, "|"), "/", `\/`) + close + "/i"
 }
 
+// isText says whether a response of contentType is shown by the browser as
+// text (what fetchScript calls kind "text"), and is UTF-8 (or unlabelled,
+// which the browser decodes as UTF-8) so that Go's bytes are what the
+// browser would show.
+func isText(contentType string) bool {
+	mt, params, _ := mime.ParseMediaType(contentType)
+	if !strings.HasPrefix(mt, "text/") && mt != "application/json" && mt != "application/xml" && mt != "application/javascript" {
+		return false
+	}
+	cs := strings.ToLower(params["charset"])
+	return cs == "" || cs == "utf-8" || cs == "utf8"
+}
+
 func isHTML(contentType string) bool {
 	mt, params, _ := mime.ParseMediaType(contentType)
 	if mt != "text/html" && mt != "application/xhtml+xml" {

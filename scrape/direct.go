@@ -12,8 +12,10 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/trawler-dev/trawler/browsers"
+	"github.com/trawler-dev/trawler/egress"
 	"github.com/trawler-dev/trawler/netguard"
 )
 
@@ -49,57 +51,104 @@ func (s *Service) directEligible(req *Request) bool {
 // the page when taken; a prefetched HTML response that needs rendering;
 // or neither, and the browser fetches the page itself.
 func (s *Service) fetchDirect(ctx context.Context, req Request, guard *netguard.Cache) (*page, *prefetched, error) {
-	route, err := s.Egress.LocalRoute()
-	if err != nil {
-		return nil, nil, nil
-	}
-	defer route.Close()
 	requestID := req.RequestID
 	if requestID == "" {
 		requestID = req.id
 	}
-	choice := route.Bind(req.binding(requestID))
-	proxyURL, _ := url.Parse(route.URL())
-	jar, _ := cookiejar.New(nil)
-	o := &req.Options
-	tr := &http.Transport{Proxy: http.ProxyURL(proxyURL), TLSHandshakeTimeout: 15 * time.Second,
-		ForceAttemptHTTP2: true, DisableKeepAlives: true}
-	if o.SkipTLSVerification {
-		tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // the request's own choice, as the browser's
+	d := s.newDirect(&req, requestID, false)
+	if d == nil {
+		return nil, nil, nil
 	}
-	defer tr.CloseIdleConnections()
-	var blocked error
-	check := func(u *url.URL) error {
-		switch u.Scheme {
-		case "http", "https":
-		default:
-			return fmt.Errorf("scheme %s is not fetched", u.Scheme)
-		}
-		if o.BlockAds && isAdHost(u.Hostname()) {
-			blocked = errAdBlocked
-			return blocked
-		}
-		if err := guard.CheckHost(ctx, u.Hostname()); err != nil {
-			blocked = err
-			return err
-		}
+	defer d.close()
+	return d.get(ctx, req, guard)
+}
+
+// direct is Go's HTTP client on an egress route of its own, bound like a
+// browser context's, with a cookie jar that lives as long as it does: one
+// scrape's, or one job's pages on one worker (as a job's browser context
+// lives for its pages on that worker).
+type direct struct {
+	s       *Service
+	route   *egress.Route
+	binding egress.Binding
+	warning string // the route's, for each page
+	jar     *recordingJar
+	tr      *http.Transport
+	client  *http.Client
+}
+
+// newDirect returns a client bound for req, keeping its connections open
+// between pages if keepAlive says so; nil when no route can be had.
+func (s *Service) newDirect(req *Request, requestID string, keepAlive bool) *direct {
+	route, err := s.Egress.LocalRoute()
+	if err != nil {
 		return nil
 	}
-	client := &http.Client{Transport: tr, Jar: jar, CheckRedirect: func(r *http.Request, via []*http.Request) error {
+	d := &direct{s: s, route: route, binding: req.binding(requestID), jar: newRecordingJar()}
+	d.warning = proxyWarning(route.Bind(d.binding))
+	proxyURL, _ := url.Parse(route.URL())
+	d.tr = &http.Transport{Proxy: http.ProxyURL(proxyURL), TLSHandshakeTimeout: 15 * time.Second,
+		ForceAttemptHTTP2: true, DisableKeepAlives: !keepAlive, MaxIdleConnsPerHost: 4}
+	if req.Options.SkipTLSVerification {
+		d.tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // the request's own choice, as the browser's
+	}
+	d.client = &http.Client{Transport: d.tr, Jar: d.jar, CheckRedirect: func(r *http.Request, via []*http.Request) error {
 		if len(via) >= 20 {
 			return errors.New("too many redirects")
 		}
-		return check(r.URL)
+		return r.Context().Value(directCheckKey{}).(*directCheck).check(r.URL)
 	}}
-	u, err := url.Parse(req.URL)
-	if err != nil || check(u) != nil {
-		return nil, nil, blocked
+	return d
+}
+
+// close ends the client's connections and its route (which reports the
+// bytes it carried).
+func (d *direct) close() {
+	d.tr.CloseIdleConnections()
+	d.route.Close()
+}
+
+// directCheck is what every hop of one request is checked by: the scheme,
+// the ad-host rule and the network guard. blocked is the refusal, if any.
+type directCheck struct {
+	ctx      context.Context
+	blockAds bool
+	guard    *netguard.Cache
+	blocked  error
+}
+
+type directCheckKey struct{}
+
+func (c *directCheck) check(u *url.URL) error {
+	switch u.Scheme {
+	case "http", "https":
+	default:
+		return fmt.Errorf("scheme %s is not fetched", u.Scheme)
 	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, req.URL, nil)
+	if c.blockAds && isAdHost(u.Hostname()) {
+		c.blocked = errAdBlocked
+		return c.blocked
+	}
+	if err := c.guard.CheckHost(c.ctx, u.Hostname()); err != nil {
+		c.blocked = err
+		return err
+	}
+	return nil
+}
+
+// get takes req's page as fetchDirect says.
+func (d *direct) get(ctx context.Context, req Request, guard *netguard.Cache) (*page, *prefetched, error) {
+	o := &req.Options
+	chk := &directCheck{ctx: ctx, blockAds: o.BlockAds, guard: guard}
+	u, err := url.Parse(req.URL)
+	if err != nil || chk.check(u) != nil {
+		return nil, nil, chk.blocked
+	}
+	hr, err := http.NewRequestWithContext(context.WithValue(ctx, directCheckKey{}, chk), http.MethodGet, req.URL, nil)
 	if err != nil {
 		return nil, nil, nil
 	}
-	ua := s.knownUA()
+	ua := d.s.knownUA()
 	hr.Header.Set("Accept", chromeAccept)
 	hr.Header.Set("Upgrade-Insecure-Requests", "1")
 	hr.Header.Set("Sec-Fetch-Site", "none")
@@ -122,9 +171,10 @@ func (s *Service) fetchDirect(ctx context.Context, req Request, guard *netguard.
 		hr.Header.Set(k, v)
 	}
 	hr.Header.Set("User-Agent", ua)
-	resp, err := client.Do(hr)
-	if blocked != nil {
-		return nil, nil, blocked
+	in0, out0 := d.route.Bytes()
+	resp, err := d.client.Do(hr)
+	if chk.blocked != nil {
+		return nil, nil, chk.blocked
 	}
 	if err != nil {
 		// The browser tells a network failure properly (and a refusal of
@@ -138,29 +188,121 @@ func (s *Service) fetchDirect(ctx context.Context, req Request, guard *netguard.
 	ct := resp.Header.Get("Content-Type")
 	final := resp.Request.URL.String()
 	kind := documentKind(ct, final)
-	if kind == "" && !isHTML(ct) {
+	text := kind == "" && !isHTML(ct) && isText(ct)
+	if kind == "" && !isHTML(ct) && !text {
 		return nil, nil, nil
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, directMaxBody+1))
 	if err != nil || len(body) > directMaxBody {
 		return nil, nil, nil
 	}
+	if text {
+		if !utf8.Valid(body) {
+			return nil, nil, nil // the browser's decoder says what it shows
+		}
+		body = textDocument(string(body))
+	}
 	pg := &page{engine: "fetch", status: resp.StatusCode, finalURL: final, contentType: ct, body: body, proxyUsed: proxyBasic}
-	if up := route.Upstream(); up != nil {
+	if up := d.route.Upstream(); up != nil {
 		pg.proxyUsed = up.Tier
 	}
-	pg.egressIn, pg.egressOut = route.Bytes()
-	pg.warning = proxyWarning(choice)
+	in, out := d.route.Bytes()
+	pg.egressIn, pg.egressOut = in-in0, out-out0
+	pg.warning = d.warning
 	switch {
 	case kind != "":
 	case blockedByBot(pg):
 		// Possibly a check of Go's client rather than of the page: the
 		// browser asks again, as a browser.
 		return nil, nil, nil
+	case text:
 	case !looksServerRendered(body, ct):
 		return nil, &prefetched{url: final, status: resp.StatusCode, contentType: ct, body: body}, nil
 	}
 	return pg, nil, nil
+}
+
+// recordingJar is a cookie jar that also keeps every cookie it was given,
+// in order, so that a job whose pages move from Go's client to a browser
+// context can hand its cookies over with all their attributes.
+type recordingJar struct {
+	*cookiejar.Jar
+	mu  sync.Mutex
+	set []jarCookie
+}
+
+type jarCookie struct {
+	u *url.URL
+	c *http.Cookie
+}
+
+func newRecordingJar() *recordingJar {
+	j, _ := cookiejar.New(nil)
+	return &recordingJar{Jar: j}
+}
+
+func (j *recordingJar) SetCookies(u *url.URL, cookies []*http.Cookie) {
+	j.Jar.SetCookies(u, cookies)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, c := range cookies {
+		j.set = append(j.set, jarCookie{u: u, c: c})
+	}
+}
+
+// cdpCookies are the jar's cookies as Storage.setCookies takes them, in
+// the order they were set (a later one replaces an earlier one of the same
+// name, domain and path, as in the jar).
+func (j *recordingJar) cdpCookies() []map[string]any {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	out := make([]map[string]any, 0, len(j.set))
+	for _, jc := range j.set {
+		c := jc.c
+		m := map[string]any{"name": c.Name, "value": c.Value, "secure": c.Secure, "httpOnly": c.HttpOnly}
+		if c.Domain != "" {
+			m["domain"] = c.Domain
+		} else {
+			m["url"] = (&url.URL{Scheme: jc.u.Scheme, Host: jc.u.Host, Path: "/"}).String()
+		}
+		switch {
+		case c.Path != "":
+			m["path"] = c.Path
+		default:
+			m["path"] = defaultCookiePath(jc.u.Path)
+		}
+		switch {
+		case c.MaxAge < 0:
+			m["expires"] = 1 // gone: the jar dropped it too
+		case c.MaxAge > 0:
+			m["expires"] = float64(time.Now().Unix() + int64(c.MaxAge))
+		case !c.Expires.IsZero():
+			m["expires"] = float64(c.Expires.Unix())
+		}
+		switch c.SameSite {
+		case http.SameSiteStrictMode:
+			m["sameSite"] = "Strict"
+		case http.SameSiteLaxMode:
+			m["sameSite"] = "Lax"
+		case http.SameSiteNoneMode:
+			m["sameSite"] = "None"
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// defaultCookiePath is RFC 6265's default-path of a cookie set by a
+// response to a request for path.
+func defaultCookiePath(path string) string {
+	if path == "" || path[0] != '/' {
+		return "/"
+	}
+	i := strings.LastIndex(path, "/")
+	if i == 0 {
+		return "/"
+	}
+	return path[:i]
 }
 
 // knownUA is the browsers' user agent once a browser was asked; "" before.

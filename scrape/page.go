@@ -559,9 +559,7 @@ func (t *tab) fetchInPage(ctx context.Context, u string) (*page, *prefetched, er
 	switch out.Kind {
 	case "text":
 		// What the browser shows for a text response.
-		body = []byte("<html><head></head><body><pre style=\"word-wrap: break-word; white-space: pre-wrap;\">" +
-			html.EscapeString(out.Body) + "</pre></body></html>")
-		return t.fetched(out.URL, out.Status, out.Type, body), nil, nil
+		return t.fetched(out.URL, out.Status, out.Type, textDocument(out.Body)), nil, nil
 	case "binary":
 		raw, err := base64.StdEncoding.DecodeString(out.Body)
 		if err != nil {
@@ -573,6 +571,12 @@ func (t *tab) fetchInPage(ctx context.Context, u string) (*page, *prefetched, er
 		return nil, &prefetched{url: out.URL, status: out.Status, contentType: out.Type, body: body}, nil
 	}
 	return t.fetched(out.URL, out.Status, out.Type, body), nil, nil
+}
+
+// textDocument is the document the browser shows for a text response.
+func textDocument(text string) []byte {
+	return []byte("<html><head></head><body><pre style=\"word-wrap: break-word; white-space: pre-wrap;\">" +
+		html.EscapeString(text) + "</pre></body></html>")
 }
 
 func (t *tab) fetched(u string, status int, contentType string, body []byte) *page {

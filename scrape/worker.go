@@ -36,6 +36,13 @@ type Worker struct {
 	// guards are the jobs' network guards: a job's page is checked before
 	// the cache is read, by the guard its tab then applies.
 	guards map[string]*netguard.Cache
+	// directs are the jobs' Go clients: a job's pages that need nothing of
+	// the browser are taken with one, on the worker's lease, until a page
+	// of the job needs the job's tab; from then on the tab (which got the
+	// client's cookies) takes them all, so that the job's state is in one
+	// place. inTab says which jobs moved.
+	directs map[string]*direct
+	inTab   map[string]bool
 }
 
 type jobTab struct {
@@ -58,7 +65,8 @@ const (
 // NewWorker returns a worker with no browser yet; it leases one on its
 // first page.
 func (s *Service) NewWorker() *Worker {
-	return &Worker{s: s, tabs: map[string]*jobTab{}, guards: map[string]*netguard.Cache{}}
+	return &Worker{s: s, tabs: map[string]*jobTab{}, guards: map[string]*netguard.Cache{},
+		directs: map[string]*direct{}, inTab: map[string]bool{}}
 }
 
 // Scrape scrapes one page of job.
@@ -81,9 +89,20 @@ func (w *Worker) guard(job string) *netguard.Cache {
 	return g
 }
 
-// Forget closes job's tab (the job ended).
+// Forget closes job's tab and client (the job ended).
 func (w *Worker) Forget(job string) {
 	delete(w.guards, job)
+	if d := w.directs[job]; d != nil {
+		d.close()
+		delete(w.directs, job)
+	}
+	delete(w.inTab, job)
+	w.dropTab(job)
+}
+
+// dropTab closes job's tab: its state is unknown after a failure, or
+// another job needs the room.
+func (w *Worker) dropTab(job string) {
 	if jt := w.tabs[job]; jt != nil {
 		jt.t.close()
 		jt.t.conn.Close()
@@ -102,6 +121,9 @@ func (w *Worker) Close() { w.release(browsers.Reuse) }
 
 func (w *Worker) release(d browsers.Disposal) {
 	for id := range w.tabs {
+		w.Forget(id)
+	}
+	for id := range w.directs {
 		w.Forget(id)
 	}
 	if w.lease != nil {
@@ -139,21 +161,21 @@ func (w *Worker) browser(ctx context.Context) error {
 func (w *Worker) tab(ctx context.Context, job string, req *Request) (*jobTab, error) {
 	o := &req.Options
 	if jt := w.tabs[job]; jt != nil && jt.binding != req.binding(job) {
-		w.Forget(job)
+		w.dropTab(job)
 	}
 	if jt := w.tabs[job]; jt != nil {
 		select {
 		case <-jt.t.crashed:
-			w.Forget(job)
+			w.dropTab(job)
 		case <-jt.t.conn.Done():
-			w.Forget(job)
+			w.dropTab(job)
 		default:
 			w.touch(job)
 			return jt, nil
 		}
 	}
 	if len(w.tabs) >= workerTabs {
-		w.Forget(w.lru[0])
+		w.dropTab(w.lru[0])
 	}
 	// Each tab has its own connection: a connection has one event handler.
 	conn, err := w.lease.Browser().CDP().DialOwn(ctx)
@@ -196,6 +218,20 @@ func (w *Worker) tab(ctx context.Context, job string, req *Request) (*jobTab, er
 		conn.Close()
 		return nil, &RetryableError{Err: err}
 	}
+	if d := w.directs[job]; d != nil {
+		// The job's pages move to the tab, with the cookies the job's
+		// client was given.
+		if cookies := d.jar.cdpCookies(); len(cookies) > 0 {
+			err := conn.Call(ctx, "", "Storage.setCookies",
+				map[string]any{"cookies": cookies, "browserContextId": t.contextID}, nil)
+			if err != nil {
+				t.close()
+				conn.Close()
+				return nil, &RetryableError{Err: err}
+			}
+		}
+	}
+	w.inTab[job] = true
 	jt := &jobTab{t: t, guard: guard, binding: req.binding(job), warning: warning}
 	w.tabs[job] = jt
 	w.touch(job)
@@ -212,13 +248,48 @@ func (w *Worker) touch(job string) {
 	w.lru = append(w.lru, job)
 }
 
-// fetch takes one page of job on the job's tab.
+// fetch takes one page of job.
+// A page that needs nothing of the browser is taken with the job's Go
+// client, on the worker's lease (it counts against the pool like any
+// page), as long as no page of the job needed the tab.
 func (w *Worker) fetch(ctx context.Context, job string, req Request) (*page, error) {
-	u, err := url.Parse(req.URL)
-	if err != nil {
+	if err := w.browser(ctx); err != nil {
 		return nil, err
 	}
-	if err := w.browser(ctx); err != nil {
+	if !w.inTab[job] && w.s.directEligible(&req) {
+		if d := w.direct(job, &req); d != nil {
+			pg, pre, err := d.get(ctx, req, w.guard(job))
+			if err != nil || pg != nil {
+				return pg, err
+			}
+			return w.inTabPage(ctx, job, req, pre)
+		}
+	}
+	return w.inTabPage(ctx, job, req, nil)
+}
+
+// direct returns job's client, bound for req.
+func (w *Worker) direct(job string, req *Request) *direct {
+	d := w.directs[job]
+	if d != nil && d.binding != req.binding(job) {
+		d.close()
+		d = nil
+	}
+	if d == nil {
+		if d = w.s.newDirect(req, job, true); d == nil {
+			delete(w.directs, job)
+			return nil
+		}
+		w.directs[job] = d
+	}
+	return d
+}
+
+// inTabPage takes one page of job on the job's tab; pre, when not nil, is
+// the page's response already fetched, which the tab renders.
+func (w *Worker) inTabPage(ctx context.Context, job string, req Request, pre *prefetched) (*page, error) {
+	u, err := url.Parse(req.URL)
+	if err != nil {
 		return nil, err
 	}
 	jt, err := w.tab(ctx, job, &req)
@@ -246,24 +317,24 @@ func (w *Worker) fetch(ctx context.Context, job string, req Request) (*page, err
 		in0, out0 = jt.t.route.Bytes()
 	}
 	var pg *page
-	if o := &req.Options; !o.needsRender() && jt.t.showsSite(req.URL) {
-		var pre *prefetched
+	if o := &req.Options; pre == nil && !o.needsRender() && jt.t.showsSite(req.URL) {
 		pg, pre, err = jt.t.fetchInPage(ctx, req.URL)
 		switch {
 		case err != nil:
-			w.Forget(job)
+			w.dropTab(job)
 			return nil, err
 		case pg != nil:
 			pg.private = jt.t.reachedPrivate()
 			jt.t.noteRoute(pg, in0, out0)
 			pg.warning = joinWarning(pg.warning, jt.warning)
 			return pg, nil
-		case pre != nil:
-			jt.t.mu.Lock()
-			jt.t.prefetched = pre
-			jt.t.mu.Unlock()
-			req.URL = pre.url // the tab renders what it fetched, redirects followed
 		}
+	}
+	if pre != nil {
+		jt.t.mu.Lock()
+		jt.t.prefetched = pre
+		jt.t.mu.Unlock()
+		req.URL = pre.url // the tab renders what was fetched, redirects followed
 	}
 	pg, err = w.s.drive(ctx, jt.t, req)
 	if pg != nil {
@@ -274,7 +345,7 @@ func (w *Worker) fetch(ctx context.Context, job string, req Request) (*page, err
 	if err != nil {
 		// The tab's state is unknown after a failure: the job's next page
 		// gets a fresh one.
-		w.Forget(job)
+		w.dropTab(job)
 		var re *RetryableError
 		if cause := context.Cause(ctx); errors.As(cause, &re) {
 			return nil, re

@@ -109,3 +109,47 @@ func TestConcurrentScrapesShareNoState(t *testing.T) {
 		assert.Equal(t, "fetch", md["engine"], "page %d", i)
 	}
 }
+
+// A job's pages are taken with Go's client while they need no browser; its
+// cookies go with it when a page needs the job's browser context, and the
+// context takes the job's later pages. With one lane the pages come in
+// order: /static/1 and /static/2 directly (the second sends the first's
+// cookie), the app rendered in a context that holds both cookies, then
+// /static/4 from that context, sending all three. The next job starts
+// with none of them.
+func TestJobCookiesFollowItsPagesIntoTheBrowser(t *testing.T) {
+	site, hits := stateSite(t)
+	ts := crawlService(t, map[string]string{"TRAWLER_JOB_WORKERS": "1"})
+	r := ts.do("POST", "/v2/scrape", keyAcme, map[string]any{"url": site.URL + "/static/warm", "formats": []string{"markdown"}})
+	require.Equal(t, 200, r.Status, "%s", r.Raw)
+
+	urls := []string{site.URL + "/static/1", site.URL + "/static/2", site.URL + "/app/3", site.URL + "/static/4"}
+	_, st, docs := ts.runJob("/v2/batch/scrape", keyAcme, map[string]any{"urls": urls, "formats": []string{"markdown"}})
+	require.Equal(t, "completed", st["status"], "%v", st)
+	require.Len(t, docs, 4)
+	byURL := map[string]map[string]any{}
+	for _, d := range docs {
+		byURL[d["metadata"].(map[string]any)["sourceURL"].(string)] = d
+	}
+	check := func(u, engine string, contains ...string) {
+		t.Helper()
+		d := byURL[u]
+		require.NotNil(t, d, "%s: no document", u)
+		assert.Equal(t, engine, d["metadata"].(map[string]any)["engine"], "%s", u)
+		for _, c := range contains {
+			assert.Contains(t, d["markdown"], c, "%s", u)
+		}
+	}
+	check(urls[0], "fetch", "Cookies sent: none.")
+	check(urls[1], "fetch", "visitor1=1")
+	check(urls[2], "browser-render", "App 3", "visitor1=1", "visitor2=2")
+	check(urls[3], "browser-fetch", "visitor1=1", "visitor2=2", "app3=3")
+	for _, p := range []string{"/static/1", "/static/2", "/app/3", "/static/4"} {
+		assert.Equal(t, 1, hits(p), "times %s was asked for", p)
+	}
+
+	_, st, docs = ts.runJob("/v2/batch/scrape", keyAcme, map[string]any{"urls": []string{site.URL + "/static/5"}, "formats": []string{"markdown"}})
+	require.Equal(t, "completed", st["status"], "%v", st)
+	require.Len(t, docs, 1)
+	assert.Contains(t, docs[0]["markdown"], "Cookies sent: none.", "a job found the last job's cookies")
+}

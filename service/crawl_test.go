@@ -260,7 +260,7 @@ func TestCrawlFollowsScopeRobotsAndSitemaps(t *testing.T) {
 	assert.Contains(t, w, "robots.txt", "warning: want one about robots.txt")
 	for _, d := range docs {
 		md := d["metadata"].(map[string]any)
-		assert.Equal(t, "browser-fetch", md["engine"], "%v's engine (a server-rendered page)", md["sourceURL"])
+		assert.Equal(t, "fetch", md["engine"], "%v's engine (a server-rendered page)", md["sourceURL"])
 		assert.Contains(t, d["markdown"].(string), "# ", "%v has no markdown heading", md["sourceURL"])
 	}
 }
@@ -667,9 +667,11 @@ func TestFairness(t *testing.T) {
 	ts.do("DELETE", "/v2/crawl/"+big.str("id"), keyAcme, nil)
 }
 
-// TestCrawlPageKinds: after the first page of a tab, a crawl takes pages
-// with fetch() in the tab; a PDF, a text file and a client-rendered page
-// must come out as they do through a navigation, each fetched once.
+// TestCrawlPageKinds: a crawl takes pages with Go's client while they need
+// no browser, then (from the client-rendered page on, which moves the job
+// into its tab) with fetch() in the tab; a PDF, a text file, a
+// client-rendered page and a Latin-1 page must come out as they do through
+// a navigation, each fetched once.
 func TestCrawlPageKinds(t *testing.T) {
 	pdf, err := os.ReadFile("../parse/testdata/report.pdf")
 	require.NoError(t, err)
@@ -721,9 +723,9 @@ func TestCrawlPageKinds(t *testing.T) {
 			t.Errorf("%s: engine %v, markdown %q; want %q from %s", path, md["engine"], d["markdown"], want, engine)
 		}
 	}
-	check("/k/static", "# Static page", "browser-fetch")
-	check("/k/report.pdf", "# Harbour Water Quality Report", "browser-fetch")
-	check("/k/notes.txt", "plain notes <not a tag> & more", "browser-fetch")
+	check("/k/static", "# Static page", "fetch")
+	check("/k/report.pdf", "# Harbour Water Quality Report", "fetch")
+	check("/k/notes.txt", "plain notes <not a tag> & more", "fetch")
 	check("/k/app", "Rendered by script", "browser-render")
 	check("/k/latin", "# Café crème", "browser-fetch")
 	assert.NotNil(t, byPath["/k/report.pdf"]["metadata"].(map[string]any)["numPages"], "the PDF has no numPages")

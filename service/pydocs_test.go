@@ -187,7 +187,7 @@ func TestNoRenderPathMatchesRendered(t *testing.T) {
 	rendered := markdown(map[string]any{"waitFor": 1})
 	for _, u := range urls {
 		f, r := fast[u], rendered[u]
-		assert.Equal(t, "browser-fetch", f["metadata"].(map[string]any)["engine"], "%s: default engine", u)
+		assert.Equal(t, "fetch", f["metadata"].(map[string]any)["engine"], "%s: default engine", u)
 		assert.Equal(t, "browser-render", r["metadata"].(map[string]any)["engine"], "%s: waitFor engine", u)
 		if f["markdown"] != r["markdown"] {
 			fm, rm := f["markdown"].(string), r["markdown"].(string)
