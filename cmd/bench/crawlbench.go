@@ -45,6 +45,19 @@ const (
 // which only reads the pages and follows their links; it runs before and
 // after the first crawl, and the better of its two runs counts.
 //
+// Two more baselines do what the crawls do, the way a plain program would:
+//   - Colly with the service's parallelism (TRAWLER_JOB_WORKERS pages at
+//     once, as the first crawl reports it) that also converts every HTML
+//     page to Markdown with html-to-markdown and keeps it in memory, against
+//     the first crawl (crawl_over_colly_markdown). It runs after the first
+//     crawl and after the second Colly run, and the better of its two runs
+//     counts.
+//   - chromedp with as many tabs in one headless Chromium, which renders
+//     every page fully (load event, nothing blocked) and converts its HTML
+//     to Markdown, against the rendered crawl
+//     (crawl_rendered_over_chromedp_tabs). It runs right before and right
+//     after the rendered crawl, and the better of its two runs counts.
+//
 // The memory peak is sampled during a second, untimed crawl on another
 // fresh service: reading PSS walks the page tables of some 50 Chromium
 // processes, and on a 2-core machine a sample takes 0.3-1.3 s, so sampling
@@ -63,20 +76,36 @@ func (b *bench) crawlThroughput(ctx context.Context, _ *instance) error {
 	root := srv.URL + "/"
 	logf("crawl: site %s serves %s (%d HTML files)", root, transform.PythonDocs, files)
 
-	collyRun := func(which string) (collyResult, error) {
+	collyRun := func(which string, parallelism int, work collyWork) (collyResult, error) {
 		runtime.GC()
 		before := site.snapshot()
-		r, err := collyCrawl(ctx, root, collyParallelism)
+		r, err := collyCrawl(ctx, root, parallelism, work)
 		if err != nil {
-			return r, fmt.Errorf("colly %s: %w", which, err)
+			return r, fmt.Errorf("%s: %w", which, err)
 		}
-		logf("colly %s: %d pages (%d HTML) in %s (%.1f pages/s), %.1f MB read, %d links seen, %d redirects to visited URLs, %d not found, %d other failures%s; the site served %s",
-			which, r.pages, r.html, r.wall.Round(time.Millisecond), rate(r.pages, r.wall), float64(r.bytes)/(1<<20),
-			r.links, r.revisits, r.notFound, r.failures, firstErr(r.firstErr), site.since(before))
+		var md string
+		if work == toMarkdown {
+			md = fmt.Sprintf(", %d pages converted to Markdown (%.1f MB kept in memory)", r.markdown, float64(r.mdBytes)/(1<<20))
+		}
+		logf("%s: %d requests at once, %d pages (%d HTML) in %s (%.1f pages/s), %.1f MB read%s, %d links seen, %d redirects to visited URLs, %d not found, %d other failures%s; the site served %s",
+			which, parallelism, r.pages, r.html, r.wall.Round(time.Millisecond), rate(r.pages, r.wall), float64(r.bytes)/(1<<20),
+			md, r.links, r.revisits, r.notFound, r.failures, firstErr(r.firstErr), site.since(before))
+		return r, nil
+	}
+	chromedpRun := func(which, chromium string, tabs int) (chromedpResult, error) {
+		runtime.GC()
+		before := site.snapshot()
+		r, err := chromedpCrawl(ctx, chromium, filepath.Join(b.tmp, strings.ReplaceAll(which, " ", "-")), root, tabs)
+		if err != nil {
+			return r, fmt.Errorf("%s: %w", which, err)
+		}
+		logf("%s: %d tabs (started in %s), %d pages rendered and converted to Markdown in %s (%.1f pages/s), %.1f MB of Markdown kept in memory, %d links seen, %d redirects to visited URLs, %d not found, %d other failures%s; the site served %s",
+			which, tabs, r.launch.Round(time.Millisecond), r.pages, r.wall.Round(time.Millisecond), rate(r.pages, r.wall),
+			float64(r.mdBytes)/(1<<20), r.links, r.revisits, r.notFound, r.failures, firstErr(r.firstErr), site.since(before))
 		return r, nil
 	}
 
-	c1, err := collyRun("before")
+	c1, err := collyRun("colly before", collyParallelism, linksOnly)
 	if err != nil {
 		return err
 	}
@@ -84,11 +113,25 @@ func (b *bench) crawlThroughput(ctx context.Context, _ *instance) error {
 	if err != nil {
 		return err
 	}
+	// The same parallelism as the service's crawls: its lanes.
+	workers := fetched.workers
+	m1, err := collyRun("colly-markdown first", workers, toMarkdown)
+	if err != nil {
+		return err
+	}
 	sampled, err := b.crawlOnce(ctx, "crawl-memory", root, site, map[string]any{"formats": []string{"markdown"}}, withMemory)
 	if err != nil {
 		return err
 	}
-	c2, err := collyRun("after")
+	c2, err := collyRun("colly after", collyParallelism, linksOnly)
+	if err != nil {
+		return err
+	}
+	m2, err := collyRun("colly-markdown second", workers, toMarkdown)
+	if err != nil {
+		return err
+	}
+	d1, err := chromedpRun("chromedp-tabs before", fetched.chromium, workers)
 	if err != nil {
 		return err
 	}
@@ -101,6 +144,13 @@ func (b *bench) crawlThroughput(ctx context.Context, _ *instance) error {
 	} else {
 		logf("crawl-rendered: NOT every document was rendered: %d of %d have engine browser-render (%s)", n, rendered.docs, countSplit(rendered.engines))
 	}
+	if rendered.workers != workers {
+		logf("note: the rendered crawl had %d lanes, the chromedp baseline %d tabs", rendered.workers, workers)
+	}
+	d2, err := chromedpRun("chromedp-tabs after", fetched.chromium, workers)
+	if err != nil {
+		return err
+	}
 
 	best := c1
 	if rate(c2.pages, c2.wall) > rate(c1.pages, c1.wall) {
@@ -111,11 +161,32 @@ func (b *bench) crawlThroughput(ctx context.Context, _ *instance) error {
 	if best.pages != fetched.completed {
 		logf("note: colly read %d pages, the crawl completed %d", best.pages, fetched.completed)
 	}
+	// The Markdown baseline is counted in pages read, as the crawl is in
+	// pages completed, whatever their kind.
+	bestMD := m1
+	if rate(m2.pages, m2.wall) > rate(m1.pages, m1.wall) {
+		bestMD = m2
+	}
+	logf("colly-markdown: %.1f pages/s first and %.1f second; the better, %.1f, counts",
+		rate(m1.pages, m1.wall), rate(m2.pages, m2.wall), rate(bestMD.pages, bestMD.wall))
+	bestCD := d1
+	if rate(d2.pages, d2.wall) > rate(d1.pages, d1.wall) {
+		bestCD = d2
+	}
+	logf("chromedp-tabs: %.1f pages/s before and %.1f after the rendered crawl; the better, %.1f, counts",
+		rate(d1.pages, d1.wall), rate(d2.pages, d2.wall), rate(bestCD.pages, bestCD.wall))
+	if bestCD.pages != rendered.completed {
+		logf("note: chromedp rendered %d pages, the rendered crawl completed %d", bestCD.pages, rendered.completed)
+	}
 	figure("crawl_pages_per_s", rate(fetched.completed, fetched.wall), "pages/s")
 	figure("crawl_rendered_pages_per_s", rate(rendered.completed, rendered.wall), "pages/s")
 	figure("crawl_peak_rss_mb", kbMB(sampled.peak.total), "MB")
 	figure("colly_pages_per_s", rate(best.pages, best.wall), "pages/s")
 	figure("crawl_over_colly", rate(fetched.completed, fetched.wall)/rate(best.pages, best.wall), "x")
+	figure("colly_markdown_pages_per_s", rate(bestMD.pages, bestMD.wall), "pages/s")
+	figure("crawl_over_colly_markdown", rate(fetched.completed, fetched.wall)/rate(bestMD.pages, bestMD.wall), "x")
+	figure("chromedp_tabs_pages_per_s", rate(bestCD.pages, bestCD.wall), "pages/s")
+	figure("crawl_rendered_over_chromedp_tabs", rate(rendered.completed, rendered.wall)/rate(bestCD.pages, bestCD.wall), "x")
 	return nil
 }
 
@@ -126,6 +197,8 @@ type crawlResult struct {
 	docs             int            // documents read back
 	engines          map[string]int // metadata.engine → documents
 	peak             memPeak
+	workers          int    // the service's lanes (TRAWLER_JOB_WORKERS): pages crawled at once
+	chromium         string // the service's browser binary
 }
 
 // crawlOnce crawls root on a fresh service named name with scrapeOptions,
@@ -140,6 +213,7 @@ func (b *bench) crawlOnce(ctx context.Context, name, root string, site *counting
 	}
 	defer in.Close()
 	cfg := in.svc.Config
+	r.workers, r.chromium = cfg.JobWorkers, cfg.ChromiumPath
 	logf("%s: pool size %d (TRAWLER_POOL_SIZE), %d lanes (TRAWLER_JOB_WORKERS: pages crawled at once), team concurrency %d, host concurrency %d, %d warm browser",
 		name, cfg.PoolSize, cfg.JobWorkers, cfg.TeamConcurrency, cfg.HostConcurrency, cfg.WarmBrowsers)
 	if err := in.waitWarm(ctx); err != nil {
