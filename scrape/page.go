@@ -42,6 +42,8 @@ type tab struct {
 	// reach, while private networks are allowed, tells which requests go
 	// to non-public addresses (see private).
 	reach *netguard.Cache
+	// probe is the name of the settle probe on the page's window.
+	probe string
 
 	mu       sync.Mutex
 	inflight map[string]struct{}
@@ -238,6 +240,8 @@ func (t *tab) prepare(ctx context.Context, browserUA string) error {
 	if t.opts.BlockAds {
 		steps = append(steps, step{"Page.addScriptToEvaluateOnNewDocument", map[string]any{"source": hideBannersScript}})
 	}
+	t.probe = newProbeName()
+	steps = append(steps, step{"Page.addScriptToEvaluateOnNewDocument", map[string]any{"source": fmt.Sprintf(settleProbeScript, t.probe)}})
 	for _, s := range steps {
 		if err := t.call(ctx, s.method, s.params, nil); err != nil {
 			return err
@@ -385,6 +389,10 @@ func (t *tab) onPaused(e *fetchPaused) {
 	defer cancel()
 	isMain := e.ResourceType == "Document" && e.FrameID == t.targetID
 	if e.ResponseStatusCode == 0 && e.ResponseErrorReason == "" {
+		if !isMain && t.opts.skipsAssets() && isAsset(e.ResourceType) {
+			t.call(ctx, "Fetch.failRequest", map[string]any{"requestId": e.RequestID, "errorReason": "BlockedByClient"}, nil)
+			return
+		}
 		if err := t.checkRequest(ctx, e.Request.URL); err != nil {
 			if isMain || (e.ResourceType == "Fetch" && t.fetching) {
 				t.mu.Lock()
@@ -680,64 +688,6 @@ func (t *tab) navigate(ctx context.Context, u string) error {
 	}
 	return nil
 }
-
-// settle waits for the load event, then for the network to be idle and the
-// DOM to stop changing, within max.
-func (t *tab) settle(ctx context.Context, max time.Duration) {
-	deadline := time.Now().Add(max)
-	dctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-	t.mu.Lock()
-	loaded := t.loaded
-	t.mu.Unlock()
-	select {
-	case <-loaded:
-	case <-t.crashed:
-		return
-	case <-dctx.Done():
-		return
-	}
-	// DOM quiet: no mutation for 300 ms (checked in the page), network idle:
-	// nothing in flight for 500 ms; both within what is left of max.
-	quiet := make(chan struct{})
-	go func() {
-		defer close(quiet)
-		ms := time.Until(deadline).Milliseconds()
-		if ms <= 0 {
-			return
-		}
-		var r any
-		t.evaluate(dctx, fmt.Sprintf(domQuietScript, ms), &r)
-	}()
-	for {
-		t.mu.Lock()
-		idle := len(t.inflight) == 0 && time.Since(t.lastNet) >= 500*time.Millisecond
-		t.mu.Unlock()
-		if idle {
-			break
-		}
-		select {
-		case <-dctx.Done():
-			return
-		case <-t.crashed:
-			return
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	select {
-	case <-quiet:
-	case <-dctx.Done():
-	}
-}
-
-const domQuietScript = `new Promise(resolve => {
-  let timer;
-  const done = () => { observer.disconnect(); resolve(true); };
-  const observer = new MutationObserver(() => { clearTimeout(timer); timer = setTimeout(done, 300); });
-  observer.observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
-  timer = setTimeout(done, 300);
-  setTimeout(done, %d);
-})`
 
 // evaluate runs an expression in the page (awaiting a promise) and decodes
 // its JSON value into v.

@@ -59,6 +59,8 @@ type Service struct {
 	// UA, when set, is the browsers' user agent as the runtime learnt it
 	// from the first browser (else the first scrape asks its browser).
 	UA *UserAgent
+	// Renders counts the pages rendered and the time they took.
+	Renders RenderStats
 	// Retention is how long a scrape's result stays retrievable by id.
 	Retention time.Duration
 	// Profiles opens the browser profiles that requests name.
@@ -589,7 +591,9 @@ func (s *Service) drive(ctx context.Context, t *tab, req Request) (*page, error)
 	}
 	pg := &page{engine: "browser-render"}
 	remaining := time.Until(deadlineOf(navCtx))
-	t.settle(ctx, min(remaining, 10*time.Second))
+	began := time.Now()
+	settled := t.settle(ctx, min(remaining, 10*time.Second))
+	defer func() { s.Renders.add(time.Since(began), settled) }()
 	select {
 	case <-t.crashed:
 		return nil, ErrPageCrashed

@@ -256,6 +256,10 @@ func (w *Worker) fetch(ctx context.Context, job string, req Request) (*page, err
 	if err := w.browser(ctx); err != nil {
 		return nil, err
 	}
+	if w.s.UA != nil && w.s.knownUA() == "" {
+		// The first pages after a start: the lane's browser says.
+		w.s.UA.Learn(w.lease.Browser())
+	}
 	if !w.inTab[job] && w.s.directEligible(&req) {
 		if d := w.direct(job, &req); d != nil {
 			pg, pre, err := d.get(ctx, req, w.guard(job))

@@ -69,6 +69,17 @@ func newSite(t *testing.T) *site {
 	mux.HandleFunc("/article", html(articleHTML))
 	mux.HandleFunc("/spa", html(`<!doctype html><html><head><title>App</title></head><body><div id="root"></div>
 <script>setTimeout(() => { document.getElementById('root').innerHTML = '<h1>Rendered by script</h1><p>Only a browser sees this paragraph.</p>'; }, 300);</script></body></html>`))
+	// /settle renders after a timer of 900 ms with nothing on the network
+	// meanwhile (the network-idle rule alone would have stopped waiting
+	// before it), and shows what the page sees of the settle probe and of
+	// its images (refused: no output needs them).
+	mux.HandleFunc("/settle", html(`<!doctype html><html><head><title>Settle</title></head><body><div id="root"></div><img id="boat" src="/img/boat.png" alt="a boat">
+<script>window.addEventListener('load', () => setTimeout(() => {
+  const img = document.getElementById('boat');
+  const hidden = Object.keys(window).some(k => /^_[0-9a-f]{16}$/.test(k)) ? 'probe enumerable' : 'probe hidden';
+  const native = /\[native code\]/.test(setTimeout.toString()) && /\[native code\]/.test(Function.prototype.toString.toString()) && setTimeout.name === 'setTimeout' ? 'timers native' : 'timers wrapped';
+  document.getElementById('root').innerHTML = '<h1>Settled</h1><p>Written after 900 ms: ' + hidden + ', ' + native + ', image width ' + img.naturalWidth + '.</p>';
+}, 900));</script></body></html>`))
 	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/article", http.StatusFound) })
 	mux.HandleFunc("/missing", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
@@ -194,6 +205,25 @@ func TestScrapeRendersClientSideApps(t *testing.T) {
 	if r.Status != 200 || meta(r)["statusCode"] != float64(404) || meta(r)["error"] == nil || data(r)["warning"] == nil {
 		t.Fatalf("404 page: %d %s", r.Status, r.Raw)
 	}
+}
+
+// A rendered page is taken once it is quiet: its short timers have fired
+// (the probe that counts them is invisible to it), and no image was
+// downloaded when no output shows images; with a screenshot, images load.
+func TestRenderedPagesSettleOnTheirTimers(t *testing.T) {
+	t.Parallel()
+	web := newSite(t)
+	ts := start(t, map[string]string{"TRAWLER_ALLOW_PRIVATE_NETWORKS": "true"})
+	r := ts.scrape(map[string]any{"url": web.URL + "/settle", "formats": []string{"markdown"}})
+	require.Equal(t, 200, r.Status, "%s", r.Raw)
+	assert.Contains(t, data(r)["markdown"], "Written after 900 ms: probe hidden, timers native, image width 0.")
+	assert.Equal(t, "browser-render", meta(r)["engine"])
+	assert.Zero(t, web.count("/img/boat.png"), "the image was downloaded for a page whose outputs show no image")
+
+	r = ts.scrape(map[string]any{"url": web.URL + "/settle", "formats": []string{"markdown", "screenshot"}, "maxAge": 0})
+	require.Equal(t, 200, r.Status, "%s", r.Raw)
+	assert.Contains(t, data(r)["markdown"], "image width 1.")
+	assert.Equal(t, 1, web.count("/img/boat.png"), "times the image was downloaded for a screenshot")
 }
 
 func TestScrapeCache(t *testing.T) {

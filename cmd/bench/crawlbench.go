@@ -258,6 +258,10 @@ func (b *bench) crawlOnce(ctx context.Context, name, root string, site *counting
 		return r, fmt.Errorf("%s: %w", name, err)
 	}
 	r.engines, r.docs = docs.engines, docs.n
+	if n, total, settle := in.svc.Crawler.Scrape.Renders.Read(); n > 0 {
+		logf("%s: %d pages rendered, %.0f ms each from commit to HTML on average, of which %.0f ms waiting for the page to settle after its load event",
+			name, n, ms(total/time.Duration(n)), ms(settle/time.Duration(n)))
+	}
 	logf("%s: %d pages completed of %d in %s (%.2f pages/s); %d documents read back, by engine: %s; by status code: %s; the site served %s",
 		name, r.completed, r.total, r.wall.Round(time.Millisecond), rate(r.completed, r.wall), r.docs, countSplit(r.engines),
 		countSplit(docs.statuses), served)

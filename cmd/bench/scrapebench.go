@@ -209,6 +209,8 @@ func (b *bench) scrapeLatency(ctx context.Context, _ *instance) error {
 
 	var ss, rs, cs, sTaken []time.Duration
 	var cts []coldTimes
+	renders := &in.svc.Crawler.Scrape.Renders
+	n0, _, settle0 := renders.Read()
 	for i := 0; i < scrapeStaticSamples; i++ {
 		d, a, err := scrapeOne("articles", 1, static)
 		if err != nil {
@@ -233,6 +235,19 @@ func (b *bench) scrapeLatency(ctx context.Context, _ *instance) error {
 		}
 	}
 	sp, rp, cp := median(ss), median(rs), median(cs)
+	// The settle wait's share of a rendered scrape: the service's own count
+	// of the time its renders waited for their pages to settle.
+	n1, _, settle1 := renders.Read()
+	if n := n1 - n0; n > 0 {
+		var sum time.Duration
+		for _, d := range rs {
+			sum += d
+		}
+		wait := (settle1 - settle0) / time.Duration(n)
+		logf("scrape rendered: %d renders waited %.0f ms each on average for the page to settle after its load event", n, ms(wait))
+		figure("scrape_rendered_settle_ms", ms(wait), "ms")
+		figure("scrape_rendered_settle_share", float64(settle1-settle0)/float64(sum), "x")
+	}
 	logf("scrape static ms: %s (the service's own timeTaken p50 %.0f ms)", msList(ss), ms(median(sTaken)))
 	logf("scrape rendered ms: %s", msList(rs))
 	logf("cold chromedp ms: %s", msList(cs))

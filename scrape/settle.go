@@ -1,0 +1,177 @@
+package scrape
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"sync/atomic"
+	"time"
+)
+
+// A rendered page is settled when nothing is left that could still change
+// it soon: the load event has fired, no request is in flight, no timer of
+// a second or less is pending, and the DOM has not changed for a moment.
+// The timers are what the browser cannot tell over CDP, so a small script,
+// installed in every document before the page's own (settleProbeScript),
+// counts the short timers the page sets and clears and when the DOM last
+// changed. Should timers still be pending after settleTimers, the page
+// settles by the older rule instead: the network idle for 500 ms and the
+// DOM unchanged for 300 ms.
+
+const (
+	// quietNet and quietDOM are how long the network and the DOM must have
+	// been quiet, with no short timer pending, for a page to be settled.
+	quietNet = 100 * time.Millisecond
+	quietDOM = 100 * time.Millisecond
+	// idleNet and idleDOM are the older rule's, for timers still pending
+	// settleTimers after the load event.
+	idleNet      = 500 * time.Millisecond
+	idleDOM      = 300 * time.Millisecond
+	settleTimers = 2 * time.Second
+	// settlePoll is how often the tab looks.
+	settlePoll = 25 * time.Millisecond
+)
+
+// newProbeName is the name of a tab's probe on window: random, not
+// enumerable, so that a page cannot count on it.
+func newProbeName() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return "_" + hex.EncodeToString(b)
+}
+
+// settleProbeScript, with the probe's name, wraps setTimeout and
+// clearTimeout to count pending timers of 1 s or less (the wrappers look
+// native to the page: name, length and toString), and watches the DOM
+// from the document's start. A timer set by a timer's callback is one
+// generation deeper; from the third generation on a chain is taken for a
+// loop (a carousel, a poll) that never ends, and no longer counted.
+// window[name]() answers [pending timers, milliseconds since the DOM last
+// changed].
+const settleProbeScript = `(() => {
+  const name = %q;
+  if (Object.getOwnPropertyDescriptor(window, name)) return;
+  const st = window.setTimeout, ct = window.clearTimeout, fnToString = Function.prototype.toString;
+  const pending = new Set();
+  let last = performance.now();
+  const natives = new WeakMap();
+  const toString = new Proxy(fnToString, {apply(target, self, args) {
+    return natives.has(self) ? natives.get(self) : Reflect.apply(target, self, args);
+  }});
+  natives.set(toString, Reflect.apply(fnToString, fnToString, []));
+  const disguise = (fake, orig) => {
+    natives.set(fake, Reflect.apply(fnToString, orig, []));
+    Object.defineProperty(fake, "name", {value: orig.name});
+    Object.defineProperty(fake, "length", {value: orig.length});
+    return fake;
+  };
+  let depth = 0;
+  const setTimeout = disguise({setTimeout(handler, delay, ...args) {
+    const d = Number(delay) || 0;
+    if (typeof handler !== "function" || d > 1000 || depth >= 3) return Reflect.apply(st, window, [handler, delay, ...args]);
+    const mine = depth + 1;
+    let id;
+    id = Reflect.apply(st, window, [function () {
+      pending.delete(id);
+      const outer = depth;
+      depth = mine;
+      try { return Reflect.apply(handler, this, args); } finally { depth = outer; }
+    }, delay]);
+    pending.add(id);
+    return id;
+  }}.setTimeout, st);
+  const clearTimeout = disguise({clearTimeout(id) {
+    pending.delete(id);
+    return Reflect.apply(ct, window, [id]);
+  }}.clearTimeout, ct);
+  Object.defineProperty(Function.prototype, "toString", {value: toString, writable: true, configurable: true, enumerable: false});
+  Object.defineProperty(window, "setTimeout", {value: setTimeout, writable: true, configurable: true, enumerable: true});
+  Object.defineProperty(window, "clearTimeout", {value: clearTimeout, writable: true, configurable: true, enumerable: true});
+  new MutationObserver(() => { last = performance.now(); })
+    .observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
+  Object.defineProperty(window, name, {value: () => [pending.size, performance.now() - last], enumerable: false});
+})()`
+
+// settle waits for the load event, then until the page is quiet (as
+// above), within max. It returns how long it waited after the load event.
+func (t *tab) settle(ctx context.Context, max time.Duration) time.Duration {
+	deadline := time.Now().Add(max)
+	dctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	t.mu.Lock()
+	loaded := t.loaded
+	t.mu.Unlock()
+	select {
+	case <-loaded:
+	case <-t.crashed:
+		return 0
+	case <-dctx.Done():
+		return 0
+	}
+	start := time.Now()
+	probe := fmt.Sprintf("(() => { const p = window[%q]; return p ? p() : null; })()", t.probe)
+	for {
+		t.mu.Lock()
+		inflight, sinceNet := len(t.inflight), time.Since(t.lastNet)
+		t.mu.Unlock()
+		if inflight == 0 && sinceNet >= quietNet {
+			var state []float64
+			if err := t.evaluate(dctx, probe, &state); err != nil && dctx.Err() != nil {
+				return time.Since(start)
+			}
+			if len(state) == 2 {
+				sinceDOM := time.Duration(state[1] * float64(time.Millisecond))
+				if state[0] == 0 && sinceDOM >= quietDOM || time.Since(start) >= settleTimers && sinceNet >= idleNet && sinceDOM >= idleDOM {
+					return time.Since(start)
+				}
+			} else if sinceNet >= idleNet {
+				// No probe (a document it could not run in): the network
+				// rule alone, and a last look at the DOM.
+				return time.Since(start)
+			}
+		}
+		select {
+		case <-dctx.Done():
+			return time.Since(start)
+		case <-t.crashed:
+			return time.Since(start)
+		case <-time.After(settlePoll):
+		}
+	}
+}
+
+// skipsAssets says whether the tab's pages may go without images, media
+// and fonts: nothing asked for shows them (no screenshot, no branding,
+// audio or video, no actions, which may screenshot or click by position).
+// Their tags stay in the page as the site wrote them; only the requests
+// are refused, which saves the browser their downloads and decoding.
+func (o *Options) skipsAssets() bool {
+	_, shot := o.Screenshot()
+	return !shot && !o.needsLivePage() && len(o.Actions) == 0
+}
+
+// isAsset says whether a request of resourceType is one skipsAssets skips.
+func isAsset(resourceType string) bool {
+	return resourceType == "Image" || resourceType == "Media" || resourceType == "Font"
+}
+
+// RenderStats counts rendered pages: how many, the time from their
+// commit to their HTML (or whatever the options asked for after it), and
+// the share of it spent waiting for the page to settle after its load
+// event.
+type RenderStats struct {
+	n, total, settle atomic.Int64
+}
+
+func (r *RenderStats) add(total, settle time.Duration) {
+	r.n.Add(1)
+	r.total.Add(int64(total))
+	r.settle.Add(int64(settle))
+}
+
+// Read returns the pages rendered since start, their time and their
+// settle wait.
+func (r *RenderStats) Read() (n int64, total, settle time.Duration) {
+	return r.n.Load(), time.Duration(r.total.Load()), time.Duration(r.settle.Load())
+}
