@@ -8,8 +8,11 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
+	"sync"
+	"syscall"
 
 	"github.com/trawler-dev/trawler/parse"
 	"github.com/trawler-dev/trawler/scrape"
@@ -129,9 +132,13 @@ func (a *API) parseUpload(w http.ResponseWriter, r *http.Request) (*scrape.Docum
 			if up != nil {
 				return nil, badRequest(fieldError("file", "file must be sent once"))
 			}
-			if up, err = readUpload(part, r.ContentLength); err != nil {
+			var release func()
+			if up, release, err = readUpload(part, r.ContentLength); err != nil {
 				return nil, err
 			}
+			// The document returned holds copies of what it keeps, so the
+			// upload can go once parsing is done.
+			defer release()
 		default:
 			return nil, badRequest(fieldError(name, "unknown part %q: parse takes a file part and an options part", name))
 		}
@@ -174,40 +181,138 @@ func fileTooLarge() *Error {
 }
 
 // readUpload reads the file part, refusing it as soon as it passes
-// parse.MaxUpload, and checks that its content is what its extension says. The
-// request's declared length, when there is one, sizes the buffer once, so
-// that a 50 MB upload costs 50 MB rather than the doublings of a growing
-// buffer.
-func readUpload(part *multipart.Part, declared int64) (*scrape.Upload, error) {
+// parse.MaxUpload, and checks that its content is what its extension says.
+// The upload's bytes are valid until release is called.
+func readUpload(part *multipart.Part, declared int64) (up *scrape.Upload, release func(), err error) {
 	name := strings.TrimSpace(part.FileName())
 	if name == "" {
-		return nil, badRequest(fieldError("file", "file must carry a file name (filename in its Content-Disposition): its extension names its type"))
+		return nil, nil, badRequest(fieldError("file", "file must carry a file name (filename in its Content-Disposition): its extension names its type"))
 	}
 	if parse.FormatOfName(name) == "" {
 		// Refused before a byte of it is read.
 		_, err := parse.Identify(name, nil)
-		return nil, err
+		return nil, nil, err
 	}
+	// An HTML upload goes to the content package, which is not read here
+	// for what it keeps of its input, so it is held in memory; a document
+	// goes to the parse package, which keeps only copies.
+	data, release, err := spoolUpload(part, declared, parse.FormatOfName(name) != "html")
+	if err != nil {
+		return nil, nil, err
+	}
+	format, err := parse.Identify(name, data)
+	if err != nil {
+		release()
+		return nil, nil, err
+	}
+	return &scrape.Upload{Name: name, Format: format, Data: data}, release, nil
+}
+
+// spoolUpload reads an upload of at most parse.MaxUpload bytes. With
+// mapped, it writes it to an unlinked temporary file and maps that into
+// memory, so that the upload is no part of the heap (nor of the garbage
+// collector's headroom, which would double it) and only the pages the
+// parser reads are resident: a DOCX's images, most of its bytes, never are.
+// Without mapped, or when no temporary file can be had or written, it reads
+// it into memory. The bytes are valid until release is called.
+func spoolUpload(part io.Reader, declared int64, mapped bool) (data []byte, release func(), err error) {
+	src := &partReader{r: io.LimitReader(part, parse.MaxUpload+1)}
+	if !mapped {
+		return readUploadInMemory(src, src, declared)
+	}
+	f, err := os.CreateTemp("", "trawler-upload-*")
+	if err != nil {
+		return readUploadInMemory(src, src, declared)
+	}
+	// Gone from the directory at once: the file lives while it is open or
+	// mapped, and a crash leaves nothing behind.
+	os.Remove(f.Name())
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	var n int64
+	for {
+		k, rerr := src.Read(buf)
+		if k > 0 {
+			if _, werr := f.Write(buf[:k]); werr != nil {
+				// The disk is full or failing: go on in memory, from
+				// what the file holds and the chunk it did not take.
+				head := make([]byte, n)
+				if _, err := f.ReadAt(head, 0); err != nil {
+					return nil, nil, fmt.Errorf("reading back the spooled upload: %w", err)
+				}
+				return readUploadInMemory(io.MultiReader(bytes.NewReader(head), bytes.NewReader(buf[:k]), src), src, declared)
+			}
+			n += int64(k)
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			return nil, nil, uploadError(n, rerr, src)
+		}
+	}
+	if err := uploadError(n, nil, src); err != nil {
+		return nil, nil, err
+	}
+	// Private, so that a parser that wrote to its input (none should)
+	// would write to a copy of the page rather than fault.
+	data, err = syscall.Mmap(int(f.Fd()), 0, int(n), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE)
+	if err != nil {
+		data = make([]byte, n)
+		if _, err := f.ReadAt(data, 0); err != nil {
+			return nil, nil, fmt.Errorf("reading back the spooled upload: %w", err)
+		}
+		return data, func() {}, nil
+	}
+	var once sync.Once
+	return data, func() { once.Do(func() { syscall.Munmap(data) }) }, nil
+}
+
+// readUploadInMemory reads an upload from r (which reads src) into memory,
+// sized once by the request's declared length so that a 50 MB upload costs
+// 50 MB rather than the doublings of a growing buffer.
+func readUploadInMemory(r io.Reader, src *partReader, declared int64) ([]byte, func(), error) {
 	var buf bytes.Buffer
 	if declared > 0 {
 		buf.Grow(int(min(declared, parse.MaxUpload+1)))
 	}
-	n, err := io.Copy(&buf, io.LimitReader(part, parse.MaxUpload+1))
-	if err != nil {
-		return nil, badRequest(fieldError("file", "the file part cannot be read: %v", err))
+	n, err := io.Copy(&buf, r)
+	if err := uploadError(n, err, src); err != nil {
+		return nil, nil, err
 	}
-	if n > parse.MaxUpload {
-		return nil, fileTooLarge()
+	return buf.Bytes(), func() {}, nil
+}
+
+// uploadError turns the outcome of copying an upload of n bytes into the
+// error to answer, if any: the client's part that cannot be read, one
+// larger than parse.MaxUpload, an empty one, or a failure to store it.
+func uploadError(n int64, err error, src *partReader) error {
+	switch {
+	case src.err != nil:
+		return badRequest(fieldError("file", "the file part cannot be read: %v", src.err))
+	case err != nil:
+		return fmt.Errorf("spooling the upload: %w", err)
+	case n > parse.MaxUpload:
+		return fileTooLarge()
+	case n == 0:
+		return badRequest(fieldError("file", "file is empty"))
 	}
-	if n == 0 {
-		return nil, badRequest(fieldError("file", "file is empty"))
+	return nil
+}
+
+// partReader is the file part, keeping the error reading it gave (as
+// against one writing it where it is spooled).
+type partReader struct {
+	r   io.Reader
+	err error
+}
+
+func (p *partReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	if err != nil && err != io.EOF {
+		p.err = err
 	}
-	data := buf.Bytes()
-	format, err := parse.Identify(name, data)
-	if err != nil {
-		return nil, err
-	}
-	return &scrape.Upload{Name: name, Format: format, Data: data}, nil
+	return n, err
 }
 
 // notForParse names the options that make no sense for bytes: nothing is

@@ -41,7 +41,7 @@ func DOCX(ctx context.Context, data []byte) (doc *Document, err error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &docxReader{ctx: ctx, a: a, b: newBodyBuilder(), seen: map[string]bool{}}
+	r := &docxReader{ctx: ctx, a: a, b: newBodyBuilder(outputsFor(ctx)), seen: map[string]bool{}}
 	pkgRels, err := r.rels("_rels/.rels")
 	if err != nil {
 		return nil, err
@@ -111,10 +111,10 @@ func DOCX(ctx context.Context, data []byte) (doc *Document, err error) {
 	if err := r.readMeta(meta, pkgRels); err != nil {
 		return nil, err
 	}
-	// The package is read: let it (and the file) go before the body, which
-	// holds the document's whole text, is rendered.
+	// The package is read: let it (and the file) go before the rest of the
+	// body (its notes, and any block still open) is rendered.
 	r.a = nil
-	doc = r.b.document(r.ctx)
+	doc = r.b.document()
 	doc.Title, doc.Author, doc.Pages = meta.Title, meta.Author, meta.Pages
 	return doc, nil
 }

@@ -116,67 +116,84 @@ func (b *Body) Render() (htmlOut, markdown string) {
 // each is as large as the document's text, so one not asked for is not
 // built.
 func (b *Body) render(out Outputs) (htmlOut, markdown string) {
-	if out.HTML {
-		htmlOut = b.renderHTML()
+	r := renderer{out: out}
+	for _, blk := range b.Blocks {
+		r.block(blk)
 	}
-	if out.Markdown {
-		markdown = b.renderMarkdown()
-	}
-	return htmlOut, markdown
+	return r.finish(b.Notes)
 }
 
-func (b *Body) renderHTML() string {
-	var h strings.Builder
-	writeHTMLBody(&h, b.Blocks)
-	if len(b.Notes) > 0 {
-		h.WriteString("<section class=\"footnotes\">\n<ol>\n")
-		for _, n := range b.Notes {
-			fmt.Fprintf(&h, "<li id=\"fn%d\" value=\"%d\">", n.ID, n.ID)
-			writeHTMLBlocksTo(&h, n.Blocks, 1)
-			h.WriteString("</li>\n")
+// renderer renders a body's top-level blocks one at a time, as Render
+// would render them all, so that a reader can hand each over once it is
+// finished and let it go: the body of a large document is then never held
+// whole beside its renderings.
+type renderer struct {
+	out      Outputs
+	html, md strings.Builder
+	blocks   int // top-level blocks rendered
+	page     int // the page of the last one, whose section (if any) is open
+}
+
+// block renders the next top-level block.
+func (r *renderer) block(b Block) {
+	one := []Block{b}
+	if r.out.HTML {
+		// Blocks with a page are grouped into one section per run of them.
+		if r.blocks == 0 || b.Page != r.page {
+			if r.blocks > 0 && r.page > 0 {
+				r.html.WriteString("</section>\n")
+			}
+			if b.Page > 0 {
+				fmt.Fprintf(&r.html, "<section data-page=\"%d\">\n", b.Page)
+			}
 		}
-		h.WriteString("</ol>\n</section>\n")
+		writeHTMLBlocksTo(&r.html, one, 0)
 	}
-	return h.String()
+	if r.out.Markdown {
+		if r.blocks > 0 {
+			r.md.WriteString("\n\n")
+		}
+		writeMarkdownBlocks(&r.md, one, "", 0)
+	}
+	r.page = b.Page
+	r.blocks++
 }
 
-func (b *Body) renderMarkdown() string {
-	var m strings.Builder
-	writeMarkdownBlocks(&m, b.Blocks, "", 0)
-	if len(b.Notes) > 0 {
-		for _, n := range b.Notes {
+// finish renders the notes after the blocks and returns the renderings.
+func (r *renderer) finish(notes []Note) (htmlOut, markdown string) {
+	if r.out.HTML {
+		h := &r.html
+		if r.blocks > 0 && r.page > 0 {
+			h.WriteString("</section>\n")
+		}
+		if len(notes) > 0 {
+			h.WriteString("<section class=\"footnotes\">\n<ol>\n")
+			for _, n := range notes {
+				fmt.Fprintf(h, "<li id=\"fn%d\" value=\"%d\">", n.ID, n.ID)
+				writeHTMLBlocksTo(h, n.Blocks, 1)
+				h.WriteString("</li>\n")
+			}
+			h.WriteString("</ol>\n</section>\n")
+		}
+		htmlOut = h.String()
+	}
+	if r.out.Markdown {
+		m := &r.md
+		for _, n := range notes {
 			if m.Len() > 0 {
 				m.WriteString("\n\n")
 			}
-			fmt.Fprintf(&m, "[^%d]: ", n.ID)
+			fmt.Fprintf(m, "[^%d]: ", n.ID)
 			var nb strings.Builder
 			writeMarkdownBlocks(&nb, n.Blocks, "    ", 1)
 			m.WriteString(strings.TrimLeft(nb.String(), " "))
 		}
-	}
-	if m.Len() > 0 {
-		m.WriteString("\n")
-	}
-	return m.String()
-}
-
-// writeHTMLBody writes blocks, grouping those with a page into sections.
-func writeHTMLBody(sb *strings.Builder, blocks []Block) {
-	for i := 0; i < len(blocks); {
-		p := blocks[i].Page
-		j := i + 1
-		for j < len(blocks) && blocks[j].Page == p {
-			j++
+		if m.Len() > 0 {
+			m.WriteString("\n")
 		}
-		if p > 0 {
-			fmt.Fprintf(sb, "<section data-page=\"%d\">\n", p)
-		}
-		writeHTMLBlocksTo(sb, blocks[i:j], 0)
-		if p > 0 {
-			sb.WriteString("</section>\n")
-		}
-		i = j
+		markdown = m.String()
 	}
+	return htmlOut, markdown
 }
 
 func writeHTMLBlocksTo(sb *strings.Builder, blocks []Block, depth int) {

@@ -220,7 +220,7 @@ type odtWalk struct {
 }
 
 func newODTWalk(ctx context.Context) *odtWalk {
-	b := newBodyBuilder()
+	b := newBodyBuilder(outputsFor(ctx))
 	b.collapse = true
 	return &odtWalk{
 		ctx:     ctx,
@@ -266,7 +266,7 @@ func (w *odtWalk) part(name string, data []byte) error {
 }
 
 func (w *odtWalk) document() *Document {
-	doc := w.b.document(w.ctx)
+	doc := w.b.document()
 	doc.Title = w.title
 	doc.Author = w.initialCreator
 	if doc.Author == "" {

@@ -16,7 +16,9 @@ import (
 // odt.go) share: a builder that turns a stream of "paragraph starts, text,
 // table cell ends, list item starts" events into a Body, merging runs,
 // nesting lists from their levels, keeping table spans consistent and
-// bounding depth, plus the XML walk both use.
+// bounding depth, plus the XML walk both use. The body's top-level blocks
+// are rendered as they are finished, so that a large document's body is
+// never held whole.
 //
 // No Go library served by the module proxy reads the structure of DOCX or
 // ODT well enough (github.com/fumiama/go-docx and the like are not available
@@ -364,10 +366,14 @@ type bodyBuilder struct {
 	// collapse is ODF's white space rule: runs of spaces, tabs and line
 	// ends in the XML are one space.
 	collapse bool
+	// render renders the body's blocks as they are finished.
+	render renderer
 }
 
-func newBodyBuilder() *bodyBuilder {
+// newBodyBuilder returns a builder of a body rendered as out asks.
+func newBodyBuilder(out Outputs) *bodyBuilder {
 	return &bodyBuilder{
+		render:   renderer{out: out},
 		frames:   []*flowFrame{{kind: officeRootFrame}},
 		counters: map[string][]officeCounter{},
 		noteKeys: map[string]int{},
@@ -591,6 +597,17 @@ func (b *bodyBuilder) add(f *flowFrame, blk Block, ref *officeListRef) {
 		return
 	}
 	b.closeLists(f)
+	b.put(f, blk)
+}
+
+// put appends a finished block to flow f. The body's own flow is only ever
+// appended to, so its blocks are rendered as they come rather than kept:
+// the body is never held whole beside its renderings.
+func (b *bodyBuilder) put(f *flowFrame, blk Block) {
+	if f == b.frames[0] {
+		b.render.block(blk)
+		return
+	}
 	f.blocks = append(f.blocks, blk)
 }
 
@@ -676,7 +693,7 @@ func (b *bodyBuilder) closeList(f *flowFrame) {
 		return
 	}
 	if n == 1 {
-		f.blocks = append(f.blocks, done)
+		b.put(f, done)
 		return
 	}
 	parent := &f.lists[n-2].block
@@ -935,8 +952,9 @@ func (b *bodyBuilder) itemEnd() {
 	}
 }
 
-// body closes everything still open and returns the Body.
-func (b *bodyBuilder) body() *Body {
+// document closes everything still open and returns the renderings of
+// the body, its blocks (rendered as they were finished) and then its notes.
+func (b *bodyBuilder) document() *Document {
 	for len(b.frames) > 1 {
 		switch b.top().kind {
 		case officeTableFrame:
@@ -949,16 +967,12 @@ func (b *bodyBuilder) body() *Body {
 			b.endBox()
 		}
 	}
-	body := &Body{Blocks: b.finishFlow(b.frames[0])}
+	b.finishFlow(b.frames[0])
+	var notes []Note
 	for i := 1; i <= len(b.noteKeys); i++ {
-		body.Notes = append(body.Notes, Note{ID: i, Blocks: b.notes[i]})
+		notes = append(notes, Note{ID: i, Blocks: b.notes[i]})
 	}
-	return body
-}
-
-// document renders a body into a Document (as renderFor does).
-func (b *bodyBuilder) document(ctx context.Context) *Document {
-	h, m := renderFor(ctx, b.body())
+	h, m := b.render.finish(notes)
 	return &Document{HTML: h, Markdown: m, Warnings: b.warnings}
 }
 

@@ -83,11 +83,17 @@ type outputsKey struct{}
 // renderFor renders body as ParseOutputs asked through ctx, or both
 // renderings when nothing was asked.
 func renderFor(ctx context.Context, body *Body) (htmlOut, markdown string) {
+	return body.render(outputsFor(ctx))
+}
+
+// outputsFor is what ParseOutputs asked for through ctx, or both
+// renderings when nothing was asked.
+func outputsFor(ctx context.Context) Outputs {
 	out, ok := ctx.Value(outputsKey{}).(Outputs)
 	if !ok {
 		out = Outputs{HTML: true, Markdown: true}
 	}
-	return body.render(out)
+	return out
 }
 
 // readers maps a format to its reader.

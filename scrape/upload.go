@@ -13,7 +13,11 @@ type Upload struct {
 	// Format is the format the caller checked the bytes to be (as
 	// parse.Sniff names it, or "html").
 	Format string
-	Data   []byte
+	// Data may be a memory mapping of the upload's temp file (api's
+	// parseUpload), which ends when Parse returns: nothing may keep it,
+	// or a slice of it, past Parse. Uploads are never cached for that
+	// reason as well as their own.
+	Data []byte
 }
 
 // Parse turns an uploaded document into the same Document a scrape of it
