@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -233,6 +234,19 @@ func (b *bench) crawlOnce(ctx context.Context, name, root string, site *counting
 	if memory == withMemory {
 		mem = startMemSampler(in.dataDir, 100*time.Millisecond)
 	}
+	stopProfile := func() {}
+	if b.crawlProfile != "" && name == "crawl" {
+		f, err := os.Create(b.crawlProfile)
+		if err != nil {
+			return r, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return r, err
+		}
+		stopProfile = pprof.StopCPUProfile
+		defer stopProfile()
+	}
 	before := site.snapshot()
 	t := time.Now()
 	var started struct {
@@ -246,6 +260,7 @@ func (b *bench) crawlOnce(ctx context.Context, name, root string, site *counting
 		r.completed, r.total, err = in.waitCrawl(ctx, name, started.ID, t)
 	}
 	r.wall = time.Since(t)
+	stopProfile()
 	if mem != nil {
 		r.peak = mem.stop()
 	}

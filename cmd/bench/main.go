@@ -169,6 +169,7 @@ func main() {
 	b := &bench{log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	flag.StringVar(&b.only, "only", "", "run only these phases, comma-separated: create, memory, cdp, leaks, transform, scrape, concurrent, crawl, docker, profiles, liveview, parse, search, model, changes, branding, audio, docs, egress, execute")
 	flag.IntVar(&b.concurrentPool, "concurrent-pool", concurrentPool, "pool size of the concurrent phase")
+	flag.StringVar(&b.crawlProfile, "crawl-cpuprofile", "", "write a CPU profile of the timed crawl (the crawl phase's first) to this file")
 	flag.Parse()
 	err := b.run(ctx)
 	cerr := b.cleanup()
@@ -195,6 +196,8 @@ type bench struct {
 	site      *httptest.Server // the local test site of the scrape phases
 	// concurrentPool is the pool size of the concurrent phase.
 	concurrentPool int
+	// crawlProfile, when set, is where the timed crawl's CPU profile goes.
+	crawlProfile string
 }
 
 // procCounts are machine-wide counts, for the before/after check.
