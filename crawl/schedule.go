@@ -108,16 +108,26 @@ func (s *Service) next(w *scrape.Worker) (*job, *store.JobURL, context.Context) 
 	}
 }
 
-// page scrapes one URL of j and records the outcome.
+// page scrapes one URL of j and records the outcome. The lane's part ends
+// when the page is in hand: the page's host and team slots are given back
+// then, and the rest (transform, recording) runs beside the lanes, at most
+// one page per core, so that a lane fetches its next page while the last
+// one is converted, as the site's politeness allows.
 func (s *Service) page(ctx context.Context, w *scrape.Worker, j *job, u *store.JobURL) {
 	host := hostOf(u.URL)
-	defer func() {
+	released := false
+	release := func() {
+		if released {
+			return
+		}
+		released = true
 		s.mu.Lock()
 		s.hostInflight[host]--
 		s.teamInflight[j.team]--
 		s.broadcastLocked()
 		s.mu.Unlock()
-	}()
+	}
+	defer release()
 	pu, err := url.Parse(u.URL)
 	if err != nil {
 		s.record(j, u, nil, err)
@@ -131,8 +141,11 @@ func (s *Service) page(ctx context.Context, w *scrape.Worker, j *job, u *store.J
 	}
 	req := scrape.Request{Team: j.team, URL: u.URL, Options: j.spec.Scrape, Job: true,
 		Discover: j.kind == KindCrawl && j.spec.Crawl.Sitemap != "only"}
-	doc, err := w.Scrape(ctx, j.id, req)
+	f, err := w.Begin(ctx, j.id, req)
 	if j.ctx.Err() != nil {
+		if f != nil {
+			f.Cancel()
+		}
 		s.drop(j, u) // cancelled (or the service is closing): the page stays queued in the store
 		return
 	}
@@ -148,7 +161,23 @@ func (s *Service) page(ctx context.Context, w *scrape.Worker, j *job, u *store.J
 			return
 		}
 	}
-	s.record(j, u, doc, err)
+	if err != nil {
+		s.record(j, u, nil, err)
+		return
+	}
+	release()
+	s.finishing <- struct{}{}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer func() { <-s.finishing }()
+		doc, err := f.Finish()
+		if j.ctx.Err() != nil {
+			s.drop(j, u)
+			return
+		}
+		s.record(j, u, doc, err)
+	}()
 }
 
 // drop forgets an in-flight page without recording it.

@@ -1,6 +1,7 @@
 package crawl
 
 import (
+	"runtime"
 	"context"
 	"encoding/json"
 	"errors"
@@ -56,6 +57,9 @@ type Service struct {
 	base         context.Context
 	wg           sync.WaitGroup
 	client       *http.Client
+	// finishing bounds the fetched pages being finished (transformed and
+	// recorded) at once, one per core: the lanes fetch on meanwhile.
+	finishing chan struct{}
 }
 
 // Start resumes the jobs a previous run left unfinished and starts the
@@ -66,6 +70,7 @@ func (s *Service) Start(ctx context.Context) error {
 	s.hostInflight, s.teamInflight = map[string]int{}, map[string]int{}
 	s.base, s.stop = context.WithCancel(context.Background())
 	s.client = s.Guard.Client(20*time.Second, netguard.SkipTLSVerify)
+	s.finishing = make(chan struct{}, runtime.NumCPU())
 	if s.Workers < 1 {
 		s.Workers = 1
 	}

@@ -158,12 +158,45 @@ func (s *Service) hostGuard() *netguard.Cache {
 // transform, metadata, result. guard is the one fetch applies; nil for
 // bytes that were uploaded, not fetched.
 func (s *Service) run(ctx context.Context, req Request, guard *netguard.Cache, fetch fetcher) (*Document, error) {
+	f, err := s.begin(ctx, req, guard, fetch)
+	if err != nil {
+		return nil, err
+	}
+	return f.Finish()
+}
+
+// Fetched is a scrape whose page is in hand (fetched, or read from the
+// cache): what is left, Finish, is the work of this process (transform,
+// model passes, storing the result), which needs neither the site nor
+// the browser. A job's lane hands it on and fetches its next page.
+type Fetched struct {
+	s          *Service
+	ctx        context.Context
+	cancel     context.CancelFunc
+	req        Request
+	guard      *netguard.Cache
+	id         string
+	start      time.Time
+	seq        int64 // the cache log's row of a page this scrape cached
+	cached     store.CachedPage
+	cacheState string
+	cachedAt   time.Time
+	pg         *page
+}
+
+// begin is run up to the page in hand. The Fetched it returns holds the
+// scrape's timeout: Finish (or Cancel) must be called.
+func (s *Service) begin(ctx context.Context, req Request, guard *netguard.Cache, fetch fetcher) (_ *Fetched, err error) {
 	o := &req.Options
 	id := uuid.NewString()
 	req.id = id
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
-	defer cancel()
+	defer func() {
+		if err != nil {
+			cancel()
+		}
+	}()
 
 	// The guard answers before the cache does: a page cached while private
 	// networks were allowed must not answer once they are not.
@@ -226,6 +259,24 @@ func (s *Service) run(ctx context.Context, req Request, guard *netguard.Cache, f
 		pg.media.remove()
 		return nil, pg.media.tooLarge
 	}
+	return &Fetched{s: s, ctx: ctx, cancel: cancel, req: req, guard: guard, id: id, start: start, seq: seq,
+		cached: cached, cacheState: cacheState, cachedAt: cachedAt, pg: pg}, nil
+}
+
+// Cancel drops a fetched page without finishing it (its job was
+// cancelled).
+func (f *Fetched) Cancel() {
+	if f.pg.media != nil {
+		f.pg.media.remove()
+	}
+	f.cancel()
+}
+
+// Finish makes the scrape's document from its page.
+func (f *Fetched) Finish() (*Document, error) {
+	defer f.cancel()
+	s, ctx, req, guard, id, start, seq, cached, cacheState, cachedAt, pg := f.s, f.ctx, f.req, f.guard, f.id, f.start, f.seq, f.cached, f.cacheState, f.cachedAt, f.pg
+	o := &req.Options
 	doc, err := s.transform(ctx, req, pg, seq > 0 && s.OnCached != nil)
 	if seq > 0 && s.OnCached != nil {
 		s.OnCached(seq, doc.indexDoc(cached))

@@ -71,10 +71,21 @@ func (s *Service) NewWorker() *Worker {
 
 // Scrape scrapes one page of job.
 func (w *Worker) Scrape(ctx context.Context, job string, req Request) (*Document, error) {
+	f, err := w.Begin(ctx, job, req)
+	if err != nil {
+		return nil, err
+	}
+	return f.Finish()
+}
+
+// Begin takes one page of job, and leaves the rest of its scrape to the
+// caller (Finish, or Cancel): the worker is free for its next page as
+// soon as Begin returns.
+func (w *Worker) Begin(ctx context.Context, job string, req Request) (*Fetched, error) {
 	if req.RequestID == "" {
 		req.RequestID = job // the job's model calls are the job's
 	}
-	return w.s.run(ctx, req, w.guard(job), func(ctx context.Context, req Request) (*page, error) {
+	return w.s.begin(ctx, req, w.guard(job), func(ctx context.Context, req Request) (*page, error) {
 		return w.fetch(ctx, job, req)
 	})
 }
