@@ -1,7 +1,6 @@
 package crawl
 
 import (
-	"runtime"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"runtime"
 	"sync"
 	"time"
 
