@@ -66,6 +66,10 @@ type Pool struct {
 
 	mu       sync.Mutex
 	total    int // browsers alive or starting
+	reserved int // places held by reservations, with no browser
+	// reserving counts Reserve calls waiting for a place: the warm fill
+	// leaves the room it would take to them.
+	reserving int
 	starting int
 	idle     []*pooled
 	leases   map[*Lease]struct{}
@@ -120,14 +124,14 @@ type LeaseRequest struct {
 
 // Stats is a snapshot of the pool, for metrics.
 type Stats struct {
-	Total, Idle, Leased, Starting, Waiters int
+	Total, Idle, Leased, Starting, Waiters, Reserved int
 }
 
 // Stats returns the pool's current figures.
 func (p *Pool) Stats() Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return Stats{Total: p.total, Idle: len(p.idle), Leased: len(p.leases), Starting: p.starting, Waiters: p.waiters}
+	return Stats{Total: p.total, Idle: len(p.idle), Leased: len(p.leases), Starting: p.starting, Waiters: p.waiters, Reserved: p.reserved}
 }
 
 // broadcastLocked wakes every waiter.
@@ -163,10 +167,10 @@ func (p *Pool) Acquire(ctx context.Context, req LeaseRequest) (*Lease, error) {
 			p.fillLocked()
 			p.mu.Unlock()
 			return l, nil
-		case p.total >= p.opts.Size && !req.Reusable && p.evictUsedLocked():
+		case p.total+p.reserved >= p.opts.Size && !req.Reusable && p.evictUsedLocked():
 			// Room is being made: a used browser is going away.
 			reason = fmt.Sprintf("all %d browsers of the pool are in use", p.opts.Size)
-		case p.total < p.opts.Size:
+		case p.total+p.reserved < p.opts.Size:
 			p.total++
 			p.starting++
 			p.perTeam[req.Team]++ // hold the team's slot while starting
@@ -213,6 +217,77 @@ func (p *Pool) Acquire(ctx context.Context, req LeaseRequest) (*Lease, error) {
 			return nil, err
 		}
 	}
+}
+
+// Reservation is a place in the pool held without a browser: it counts
+// against the pool's size like a lease, so that work which may need a
+// browser (a job's lane, whose pages mostly do not) holds its place
+// without starting one. Lease turns it into a lease of a browser.
+type Reservation struct {
+	p    *Pool
+	once sync.Once
+}
+
+// Reserve holds a place in the pool, waiting up to QueueWait for one as
+// Acquire does; when the pool is full, an idle browser (a used one first)
+// is closed to make room.
+func (p *Pool) Reserve(ctx context.Context) (*Reservation, error) {
+	deadline := time.NewTimer(p.opts.QueueWait)
+	defer deadline.Stop()
+	for {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return nil, ErrPoolClosed
+		}
+		if p.total+p.reserved < p.opts.Size {
+			p.reserved++
+			p.mu.Unlock()
+			return &Reservation{p: p}, nil
+		}
+		if !p.evictUsedLocked() && len(p.idle) > 0 {
+			// Room is made by closing an idle browser nobody holds.
+			pb := p.idle[0]
+			p.idle = p.idle[1:]
+			p.destroy(pb)
+		}
+		p.waiters++
+		p.reserving++
+		ch := p.changed
+		p.mu.Unlock()
+		var err error
+		select {
+		case <-ch:
+		case <-deadline.C:
+			err = &BusyError{Reason: fmt.Sprintf("all %d browsers of the pool are in use", p.opts.Size), RetryAfter: p.retryAfter()}
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		p.mu.Lock()
+		p.waiters--
+		p.reserving--
+		p.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// Release gives the place back.
+func (r *Reservation) Release() {
+	r.once.Do(func() {
+		r.p.mu.Lock()
+		defer r.p.mu.Unlock()
+		r.p.reserved--
+		r.p.broadcastLocked()
+	})
+}
+
+// Lease gives the place back and leases a browser in its stead (which a
+// waiter may take first: then Lease waits as Acquire does).
+func (r *Reservation) Lease(ctx context.Context, req LeaseRequest) (*Lease, error) {
+	r.Release()
+	return r.p.Acquire(ctx, req)
 }
 
 // AcquireSlot holds one of team's places (limit at once; 0 for none)
@@ -376,7 +451,7 @@ func (p *Pool) fillLocked() {
 	if p.closed || p.retryGap {
 		return
 	}
-	for p.pristineIdleLocked()+p.starting < p.opts.Warm && p.total < p.opts.Size {
+	for p.pristineIdleLocked()+p.starting < p.opts.Warm && p.total+p.reserved+p.reserving < p.opts.Size {
 		p.total++
 		p.starting++
 		p.wg.Add(1)

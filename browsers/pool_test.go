@@ -203,3 +203,40 @@ func TestFullPoolEvictsUsedBrowsersForSessions(t *testing.T) {
 	require.True(t, s.Browser() != used && !alive(used), "the used browser was not replaced for the session")
 	s.Release(browsers.Destroy)
 }
+
+// A reservation holds a place of the pool without a browser: the pool's
+// other requests see it as full, an idle browser is closed to make room
+// for one, and Lease turns it into a lease of a browser.
+func TestReservationsHoldPlacesWithoutBrowsers(t *testing.T) {
+	t.Parallel()
+	p, _ := newPool(t, browsers.PoolOptions{Size: 2, Warm: 1, QueueWait: 500 * time.Millisecond})
+	waitStats(t, p, "a warm browser", func(s browsers.Stats) bool { return s.Idle == 1 })
+	ctx := context.Background()
+
+	r1, err := p.Reserve(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, p.Stats().Total, "a reservation started a browser")
+	// The pool is full (the warm browser and the reservation): a second
+	// reservation closes the idle browser to make room.
+	warm := p.Stats()
+	r2, err := p.Reserve(ctx)
+	require.NoError(t, err)
+	waitStats(t, p, "the idle browser to go", func(s browsers.Stats) bool { return s.Total == 0 && s.Reserved == 2 })
+	_, err = p.Acquire(ctx, browsers.LeaseRequest{Team: "a"})
+	var busy *browsers.BusyError
+	require.ErrorAs(t, err, &busy, "a lease while reservations fill the pool (stats before: %+v)", warm)
+	_, err = p.Reserve(ctx)
+	require.ErrorAs(t, err, &busy, "a third reservation of a pool of two")
+
+	before := p.Stats()
+	l, err := r1.Lease(ctx, browsers.LeaseRequest{Team: "a", Reusable: true})
+	require.NoError(t, err, "stats before %+v, after %+v", before, p.Stats())
+	require.True(t, alive(l.Browser()))
+	s := p.Stats()
+	require.Equal(t, 1, s.Reserved, "stats %+v", s)
+	require.Equal(t, 1, s.Leased, "stats %+v", s)
+	r2.Release()
+	r2.Release() // twice is once
+	l.Release(browsers.Destroy)
+	waitStats(t, p, "the pool to refill", func(s browsers.Stats) bool { return s.Reserved == 0 && s.Leased == 0 && s.Idle == 1 })
+}

@@ -15,17 +15,23 @@ import (
 // The timers are what the browser cannot tell over CDP, so a small script,
 // installed in every document before the page's own (settleProbeScript),
 // counts the short timers the page sets and clears and when the DOM last
-// changed. Should timers still be pending after settleTimers, the page
-// settles by the older rule instead: the network idle for 500 ms and the
-// DOM unchanged for 300 ms.
+// changed. A page that shows no text yet (an app still waiting on
+// something the probe cannot see, such as storage or a worker), or whose
+// timers are still pending settleTimers after the load event, settles by
+// the older rule instead: the network idle for 500 ms and the DOM
+// unchanged for 300 ms.
 
 const (
 	// quietNet and quietDOM are how long the network and the DOM must have
 	// been quiet, with no short timer pending, for a page to be settled.
 	quietNet = 100 * time.Millisecond
 	quietDOM = 100 * time.Millisecond
-	// idleNet and idleDOM are the older rule's, for timers still pending
-	// settleTimers after the load event.
+	// quietText is the text a page must show to be taken by that rule: a
+	// page still empty (an app waiting on a promise the probe cannot see:
+	// storage, a worker) is taken by the older one.
+	quietText = 200
+	// idleNet and idleDOM are the older rule's, for a page with no text
+	// yet, or with timers still pending settleTimers after the load event.
 	idleNet      = 500 * time.Millisecond
 	idleDOM      = 300 * time.Millisecond
 	settleTimers = 2 * time.Second
@@ -48,7 +54,7 @@ func newProbeName() string {
 // generation deeper; from the third generation on a chain is taken for a
 // loop (a carousel, a poll) that never ends, and no longer counted.
 // window[name]() answers [pending timers, milliseconds since the DOM last
-// changed].
+// changed, characters of text the page shows].
 const settleProbeScript = `(() => {
   const name = %q;
   if (Object.getOwnPropertyDescriptor(window, name)) return;
@@ -90,7 +96,8 @@ const settleProbeScript = `(() => {
   Object.defineProperty(window, "clearTimeout", {value: clearTimeout, writable: true, configurable: true, enumerable: true});
   new MutationObserver(() => { last = performance.now(); })
     .observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
-  Object.defineProperty(window, name, {value: () => [pending.size, performance.now() - last], enumerable: false});
+  Object.defineProperty(window, name, {value: () => [pending.size, performance.now() - last,
+    document.body ? document.body.innerText.length : 0], enumerable: false});
 })()`
 
 // settle waits for the load event, then until the page is quiet (as
@@ -120,9 +127,10 @@ func (t *tab) settle(ctx context.Context, max time.Duration) time.Duration {
 			if err := t.evaluate(dctx, probe, &state); err != nil && dctx.Err() != nil {
 				return time.Since(start)
 			}
-			if len(state) == 2 {
+			if len(state) == 3 {
 				sinceDOM := time.Duration(state[1] * float64(time.Millisecond))
-				if state[0] == 0 && sinceDOM >= quietDOM || time.Since(start) >= settleTimers && sinceNet >= idleNet && sinceDOM >= idleDOM {
+				quiet := state[0] == 0 && sinceDOM >= quietDOM && state[2] >= quietText
+				if quiet || sinceNet >= idleNet && sinceDOM >= idleDOM && (state[0] == 0 || time.Since(start) >= settleTimers) {
 					return time.Since(start)
 				}
 			} else if sinceNet >= idleNet {

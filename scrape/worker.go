@@ -28,7 +28,11 @@ func (e *RetryableError) Unwrap() error { return e.Err }
 // never pass from one job (or team) to another. A Worker is used by one
 // goroutine at a time.
 type Worker struct {
-	s     *Service
+	s *Service
+	// place is the worker's place in the pool while it holds no browser:
+	// pages taken with Go's client count against the pool like any, but
+	// start no browser until a page needs one (lease).
+	place *browsers.Reservation
 	lease *browsers.Lease
 	pages int                // pages served on this lease
 	tabs  map[string]*jobTab // job id → its tab
@@ -141,7 +145,36 @@ func (w *Worker) release(d browsers.Disposal) {
 		w.lease.Release(d)
 		w.lease = nil
 	}
+	if w.place != nil {
+		w.place.Release()
+		w.place = nil
+	}
 	w.pages = 0
+}
+
+// hold makes sure the worker holds a place in the pool: its browser, or a
+// reservation.
+func (w *Worker) hold(ctx context.Context) error {
+	if w.lease != nil {
+		select {
+		case <-w.lease.Done():
+			w.release(browsers.Destroy)
+		default:
+			return nil
+		}
+	}
+	if w.place != nil {
+		return nil
+	}
+	place, err := w.s.Pool.Reserve(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return &RetryableError{Err: err}
+	}
+	w.place = place
+	return nil
 }
 
 // browser makes sure the worker holds a live browser.
@@ -157,7 +190,14 @@ func (w *Worker) browser(ctx context.Context) error {
 			w.release(browsers.Destroy)
 		}
 	}
-	lease, err := w.s.Pool.Acquire(ctx, browsers.LeaseRequest{Reusable: true})
+	var lease *browsers.Lease
+	var err error
+	if w.place != nil {
+		lease, err = w.place.Lease(ctx, browsers.LeaseRequest{Reusable: true})
+		w.place = nil
+	} else {
+		lease, err = w.s.Pool.Acquire(ctx, browsers.LeaseRequest{Reusable: true})
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -259,16 +299,20 @@ func (w *Worker) touch(job string) {
 	w.lru = append(w.lru, job)
 }
 
-// fetch takes one page of job.
-// A page that needs nothing of the browser is taken with the job's Go
-// client, on the worker's lease (it counts against the pool like any
-// page), as long as no page of the job needed the tab.
+// fetch takes one page of job. A page that needs nothing of the browser
+// is taken with the job's Go client, on the worker's place in the pool
+// (it counts against the pool like any page), as long as no page of the
+// job needed the tab.
 func (w *Worker) fetch(ctx context.Context, job string, req Request) (*page, error) {
-	if err := w.browser(ctx); err != nil {
+	if err := w.hold(ctx); err != nil {
 		return nil, err
 	}
-	if w.s.UA != nil && w.s.knownUA() == "" {
-		// The first pages after a start: the lane's browser says.
+	if w.s.UA != nil && w.s.knownUA() == "" && w.s.Egress != nil {
+		// The first pages after a start with no browser yet: the lane's
+		// browser says which user agent to send.
+		if err := w.browser(ctx); err != nil {
+			return nil, err
+		}
 		w.s.UA.Learn(w.lease.Browser())
 	}
 	if !w.inTab[job] && w.s.directEligible(&req) {
@@ -305,6 +349,9 @@ func (w *Worker) direct(job string, req *Request) *direct {
 func (w *Worker) inTabPage(ctx context.Context, job string, req Request, pre *prefetched) (*page, error) {
 	u, err := url.Parse(req.URL)
 	if err != nil {
+		return nil, err
+	}
+	if err := w.browser(ctx); err != nil {
 		return nil, err
 	}
 	jt, err := w.tab(ctx, job, &req)

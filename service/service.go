@@ -323,6 +323,7 @@ func (s *Service) collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		gauge("browsers_warm", "Idle browsers ready to lease.", func() float64 { return float64(s.Pool.Stats().Idle) }),
 		gauge("browsers_leased", "Browsers leased to sessions and jobs.", func() float64 { return float64(s.Pool.Stats().Leased) }),
+		gauge("browsers_reserved", "Places in the pool held by job lanes that have no browser yet.", func() float64 { return float64(s.Pool.Stats().Reserved) }),
 		gauge("browsers_starting", "Browsers starting.", func() float64 { return float64(s.Pool.Stats().Starting) }),
 		gauge("browsers_total", "Browsers alive or starting.", func() float64 { return float64(s.Pool.Stats().Total) }),
 		gauge("pool_waiters", "Requests waiting for a browser.", func() float64 { return float64(s.Pool.Stats().Waiters) }),
