@@ -70,15 +70,15 @@ type Pool struct {
 	// reserving counts Reserve calls waiting for a place: the warm fill
 	// leaves the room it would take to them.
 	reserving int
-	starting int
-	idle     []*pooled
-	leases   map[*Lease]struct{}
-	perTeam  map[string]int
-	waiters  int
-	changed  chan struct{} // closed and replaced on every change
-	closed   bool
-	retryGap bool    // a warm start failed recently; back off
-	taken    *pooled // handed from takeIdleLocked to its caller
+	starting  int
+	idle      []*pooled
+	leases    map[*Lease]struct{}
+	perTeam   map[string]int
+	waiters   int
+	changed   chan struct{} // closed and replaced on every change
+	closed    bool
+	retryGap  bool    // a warm start failed recently; back off
+	taken     *pooled // handed from takeIdleLocked to its caller
 
 	wg sync.WaitGroup // every goroutine the pool starts
 }
