@@ -53,8 +53,9 @@ func newProbeName() string {
 // from the document's start. A timer set by a timer's callback is one
 // generation deeper; from the third generation on a chain is taken for a
 // loop (a carousel, a poll) that never ends, and no longer counted.
-// window[name]() answers [pending timers, milliseconds since the DOM last
-// changed, characters of text the page shows].
+// window[name](quietMs) answers [pending timers, milliseconds since the DOM
+// last changed, characters of text the page shows (0 until no timer is
+// pending and the DOM has been quiet quietMs: it costs a layout)].
 const settleProbeScript = `(() => {
   const name = %q;
   if (Object.getOwnPropertyDescriptor(window, name)) return;
@@ -96,8 +97,12 @@ const settleProbeScript = `(() => {
   Object.defineProperty(window, "clearTimeout", {value: clearTimeout, writable: true, configurable: true, enumerable: true});
   new MutationObserver(() => { last = performance.now(); })
     .observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
-  Object.defineProperty(window, name, {value: () => [pending.size, performance.now() - last,
-    document.body ? document.body.innerText.length : 0], enumerable: false});
+  Object.defineProperty(window, name, {value: (quietMs) => {
+    const since = performance.now() - last;
+    // innerText lays the page out: only asked once the rest is quiet.
+    const text = pending.size === 0 && since >= quietMs && document.body ? document.body.innerText.length : 0;
+    return [pending.size, since, text];
+  }, enumerable: false});
 })()`
 
 // settle waits for the load event, then until the page is quiet (as
@@ -117,7 +122,7 @@ func (t *tab) settle(ctx context.Context, max time.Duration) time.Duration {
 		return 0
 	}
 	start := time.Now()
-	probe := fmt.Sprintf("(() => { const p = window[%q]; return p ? p() : null; })()", t.probe)
+	probe := fmt.Sprintf("(() => { const p = window[%q]; return p ? p(%d) : null; })()", t.probe, quietDOM.Milliseconds())
 	for {
 		t.mu.Lock()
 		inflight, sinceNet := len(t.inflight), time.Since(t.lastNet)
