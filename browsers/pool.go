@@ -199,24 +199,37 @@ func (p *Pool) Acquire(ctx context.Context, req LeaseRequest) (*Lease, error) {
 		default:
 			reason = fmt.Sprintf("all %d browsers of the pool are in use", p.opts.Size)
 		}
-		p.waiters++
-		ch := p.changed
-		p.mu.Unlock()
-		var err error
-		select {
-		case <-ch:
-		case <-deadline.C:
-			err = &BusyError{Reason: reason, RetryAfter: p.retryAfter()}
-		case <-ctx.Done():
-			err = ctx.Err()
-		}
-		p.mu.Lock()
-		p.waiters--
-		p.mu.Unlock()
-		if err != nil {
+		if err := p.waitLocked(ctx, deadline.C, reason, nil); err != nil {
 			return nil, err
 		}
 	}
+}
+
+// waitLocked waits for the pool to change, ctx to end or deadline to pass
+// (a *BusyError with reason), with p.mu held on entry and not on return.
+// The wait counts among the pool's waiters, and in *also when given.
+func (p *Pool) waitLocked(ctx context.Context, deadline <-chan time.Time, reason string, also *int) error {
+	p.waiters++
+	if also != nil {
+		*also++
+	}
+	ch := p.changed
+	p.mu.Unlock()
+	var err error
+	select {
+	case <-ch:
+	case <-deadline:
+		err = &BusyError{Reason: reason, RetryAfter: p.retryAfter()}
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	p.mu.Lock()
+	p.waiters--
+	if also != nil {
+		*also--
+	}
+	p.mu.Unlock()
+	return err
 }
 
 // Reservation is a place in the pool held without a browser: it counts
@@ -251,23 +264,7 @@ func (p *Pool) Reserve(ctx context.Context) (*Reservation, error) {
 			p.idle = p.idle[1:]
 			p.destroy(pb)
 		}
-		p.waiters++
-		p.reserving++
-		ch := p.changed
-		p.mu.Unlock()
-		var err error
-		select {
-		case <-ch:
-		case <-deadline.C:
-			err = &BusyError{Reason: fmt.Sprintf("all %d browsers of the pool are in use", p.opts.Size), RetryAfter: p.retryAfter()}
-		case <-ctx.Done():
-			err = ctx.Err()
-		}
-		p.mu.Lock()
-		p.waiters--
-		p.reserving--
-		p.mu.Unlock()
-		if err != nil {
+		if err := p.waitLocked(ctx, deadline.C, fmt.Sprintf("all %d browsers of the pool are in use", p.opts.Size), &p.reserving); err != nil {
 			return nil, err
 		}
 	}
@@ -323,20 +320,7 @@ func (p *Pool) AcquireSlot(ctx context.Context, team string, limit int) (release
 		if limited.IsZero() {
 			limited = time.Now()
 		}
-		p.waiters++
-		ch := p.changed
-		p.mu.Unlock()
-		select {
-		case <-ch:
-		case <-deadline.C:
-			err = &BusyError{Reason: fmt.Sprintf("team concurrency limit of %d browsers reached", limit), RetryAfter: p.retryAfter()}
-		case <-ctx.Done():
-			err = ctx.Err()
-		}
-		p.mu.Lock()
-		p.waiters--
-		p.mu.Unlock()
-		if err != nil {
+		if err := p.waitLocked(ctx, deadline.C, fmt.Sprintf("team concurrency limit of %d browsers reached", limit), nil); err != nil {
 			return nil, 0, err
 		}
 	}

@@ -26,8 +26,7 @@ type chromedpResult struct {
 	links    int           // a[href] elements seen
 	revisits int           // navigations that ended on a URL already taken (redirects)
 	notFound int           // links to missing pages (404)
-	failures int           // navigations, reads or conversions that failed otherwise
-	firstErr string
+	failed   failureCount  // navigations, reads or conversions that failed otherwise
 }
 
 // renderedPage is what the chromedp baseline reads of a loaded page.
@@ -102,10 +101,7 @@ func chromedpCrawl(ctx context.Context, chromium, dir, root string, tabs int) (c
 	failed := func(err error) {
 		mu.Lock()
 		defer mu.Unlock()
-		r.failures++
-		if r.firstErr == "" {
-			r.firstErr = err.Error()
-		}
+		r.failed.add(err)
 	}
 	// visit renders u in tab and returns the links to queue.
 	visit := func(tab context.Context, u string) []string {
@@ -195,7 +191,7 @@ func chromedpCrawl(ctx context.Context, chromium, dir, root string, tabs int) (c
 		return r, fmt.Errorf("chromedp crawl of %s: %d pages: %w", root, r.pages, crawlErr)
 	}
 	if r.pages == 0 {
-		return r, fmt.Errorf("chromedp rendered no page of %s (%d failures, first: %s)", root, r.failures, r.firstErr)
+		return r, fmt.Errorf("chromedp rendered no page of %s (%d failures, first: %s)", root, r.failed.n, r.failed.first)
 	}
 	return r, nil
 }

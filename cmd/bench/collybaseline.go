@@ -31,16 +31,15 @@ const (
 // collyResult is one run of the Colly baseline.
 type collyResult struct {
 	wall     time.Duration
-	pages    int   // responses read (status 2xx), HTML or not
-	html     int   // of pages, those whose links were extracted
-	bytes    int64 // bodies read
-	links    int   // <a href> elements seen
-	revisits int   // redirects to a URL already visited (not fetched again)
-	notFound int   // links to missing pages (404)
-	failures int   // requests that failed otherwise, and failed conversions
-	firstErr string
-	markdown int   // HTML pages converted to Markdown and kept (toMarkdown)
-	mdBytes  int64 // the Markdown kept
+	pages    int          // responses read (status 2xx), HTML or not
+	html     int          // of pages, those whose links were extracted
+	bytes    int64        // bodies read
+	links    int          // <a href> elements seen
+	revisits int          // redirects to a URL already visited (not fetched again)
+	notFound int          // links to missing pages (404)
+	failed   failureCount // requests that failed otherwise, and failed conversions
+	markdown int          // HTML pages converted to Markdown and kept (toMarkdown)
+	mdBytes  int64        // the Markdown kept
 }
 
 // collyCrawl is the baseline of the crawl phase: a plain Colly program, the
@@ -76,10 +75,7 @@ func collyCrawl(ctx context.Context, root string, parallelism int, work collyWor
 	failed := func(err error) {
 		mu.Lock()
 		defer mu.Unlock()
-		r.failures++
-		if r.firstErr == "" {
-			r.firstErr = err.Error()
-		}
+		r.failed.add(err)
 	}
 	store := newMarkdownStore()
 	c.OnResponse(func(resp *colly.Response) {
@@ -142,10 +138,10 @@ func collyCrawl(ctx context.Context, root string, parallelism int, work collyWor
 		return r, err
 	}
 	if r.pages == 0 {
-		return r, fmt.Errorf("colly read no page of %s (%d failures, first: %s)", root, r.failures, r.firstErr)
+		return r, fmt.Errorf("colly read no page of %s (%d failures, first: %s)", root, r.failed.n, r.failed.first)
 	}
 	if work == toMarkdown && r.markdown == 0 {
-		return r, fmt.Errorf("colly converted no page of %s to Markdown (%d failures, first: %s)", root, r.failures, r.firstErr)
+		return r, fmt.Errorf("colly converted no page of %s to Markdown (%d failures, first: %s)", root, r.failed.n, r.failed.first)
 	}
 	return r, nil
 }
@@ -190,4 +186,17 @@ func (s *markdownStore) size() (int, int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.pages), s.bytes
+}
+
+// failureCount counts a baseline's failures and keeps the first.
+type failureCount struct {
+	n     int
+	first string
+}
+
+func (f *failureCount) add(err error) {
+	f.n++
+	if f.first == "" {
+		f.first = err.Error()
+	}
 }

@@ -90,7 +90,7 @@ func (b *bench) crawlThroughput(ctx context.Context, _ *instance) error {
 		}
 		logf("%s: %d requests at once, %d pages (%d HTML) in %s (%.1f pages/s), %.1f MB read%s, %d links seen, %d redirects to visited URLs, %d not found, %d other failures%s; the site served %s",
 			which, parallelism, r.pages, r.html, r.wall.Round(time.Millisecond), rate(r.pages, r.wall), float64(r.bytes)/(1<<20),
-			md, r.links, r.revisits, r.notFound, r.failures, firstErr(r.firstErr), site.since(before))
+			md, r.links, r.revisits, r.notFound, r.failed.n, firstErr(r.failed.first), site.since(before))
 		return r, nil
 	}
 	chromedpRun := func(which, chromium string, tabs int) (chromedpResult, error) {
@@ -102,7 +102,7 @@ func (b *bench) crawlThroughput(ctx context.Context, _ *instance) error {
 		}
 		logf("%s: %d tabs (started in %s), %d pages rendered and converted to Markdown in %s (%.1f pages/s), %.1f MB of Markdown kept in memory, %d links seen, %d redirects to visited URLs, %d not found, %d other failures%s; the site served %s",
 			which, tabs, r.launch.Round(time.Millisecond), r.pages, r.wall.Round(time.Millisecond), rate(r.pages, r.wall),
-			float64(r.mdBytes)/(1<<20), r.links, r.revisits, r.notFound, r.failures, firstErr(r.firstErr), site.since(before))
+			float64(r.mdBytes)/(1<<20), r.links, r.revisits, r.notFound, r.failed.n, firstErr(r.failed.first), site.since(before))
 		return r, nil
 	}
 
@@ -154,28 +154,22 @@ func (b *bench) crawlThroughput(ctx context.Context, _ *instance) error {
 	}
 
 	best := c1
-	if rate(c2.pages, c2.wall) > rate(c1.pages, c1.wall) {
+	if better("colly", "before", "after the crawl", rate(c1.pages, c1.wall), rate(c2.pages, c2.wall)) {
 		best = c2
 	}
-	logf("colly: %.1f pages/s before and %.1f after the crawl; the better, %.1f, counts",
-		rate(c1.pages, c1.wall), rate(c2.pages, c2.wall), rate(best.pages, best.wall))
 	if best.pages != fetched.completed {
 		logf("note: colly read %d pages, the crawl completed %d", best.pages, fetched.completed)
 	}
 	// The Markdown baseline is counted in pages read, as the crawl is in
 	// pages completed, whatever their kind.
 	bestMD := m1
-	if rate(m2.pages, m2.wall) > rate(m1.pages, m1.wall) {
+	if better("colly-markdown", "first", "second", rate(m1.pages, m1.wall), rate(m2.pages, m2.wall)) {
 		bestMD = m2
 	}
-	logf("colly-markdown: %.1f pages/s first and %.1f second; the better, %.1f, counts",
-		rate(m1.pages, m1.wall), rate(m2.pages, m2.wall), rate(bestMD.pages, bestMD.wall))
 	bestCD := d1
-	if rate(d2.pages, d2.wall) > rate(d1.pages, d1.wall) {
+	if better("chromedp-tabs", "before", "after the rendered crawl", rate(d1.pages, d1.wall), rate(d2.pages, d2.wall)) {
 		bestCD = d2
 	}
-	logf("chromedp-tabs: %.1f pages/s before and %.1f after the rendered crawl; the better, %.1f, counts",
-		rate(d1.pages, d1.wall), rate(d2.pages, d2.wall), rate(bestCD.pages, bestCD.wall))
 	if bestCD.pages != rendered.completed {
 		logf("note: chromedp rendered %d pages, the rendered crawl completed %d", bestCD.pages, rendered.completed)
 	}
@@ -507,6 +501,13 @@ func countSplit(m map[string]int) string {
 		return "none"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// better logs a baseline's two rates and says whether the second is the
+// better one, the one that counts.
+func better(name, first, second string, r1, r2 float64) bool {
+	logf("%s: %.1f pages/s %s and %.1f %s; the better, %.1f, counts", name, r1, first, r2, second, max(r1, r2))
+	return r2 > r1
 }
 
 func firstErr(s string) string {
