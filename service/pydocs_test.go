@@ -14,9 +14,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/trawler-dev/trawler/test/polltest"
 )
 
 // pyDocs is Debian's python3.11-doc (a real site nobody here wrote; `make
@@ -60,6 +63,7 @@ const (
 func TestCrawlPythonDocsWhole(t *testing.T) {
 	base, hits := servePyDocs(t)
 	ts := crawlService(t, nil)
+	polltest.Until(t, 30*time.Second, "the warm browser", func() bool { return ts.Pool.Stats().Idle == 1 })
 	id, st, docs := ts.runJob("/v2/crawl", keyAcme, map[string]any{"url": base + "/", "limit": 2000})
 	require.Equal(t, "completed", st["status"], "status %v", st)
 	var pages int
@@ -111,6 +115,9 @@ func TestCrawlPythonDocsWhole(t *testing.T) {
 		}
 	}
 	t.Logf("%d documents of %d pages", len(docs), pages)
+	// The lanes held places in the pool, and started no browser for pages
+	// that needed none: the warm one is all there is.
+	assert.Equal(t, 1, ts.Pool.Stats().Total, "browsers after a crawl of server-rendered pages: %+v", ts.Pool.Stats())
 	if os.Getenv("TRAWLER_UPDATE_GOLDEN") != "" {
 		var b strings.Builder
 		for _, p := range slices.Sorted(maps.Keys(sums)) {

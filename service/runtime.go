@@ -77,7 +77,9 @@ func (r *routedRuntime) Start(ctx context.Context, id string) (browsers.Browser,
 		return nil, err
 	}
 	if f := r.started.Load(); f != nil {
-		go (*f)(b)
+		// Before the browser is anyone's: a job lane that finds the user
+		// agent known takes its pages without a browser of its own.
+		(*f)(b)
 	}
 	go func() {
 		<-b.Done()

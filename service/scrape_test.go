@@ -224,6 +224,11 @@ func TestRenderedPagesSettleOnTheirTimers(t *testing.T) {
 	require.Equal(t, 200, r.Status, "%s", r.Raw)
 	assert.Contains(t, data(r)["markdown"], "image width 1.")
 	assert.Equal(t, 1, web.count("/img/boat.png"), "times the image was downloaded for a screenshot")
+	// Both renders were counted, with their wait for the 900 ms timer.
+	n, total, settle := ts.Crawler.Scrape.Renders.Read()
+	assert.EqualValues(t, 2, n, "renders counted")
+	assert.Greater(t, settle, 1500*time.Millisecond, "two waits for a 900 ms timer")
+	assert.Greater(t, total, settle)
 }
 
 func TestScrapeCache(t *testing.T) {
