@@ -15,11 +15,11 @@ import (
 // The timers are what the browser cannot tell over CDP, so a small script,
 // installed in every document before the page's own (settleProbeScript),
 // counts the short timers the page sets and clears and when the DOM last
-// changed. A page that shows no text yet (an app still waiting on
-// something the probe cannot see, such as storage or a worker), or whose
-// timers are still pending settleTimers after the load event, settles by
-// the older rule instead: the network idle for 500 ms and the DOM
-// unchanged for 300 ms.
+// changed. A page that shows too little text (an app still waiting on
+// something the probe cannot see, such as storage or a worker, which
+// under load can take seconds), or whose timers are still pending, is
+// given settleLate after its load event, then settles by the older rule:
+// the network idle for 500 ms and the DOM unchanged for 300 ms.
 
 const (
 	// quietNet and quietDOM are how long the network and the DOM must have
@@ -30,11 +30,11 @@ const (
 	// page still empty (an app waiting on a promise the probe cannot see:
 	// storage, a worker) is taken by the older one.
 	quietText = 200
-	// idleNet and idleDOM are the older rule's, for a page with no text
-	// yet, or with timers still pending settleTimers after the load event.
-	idleNet      = 500 * time.Millisecond
-	idleDOM      = 300 * time.Millisecond
-	settleTimers = 2 * time.Second
+	// idleNet and idleDOM are the older rule's, for a page with too little
+	// text, or with timers still pending, settleLate after the load event.
+	idleNet    = 500 * time.Millisecond
+	idleDOM    = 300 * time.Millisecond
+	settleLate = 2 * time.Second
 	// settlePoll is how often the tab looks.
 	settlePoll = 25 * time.Millisecond
 )
@@ -135,7 +135,7 @@ func (t *tab) settle(ctx context.Context, max time.Duration) time.Duration {
 			if len(state) == 3 {
 				sinceDOM := time.Duration(state[1] * float64(time.Millisecond))
 				quiet := state[0] == 0 && sinceDOM >= quietDOM && state[2] >= quietText
-				if quiet || sinceNet >= idleNet && sinceDOM >= idleDOM && (state[0] == 0 || time.Since(start) >= settleTimers) {
+				if quiet || time.Since(start) >= settleLate && sinceNet >= idleNet && sinceDOM >= idleDOM {
 					return time.Since(start)
 				}
 			} else if sinceNet >= idleNet {
