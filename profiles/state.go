@@ -6,6 +6,7 @@ import (
 	"context"
 	_ "embed"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,7 +18,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/trawler-dev/trawler/cdp"
 )
@@ -33,7 +33,8 @@ const (
 	// maxStateSize bounds a decoded state, so that a corrupt or hostile blob cannot exhaust memory.
 	maxStateSize = 512 << 20
 	// helperPath is the path the helper tab visits on each origin. Nothing is fetched: the tab
-	// answers its own requests with an empty page.
+	// answers its own requests, with a page of ours that runs state.js and with the storage that
+	// page asks for.
 	helperPath = "/__trawler_profile__"
 	// originTimeout bounds the visit of one origin: navigating there and reading or writing its
 	// storage.
@@ -141,18 +142,101 @@ type Record struct {
 	Value json.RawMessage `json:"v"`
 }
 
+// snapshot is a state as Use and the helper tabs handle it: the cookies decoded, and each origin's
+// storage kept as the JSON text of its OriginState, which goes from the page to the blob and from
+// the blob to the page without being decoded and encoded again on the way.
+type snapshot struct {
+	cookies []Cookie
+	origins []rawOrigin
+}
+
+// rawOrigin is the storage of one origin as the JSON text of an OriginState.
+type rawOrigin struct {
+	origin string // scheme://host[:port], as the OriginState names it
+	json   []byte
+}
+
+// originList returns the origins the snapshot holds storage for, sorted.
+func (s *snapshot) originList() []string {
+	out := make([]string, 0, len(s.origins))
+	for _, o := range s.origins {
+		out = append(out, o.origin)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// snapshot encodes the state's origins.
+func (s *State) snapshot() (*snapshot, error) {
+	snap := &snapshot{cookies: s.Cookies, origins: make([]rawOrigin, len(s.Origins))}
+	for i := range s.Origins {
+		b, err := json.Marshal(&s.Origins[i])
+		if err != nil {
+			return nil, fmt.Errorf("encoding the storage of %s: %w", s.Origins[i].Origin, err)
+		}
+		snap.origins[i] = rawOrigin{origin: s.Origins[i].Origin, json: b}
+	}
+	return snap, nil
+}
+
+// check checks that the storage of each origin is valid JSON, as a capture's is unless the page
+// or our reading of its answer went wrong.
+func (s *snapshot) check() error {
+	for _, o := range s.origins {
+		if !json.Valid(o.json) {
+			return fmt.Errorf("the storage read from %s is not valid JSON", o.origin)
+		}
+	}
+	return nil
+}
+
+// state decodes the snapshot's origins.
+func (s *snapshot) state() (*State, error) {
+	st := &State{Version: StateVersion, Cookies: s.cookies, Origins: make([]OriginState, len(s.origins))}
+	for i, o := range s.origins {
+		if err := json.Unmarshal(o.json, &st.Origins[i]); err != nil {
+			return nil, fmt.Errorf("decoding the storage of %s: %w", o.origin, err)
+		}
+	}
+	return st, nil
+}
+
 // Encode returns the state as gzip'd JSON.
 func (s *State) Encode() ([]byte, error) {
+	snap, err := s.snapshot()
+	if err != nil {
+		return nil, fmt.Errorf("encoding profile state: %w", err)
+	}
+	return snap.encode()
+}
+
+// encode returns the snapshot as gzip'd JSON, the State's encoding: the origins' JSON is written
+// as it is.
+func (s *snapshot) encode() ([]byte, error) {
+	cookies, err := json.Marshal(s.cookies)
+	if err != nil {
+		return nil, fmt.Errorf("encoding profile state: %w", err)
+	}
+	size := len(cookies)
+	for _, o := range s.origins {
+		size += len(o.json)
+	}
 	var buf bytes.Buffer
+	buf.Grow(size/2 + 4096)
 	zw, err := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
 	if err != nil {
 		return nil, err
 	}
-	out := *s
-	out.Version = StateVersion
-	if err := json.NewEncoder(zw).Encode(&out); err != nil {
-		return nil, fmt.Errorf("encoding profile state: %w", err)
+	fmt.Fprintf(zw, `{"version":%d,"cookies":`, StateVersion)
+	zw.Write(cookies)
+	io.WriteString(zw, `,"origins":[`)
+	for i, o := range s.origins {
+		if i > 0 {
+			io.WriteString(zw, ",")
+		}
+		zw.Write(o.json)
 	}
+	io.WriteString(zw, "]}\n")
 	if err := zw.Close(); err != nil {
 		return nil, fmt.Errorf("compressing profile state: %w", err)
 	}
@@ -185,53 +269,175 @@ func (l *limitedReader) Read(p []byte) (int, error) {
 
 // DecodeState reads a state written by Encode. Every error wraps ErrInvalidState.
 func DecodeState(b []byte) (*State, error) {
-	// A first pass only counts and checks the decompressed bytes, so that a blob that inflates past
-	// the limit is refused without holding any of it in memory.
-	n, err := inflate(b, io.Discard)
+	snap, err := decodeSnapshot(b)
 	if err != nil {
 		return nil, err
 	}
-	if n == 0 {
+	st, err := snap.state()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidState, err)
+	}
+	return st, nil
+}
+
+// decodeSnapshot reads a state written by Encode, decoding its cookies and checking its origins,
+// whose storage stays JSON text. Every error wraps ErrInvalidState.
+func decodeSnapshot(b []byte) (*snapshot, error) {
+	data, err := inflateAll(b)
+	if err != nil {
+		return nil, err
+	}
+	if len(data) == 0 {
 		return nil, fmt.Errorf("%w: no data", ErrInvalidState)
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(b))
-	if err != nil {
-		return nil, decodeError(err)
+	snap, version := splitState(data)
+	if snap == nil {
+		// Not the layout Encode writes: encoding/json decides, as it always did, what the
+		// blob holds or why it is refused.
+		st, err := decodeJSON(data)
+		if err != nil {
+			return nil, err
+		}
+		if st.Version == StateVersion {
+			if snap, err = st.snapshot(); err != nil {
+				return nil, fmt.Errorf("%w: %v", ErrInvalidState, err)
+			}
+		}
+		version = st.Version
 	}
-	zr.Multistream(false)
-	dec := json.NewDecoder(zr)
+	if version != StateVersion {
+		return nil, fmt.Errorf("%w: version %d, this build reads version %d", ErrInvalidState, version, StateVersion)
+	}
+	for _, o := range snap.origins {
+		if _, err := parseOrigin(o.origin); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalidState, err)
+		}
+	}
+	return snap, nil
+}
+
+// splitState reads data as a State written by Encode: it decodes the version and the cookies,
+// and cuts out each origin's JSON and reads its origin member, but leaves that JSON unchecked,
+// which the page that parses it does. It returns nil for what it cannot read and for anything that
+// encoding/json might read otherwise: member names in another case (encoding/json matches them
+// regardless of case) or escaped, values of other types, origins that are not objects.
+func splitState(data []byte) (*snapshot, int) {
+	var (
+		version          = -1
+		cookies, origins []byte
+		odd              bool
+	)
+	end, err := eachMember(data, func(k, v []byte) bool {
+		switch string(k) {
+		case "version":
+			if json.Unmarshal(v, &version) != nil {
+				odd = true
+			}
+		case "cookies":
+			cookies = v
+		case "origins":
+			origins = v
+		default:
+			odd = bytes.IndexByte(k, '\\') >= 0 || foldsTo(k, "version", "cookies", "origins")
+		}
+		return !odd
+	})
+	if err != nil || odd || version < 0 || skipSpace(data, end) != len(data) {
+		return nil, 0
+	}
+	snap := &snapshot{}
+	if cookies != nil && json.Unmarshal(cookies, &snap.cookies) != nil {
+		return nil, 0
+	}
+	if origins == nil || string(origins) == "null" {
+		return snap, version
+	}
+	err = eachElement(origins, func(o []byte) error {
+		if o[0] != '{' {
+			return errJSON
+		}
+		var name []byte
+		_, err := eachMember(o, func(k, v []byte) bool {
+			switch {
+			case string(k) == "origin":
+				name = v
+			case bytes.IndexByte(k, '\\') >= 0 || foldsTo(k, "origin", "localStorage", "indexedDB", "skipped"):
+				odd = true
+			}
+			return !odd
+		})
+		ro := rawOrigin{json: o}
+		if err != nil || odd || (name != nil && json.Unmarshal(name, &ro.origin) != nil) {
+			return errJSON
+		}
+		snap.origins = append(snap.origins, ro)
+		return nil
+	})
+	if err != nil {
+		return nil, 0
+	}
+	return snap, version
+}
+
+// foldsTo reports whether k is one of names in another case.
+func foldsTo(k []byte, names ...string) bool {
+	for _, n := range names {
+		if string(k) != n && strings.EqualFold(string(k), n) {
+			return true
+		}
+	}
+	return false
+}
+
+// decodeJSON decodes data with encoding/json, refusing trailing data.
+func decodeJSON(data []byte) (*State, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
 	var st State
 	if err := dec.Decode(&st); err != nil {
 		return nil, decodeError(err)
 	}
-	rest, err := io.ReadAll(io.MultiReader(dec.Buffered(), zr))
-	if err != nil {
-		return nil, decodeError(err)
-	}
-	if len(bytes.TrimSpace(rest)) > 0 {
+	rest, _ := io.ReadAll(dec.Buffered())
+	if len(bytes.TrimSpace(rest)) > 0 || dec.More() {
 		return nil, fmt.Errorf("%w: trailing data after the state", ErrInvalidState)
-	}
-	if st.Version != StateVersion {
-		return nil, fmt.Errorf("%w: version %d, this build reads version %d", ErrInvalidState, st.Version, StateVersion)
-	}
-	for _, o := range st.Origins {
-		if _, err := parseOrigin(o.Origin); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrInvalidState, err)
-		}
 	}
 	return &st, nil
 }
 
+// heldBeforeCounting is how much of a decompressed state inflateAll holds before it checks, without
+// holding any more of it, that the whole is within maxStateSize.
+const heldBeforeCounting = 64 << 20
+
+// inflateAll decompresses the one gzip member of b, checking its checksum, and refuses more than
+// maxStateSize bytes or trailing data. A state larger than heldBeforeCounting is decompressed twice,
+// first only to count its bytes, so that a blob that inflates past the limit is refused without
+// holding it all in memory.
+func inflateAll(b []byte) ([]byte, error) {
+	var text bytes.Buffer
+	if len(b) >= 18 {
+		// The gzip trailer gives the size (mod 4 GiB), which a corrupt or hostile blob may
+		// overstate: the buffer grows past a modest guess only as the data comes.
+		text.Grow(int(min(int64(binary.LittleEndian.Uint32(b[len(b)-4:])), 32*int64(len(b)), heldBeforeCounting)) + bytes.MinRead)
+	}
+	_, err := inflate(b, &text, heldBeforeCounting)
+	if errors.Is(err, errTooLarge) {
+		text = bytes.Buffer{}
+		if _, err = inflate(b, io.Discard, maxStateSize); err == nil {
+			_, err = inflate(b, &text, maxStateSize)
+		}
+	}
+	return text.Bytes(), err
+}
+
 // inflate decompresses one gzip member of b into w, checking its checksum, and refuses more than
-// maxStateSize bytes or trailing data.
-func inflate(b []byte, w io.Writer) (int64, error) {
+// limit bytes (errTooLarge) or trailing data.
+func inflate(b []byte, w io.Writer, limit int64) (int64, error) {
 	br := bytes.NewReader(b)
 	zr, err := gzip.NewReader(br)
 	if err != nil {
 		return 0, decodeError(err)
 	}
 	zr.Multistream(false)
-	n, err := io.Copy(w, &limitedReader{r: zr, n: maxStateSize})
+	n, err := io.Copy(w, &limitedReader{r: zr, n: limit})
 	if err != nil {
 		return n, decodeError(err)
 	}
@@ -286,6 +492,16 @@ func parseOrigin(o string) (string, error) {
 // capture with an error naming it. IndexedDB records holding a value that cannot be saved (a
 // non-extractable CryptoKey) are left out and listed in OriginState.Skipped.
 func Capture(ctx context.Context, browser *cdp.Mux, browserContextID string, origins []string) (*State, error) {
+	snap, err := capture(ctx, browser, browserContextID, origins)
+	if err != nil {
+		return nil, err
+	}
+	return snap.state()
+}
+
+// capture is Capture, keeping each origin's storage as the page's JSON text, unchecked (see
+// snapshot.check).
+func capture(ctx context.Context, browser *cdp.Mux, browserContextID string, origins []string) (*snapshot, error) {
 	want := make([]string, 0, len(origins))
 	for _, o := range origins {
 		p, err := parseOrigin(o)
@@ -297,7 +513,7 @@ func Capture(ctx context.Context, browser *cdp.Mux, browserContextID string, ori
 	slices.Sort(want)
 	want = slices.Compact(want)
 
-	conn, err := browser.Dial(ctx)
+	conn, w, err := dialWire(ctx, browser)
 	if err != nil {
 		return nil, err
 	}
@@ -311,20 +527,24 @@ func Capture(ctx context.Context, browser *cdp.Mux, browserContextID string, ori
 		cookies, err = getCookies(ctx, conn, browserContextID)
 		cookiesRead <- err
 	}()
-	stored, err := captureStorage(ctx, conn, browserContextID, want)
+	stored, err := captureStorage(ctx, conn, w, browserContextID, want)
 	if cerr := <-cookiesRead; cerr != nil {
 		return nil, cerr
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &State{Version: StateVersion, Cookies: cookies, Origins: stored}, nil
+	return &snapshot{cookies: cookies, origins: stored}, nil
 }
 
-func captureStorage(ctx context.Context, conn *cdp.Conn, browserContextID string, origins []string) ([]OriginState, error) {
-	got := make([]OriginState, len(origins))
-	err := eachOrigin(ctx, conn, browserContextID, len(origins), func(ctx context.Context, t *tab, i int) error {
-		if err := t.run(ctx, origins[i], "capture", nil, &got[i]); err != nil {
+func captureStorage(ctx context.Context, conn *cdp.Conn, w *wire, browserContextID string, origins []string) ([]rawOrigin, error) {
+	got := make([]rawOrigin, len(origins))
+	held := make([]bool, len(origins))
+	h := newHelper(conn, w, browserContextID)
+	defer h.close(ctx)
+	err := h.eachOrigin(ctx, len(origins), nil, func(ctx context.Context, t *tab, i int) error {
+		var err error
+		if got[i], held[i], err = t.capture(ctx, origins[i]); err != nil {
 			return fmt.Errorf("reading the storage of %s: %w", origins[i], err)
 		}
 		return nil
@@ -332,17 +552,17 @@ func captureStorage(ctx context.Context, conn *cdp.Conn, browserContextID string
 	if err != nil {
 		return nil, err
 	}
-	out := []OriginState{}
-	for _, o := range got {
-		if len(o.LocalStorage) == 0 && len(o.IndexedDB) == 0 {
+	out := []rawOrigin{}
+	for i, o := range got {
+		if !held[i] {
 			continue
 		}
-		if slices.ContainsFunc(out, func(x OriginState) bool { return x.Origin == o.Origin }) {
+		if slices.ContainsFunc(out, func(x rawOrigin) bool { return x.origin == o.origin }) {
 			continue // two spellings of one origin
 		}
 		out = append(out, o)
 	}
-	slices.SortFunc(out, func(a, b OriginState) int { return strings.Compare(a.Origin, b.Origin) })
+	slices.SortFunc(out, func(a, b rawOrigin) int { return strings.Compare(a.origin, b.origin) })
 	return out, nil
 }
 
@@ -362,31 +582,74 @@ func Restore(ctx context.Context, browser *cdp.Mux, browserContextID string, st 
 			return err
 		}
 	}
-	conn, err := browser.Dial(ctx)
+	snap, err := st.snapshot()
+	if err != nil {
+		return err
+	}
+	return restore(ctx, browser, browserContextID, func(context.Context) (*snapshot, error) { return snap, nil }, false)
+}
+
+// restore is Restore of the snapshot that load returns, which may still be being decoded. With
+// speculate, a helper tab opens meanwhile, in case the snapshot holds storage.
+func restore(ctx context.Context, browser *cdp.Mux, browserContextID string, load func(context.Context) (*snapshot, error), speculate bool) error {
+	var snap *snapshot
+	if !speculate {
+		var err error
+		if snap, err = load(ctx); err != nil {
+			return err
+		}
+		if len(snap.cookies) == 0 && len(snap.origins) == 0 {
+			return nil
+		}
+	}
+	conn, w, err := dialWire(ctx, browser)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
+	h := newHelper(conn, w, browserContextID)
+	defer h.close(ctx)
+	var first chan openedTab
+	if speculate {
+		opening := make(chan openedTab, 1)
+		go func() {
+			t, err := h.open(ctx)
+			opening <- openedTab{t, err}
+		}()
+		first = opening
+		// Once the tab is open, unless eachOrigin took it, it is closed with the others.
+		defer func() {
+			if first != nil {
+				<-first
+			}
+		}()
+	}
+	if snap == nil {
+		if snap, err = load(ctx); err != nil {
+			return err
+		}
+	}
+	for _, o := range snap.origins {
+		if _, err := parseOrigin(o.origin); err != nil {
+			return err
+		}
+	}
 
 	// The cookies are written while the helper tab visits the origins.
 	cookiesSet := make(chan error, 1)
-	go func() { cookiesSet <- setCookies(ctx, conn, browserContextID, st.Cookies) }()
-	err = restoreStorage(ctx, conn, browserContextID, st.Origins)
+	go func() { cookiesSet <- setCookies(ctx, conn, browserContextID, snap.cookies) }()
+	if len(snap.origins) > 0 {
+		opened := first
+		first = nil
+		err = h.eachOrigin(ctx, len(snap.origins), opened, func(ctx context.Context, t *tab, i int) error {
+			o := snap.origins[i]
+			if err := t.restore(ctx, o); err != nil {
+				return fmt.Errorf("writing the storage of %s: %w", o.origin, err)
+			}
+			return nil
+		})
+	}
 	return errors.Join(<-cookiesSet, err)
-}
-
-func restoreStorage(ctx context.Context, conn *cdp.Conn, browserContextID string, origins []OriginState) error {
-	return eachOrigin(ctx, conn, browserContextID, len(origins), func(ctx context.Context, t *tab, i int) error {
-		o := origins[i]
-		o.Skipped = nil
-		if o.LocalStorage == nil {
-			o.LocalStorage = map[string]string{}
-		}
-		if err := t.run(ctx, o.Origin, "restore", &o, nil); err != nil {
-			return fmt.Errorf("writing the storage of %s: %w", o.Origin, err)
-		}
-		return nil
-	})
 }
 
 // networkCookie is the part of CDP's Network.Cookie that a Cookie keeps.
@@ -557,6 +820,7 @@ var maxTabs = min(max(runtime.NumCPU()/2, 1), 4)
 // routes each tab's events to it.
 type helper struct {
 	conn      *cdp.Conn
+	w         *wire // conn's transport, for the messages that carry storage
 	contextID string
 	// answering counts the calls answering requests in flight.
 	answering sync.WaitGroup
@@ -568,31 +832,43 @@ type helper struct {
 }
 
 // tab is a tab of our own that visits origins to read or write their storage. Its Fetch domain
-// answers every request the tab makes with an empty page, so that any origin can be visited
-// without reaching the network or the site's service worker.
+// answers every request the tab makes: the visit of an origin with a page of ours, so that any
+// origin can be visited without reaching the network or the site's service worker, and the page's
+// requests for the storage to restore with that storage.
 type tab struct {
 	h       *helper
 	session string
-	// gzip tells whether the page has CompressionStream and DecompressionStream.
-	gzip bool
 	// notify gets a token after each load.
 	notify chan struct{}
 
 	// Guarded by h.mu:
-	scheme string          // of the origin being visited
-	loaded map[string]bool // loader ids whose document has loaded
+	scheme    string          // of the origin being visited
+	page      string          // the helper page of the visit, as base64
+	loaded    map[string]bool // loader ids whose document has loaded
+	restoring *restoreData    // the storage a restore sends the page
+	dataErr   error           // why answering the page's request for it failed
+}
+
+// newHelper starts routing conn's events to the helper tabs it opens.
+func newHelper(conn *cdp.Conn, w *wire, browserContextID string) *helper {
+	h := &helper{conn: conn, w: w, contextID: browserContextID, tabs: map[string]*tab{}}
+	conn.OnEvent(h.event)
+	return h
+}
+
+// openedTab is the outcome of helper.open.
+type openedTab struct {
+	t   *tab
+	err error
 }
 
 // eachOrigin calls fn for the indexes 0..n-1 on up to maxTabs helper tabs at once, and returns the
-// first error, which stops the other calls.
-func eachOrigin(ctx context.Context, conn *cdp.Conn, browserContextID string, n int, fn func(ctx context.Context, t *tab, i int) error) error {
+// first error, which stops the other calls. first, when not nil, brings the first tab, already
+// being opened.
+func (h *helper) eachOrigin(ctx context.Context, n int, first <-chan openedTab, fn func(ctx context.Context, t *tab, i int) error) error {
 	if n == 0 {
 		return nil
 	}
-	h := &helper{conn: conn, contextID: browserContextID, tabs: map[string]*tab{}}
-	conn.OnEvent(h.event)
-	defer h.close(ctx)
-
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	next := make(chan int, n)
@@ -611,9 +887,16 @@ func eachOrigin(ctx context.Context, conn *cdp.Conn, browserContextID string, n 
 			cancel()
 		})
 	}
-	for range min(n, maxTabs) {
+	for k := range min(n, maxTabs) {
 		wg.Go(func() {
-			t, err := h.open(ctx)
+			var t *tab
+			var err error
+			if k == 0 && first != nil {
+				o := <-first
+				t, err = o.t, o.err
+			} else {
+				t, err = h.open(ctx)
+			}
 			if err != nil {
 				fail(err)
 				return
@@ -686,6 +969,7 @@ func (h *helper) open(ctx context.Context) (*tab, error) {
 	h.tabs[t.session] = t
 	h.mu.Unlock()
 
+	// The steps are written one after the other, in order, and their replies awaited together.
 	steps := []struct {
 		method string
 		params any
@@ -696,21 +980,30 @@ func (h *helper) open(ctx context.Context) (*tab, error) {
 		{"Page.enable", nil},
 		{"Page.setLifecycleEventsEnabled", map[string]any{"enabled": true}},
 	}
+	var waits []func(context.Context) ([]byte, error)
 	for _, s := range steps {
-		if err := h.conn.Call(ctx, t.session, s.method, s.params, nil); err != nil {
+		wait, err := h.w.start(s.method, call(t.session, s.method, s.params))
+		if err != nil {
+			return nil, fmt.Errorf("preparing a helper tab: %w", err)
+		}
+		waits = append(waits, wait)
+	}
+	for _, wait := range waits {
+		if _, err := wait(ctx); err != nil {
 			return nil, fmt.Errorf("preparing a helper tab: %w", err)
 		}
 	}
-	var probe cdp.EvalResult
-	if err := h.conn.Call(ctx, t.session, "Runtime.evaluate", map[string]any{
-		"expression":    "typeof CompressionStream === 'function' && typeof DecompressionStream === 'function'",
-		"returnByValue": true,
-	}, &probe); err != nil {
-		return nil, fmt.Errorf("preparing a helper tab: %w", err)
-	}
-	t.gzip = string(probe.Result.Value) == "true"
 	return t, nil
 }
+
+// answerKind is how a helper tab's request is answered.
+type answerKind int
+
+const (
+	answerRefuse answerKind = iota // a refused connection
+	answerPage                     // the helper page
+	answerData                     // a part of the storage to restore
+)
 
 // event runs on the connection's reader: it records loads and hands requests to goroutines.
 func (h *helper) event(e cdp.Event) {
@@ -732,8 +1025,19 @@ func (h *helper) event(e cdp.Event) {
 		if h.closed || t == nil {
 			return
 		}
+		a := answer{t: t, requestID: p.RequestID}
+		if u, err := url.Parse(p.Request.URL); err == nil && u.Path == helperPath && u.Scheme == t.scheme {
+			switch {
+			case p.ResourceType == "Document":
+				a.kind, a.page = answerPage, t.page
+			case p.ResourceType == "Fetch" || p.ResourceType == "XHR":
+				if part, ok := strings.CutPrefix(u.RawQuery, dataQuery); ok && t.restoring != nil {
+					a.kind, a.data, a.part = answerData, t.restoring, part
+				}
+			}
+		}
 		h.answering.Add(1)
-		go h.answer(t.session, p.RequestID, p.ResourceType, p.Request.URL, t.scheme)
+		go h.answer(a)
 	case "Page.lifecycleEvent":
 		var p struct {
 			LoaderID string `json:"loaderId"`
@@ -757,29 +1061,165 @@ func (h *helper) event(e cdp.Event) {
 	}
 }
 
-// answer fulfils a helper page's own request with an empty document and fails every other
-// request, among them the browser's automatic upgrade of an http visit to https: a refused
-// connection makes the browser fall back to the http origin being visited (a request blocked by the
-// client would not).
-func (h *helper) answer(session, requestID, resourceType, rawURL, scheme string) {
+// answer is how to answer one paused request of a tab.
+type answer struct {
+	t         *tab
+	requestID string
+	kind      answerKind
+	page      string       // answerPage: the document, as base64
+	data      *restoreData // answerData: the storage
+	part      string       // answerData: the part of it asked for
+}
+
+// answer fulfils a helper tab's request for the helper page with that page, its request for a
+// part of the storage to restore with that part, and fails every other request, among them the
+// browser's automatic upgrade of an http visit to https: a refused connection makes the browser
+// fall back to the http origin being visited (a request blocked by the client would not).
+func (h *helper) answer(a answer) {
 	defer h.answering.Done()
-	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	timeout := closeTimeout
+	if a.kind == answerData {
+		timeout = originTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	u, err := url.Parse(rawURL)
-	if err == nil && resourceType == "Document" && u.Path == helperPath && u.Scheme == scheme {
-		h.conn.Call(ctx, session, "Fetch.fulfillRequest", map[string]any{
-			"requestId":    requestID,
+	switch a.kind {
+	case answerPage:
+		h.conn.Call(ctx, a.t.session, "Fetch.fulfillRequest", map[string]any{
+			"requestId":    a.requestID,
 			"responseCode": 200,
 			"responseHeaders": []map[string]string{
 				{"name": "Content-Type", "value": "text/html; charset=utf-8"},
 				{"name": "Cache-Control", "value": "no-store"},
 			},
-			"body": "",
+			"body": a.page,
 		}, nil)
 		return
+	case answerData:
+		err := h.answerData(ctx, a)
+		if err == nil {
+			return
+		}
+		h.mu.Lock()
+		a.t.dataErr = fmt.Errorf("answering the page's request for the storage: %w", err)
+		h.mu.Unlock()
 	}
-	h.conn.Call(ctx, session, "Fetch.failRequest",
-		map[string]any{"requestId": requestID, "errorReason": "ConnectionRefused"}, nil)
+	h.conn.Call(ctx, a.t.session, "Fetch.failRequest",
+		map[string]any{"requestId": a.requestID, "errorReason": "ConnectionRefused"}, nil)
+}
+
+// answerData answers a request for a part of the storage to restore, once it is ready and the
+// parts before it are sent: the page writes one part while the next comes. Each part is answered
+// once.
+func (h *helper) answerData(ctx context.Context, a answer) error {
+	i := slices.Index(dataParts, a.part)
+	if i < 0 {
+		return fmt.Errorf("no part %q to answer", a.part)
+	}
+	written := func() { a.data.sent[i].Do(func() { close(a.data.written[i]) }) }
+	defer written()
+	for _, c := range append([]chan struct{}{a.data.ready}, a.data.written[:i]...) {
+		select {
+		case <-c:
+		case <-a.data.done:
+			return errors.New("the restore is over")
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if a.data.err != nil {
+		return a.data.err
+	}
+	h.mu.Lock()
+	msg := a.data.parts[a.part]
+	delete(a.data.parts, a.part)
+	h.mu.Unlock()
+	if msg == nil {
+		return fmt.Errorf("part %q asked for twice", a.part)
+	}
+	wait, err := h.w.start("Fetch.fulfillRequest", func(id int64) []byte {
+		msg = append(msg, `,"requestId":`...)
+		msg = appendJSON(msg, a.requestID)
+		return endCommand(msg, id)
+	})
+	written() // the next part may follow it on the pipe before the browser replies
+	if err != nil {
+		return err
+	}
+	_, err = wait(ctx)
+	return err
+}
+
+// restoreData is the storage that a restore of one origin sends the page, in parts (dataParts),
+// each as the Fetch.fulfillRequest command that answers the page's request for it, but for the
+// request's id and the command's own (see fulfilData). It is made ready while the tab travels.
+type restoreData struct {
+	ready   chan struct{} // closed once parts or err is set
+	parts   map[string][]byte
+	err     error
+	written []chan struct{} // by part, closed once its answer is written to the browser (or failed)
+	sent    []sync.Once
+	done    chan struct{} // closed when the restore of the origin ends
+}
+
+func newRestoreData() *restoreData {
+	d := &restoreData{ready: make(chan struct{}), done: make(chan struct{}), sent: make([]sync.Once, len(dataParts))}
+	for range dataParts {
+		d.written = append(d.written, make(chan struct{}))
+	}
+	return d
+}
+
+// prepare cuts o's storage into parts and makes the commands that send them.
+func (d *restoreData) prepare(session string, o rawOrigin) {
+	defer close(d.ready)
+	parts, err := cutParts(o)
+	if err != nil {
+		d.err = err
+		return
+	}
+	d.parts = make(map[string][]byte, len(dataParts))
+	for _, p := range dataParts {
+		d.parts[p] = fulfilData(session, parts[p])
+	}
+}
+
+// cutParts returns the JSON of each part of o's storage (dataParts), "null" for a part it lacks.
+func cutParts(o rawOrigin) (map[string][]byte, error) {
+	parts := make(map[string][]byte, len(dataParts))
+	_, err := eachMember(o.json, func(k, v []byte) bool {
+		if slices.Contains(dataParts, string(k)) {
+			parts[string(k)] = v
+		}
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: the storage of %s is not a JSON object", ErrInvalidState, o.origin)
+	}
+	for _, p := range dataParts {
+		if parts[p] == nil {
+			parts[p] = []byte("null")
+		}
+	}
+	return parts, nil
+}
+
+// fulfilData returns the start of the Fetch.fulfillRequest command on session that answers with
+// body, a JSON document: all of it but for the requestId member and the id, which answerData
+// appends. The body goes as base64, which the protocol carries as it is.
+func fulfilData(session string, body []byte) []byte {
+	const (
+		head = `"responseCode":200,"responseHeaders":[{"name":"Content-Type","value":"application/json; charset=utf-8"},` +
+			`{"name":"Cache-Control","value":"no-store"}],"body":"`
+		tail = 256 // room for what answerData appends
+	)
+	n := base64.StdEncoding.EncodedLen(len(body))
+	buf := make([]byte, 0, 128+len(session)+len(head)+n+tail)
+	buf = command(buf, session, "Fetch.fulfillRequest")
+	buf = append(buf, head...)
+	buf = buf[:len(buf)+n]
+	base64.StdEncoding.Encode(buf[len(buf)-n:], body)
+	return append(buf, '"')
 }
 
 // close closes the helper tabs and waits for the request answers in flight.
@@ -797,135 +1237,239 @@ func (h *helper) close(ctx context.Context) {
 	h.conn.OnEvent(nil)
 }
 
-// run visits origin and calls state.js in mode with data, decoding its answer into result.
-func (t *tab) run(ctx context.Context, origin, mode string, data, result any) error {
+// dataQuery and a part's name are the query of the helper page's requests for the parts of the
+// storage to restore.
+const dataQuery = "data="
+
+// dataParts are the members of an OriginState that a restore writes, which the page asks for
+// apart: it writes the first while the second comes.
+var dataParts = []string{"localStorage", "indexedDB"}
+
+// script is the expression that runs state.js in mode on origin: its value is a promise (restore)
+// or an object of promises, one per part (capture).
+func script(mode, origin string) string {
+	args := appendJSON(nil, mode)
+	args = append(args, ',')
+	args = appendJSON(args, origin)
+	args = append(args, ',')
+	args = appendJSON(args, helperPath+"?"+dataQuery)
+	return "(" + stateJS + "\n)(" + string(args) + ")"
+}
+
+// helperPage is the helper page that runs state.js in mode on origin as soon as it is parsed,
+// before the page has loaded and the tab's load event has reached us, and keeps what it returns in
+// globalThis.trawlerProfile; as base64, for Fetch.fulfillRequest. The script holds no "</" (see
+// TestStateJSFitsAPage), so it cannot end its element early. A restore's parts, when given, are in
+// the page, as the JSON object of a script element that state.js reads (#trawler-parts), rather
+// than asked for: every "<" in them is escaped, which leaves the JSON the same and keeps them from
+// ending their element.
+func helperPage(mode, origin string, parts map[string][]byte) string {
+	var page bytes.Buffer
+	page.WriteString("<!doctype html><meta charset=utf-8>")
+	if parts != nil {
+		page.WriteString(`<script type="application/json" id="trawler-parts">{`)
+		for i, p := range dataParts {
+			if i > 0 {
+				page.WriteByte(',')
+			}
+			page.Write(appendJSON(nil, p))
+			page.WriteByte(':')
+			page.Write(bytes.ReplaceAll(parts[p], []byte("<"), []byte(`\u003c`)))
+		}
+		page.WriteString("}</script>")
+	}
+	page.WriteString("<script>globalThis.trawlerProfile = " + script(mode, origin) + ";</script>")
+	return base64.StdEncoding.EncodeToString(page.Bytes())
+}
+
+// inlineSize is the size of an origin's storage up to which a restore puts it in the helper page:
+// for little storage, that saves the page's requests for it.
+const inlineSize = 256 << 10
+
+// results awaits the promises of the helper page's script, the one it returned (member "") or
+// those of the object it returned (the members named), and returns the protocol's result object
+// (a Runtime.RemoteObject) of each, undecoded, or the first error the script threw. It asks for
+// all of them at once, and reads the replies itself, megabytes of them for a capture, rather than
+// cdp.Conn: only the values are decoded, once. Should the page's own script not have run, it runs
+// state.js now.
+func (t *tab) results(ctx context.Context, mode, origin string, members ...string) ([][]byte, error) {
+	expr := func(fallback bool, member string) string {
+		e := "globalThis.trawlerProfile"
+		if fallback {
+			e = "(globalThis.trawlerProfile ??= " + script(mode, origin) + ")"
+		}
+		switch {
+		case member == "":
+			return e
+		case fallback:
+			return e + "." + member
+		}
+		return e + "?." + member
+	}
+	evaluate := func(e string) (func(context.Context) ([]byte, error), error) {
+		return t.h.w.start("Runtime.evaluate", call(t.session, "Runtime.evaluate", map[string]any{
+			"expression": e, "awaitPromise": true, "returnByValue": true,
+		}))
+	}
+	waits := make([]func(context.Context) ([]byte, error), len(members))
+	for i, m := range members {
+		var err error
+		if waits[i], err = evaluate(expr(false, m)); err != nil {
+			return nil, fmt.Errorf("the page did not answer: %w", err)
+		}
+	}
+	out := make([][]byte, len(members))
+	for i, m := range members {
+		for fallback := false; ; fallback = true {
+			msg, err := waits[i](ctx)
+			if err != nil {
+				return nil, fmt.Errorf("the page did not answer: %w", err)
+			}
+			res := jsonMember(msg, "result")
+			if jsonMember(res, "exceptionDetails") != nil {
+				var r cdp.EvalResult
+				if err := json.Unmarshal(res, &r); err != nil {
+					return nil, fmt.Errorf("decoding the page's answer: %w", err)
+				}
+				return nil, errors.New(r.Exception())
+			}
+			out[i] = jsonMember(res, "result")
+			if string(jsonMember(out[i], "type")) != `"undefined"` {
+				break
+			}
+			if fallback {
+				return nil, errors.New("the page did not run the script")
+			}
+			if waits[i], err = evaluate(expr(true, m)); err != nil {
+				return nil, fmt.Errorf("the page did not answer: %w", err)
+			}
+		}
+	}
+	return out, nil
+}
+
+// capture visits origin and reads its storage, as the JSON text of an OriginState. held reports
+// whether the origin holds any storage; the origin named in o is the page's own spelling of it.
+func (t *tab) capture(ctx context.Context, origin string) (o rawOrigin, held bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, originTimeout)
 	defer cancel()
-	// The data is packed while the tab travels.
-	var arg string
-	packed := make(chan error, 1)
-	go func() {
-		var err error
-		if data != nil {
-			arg, err = pack(data, t.gzip)
+	if err := t.visit(ctx, origin, helperPage("capture", origin, nil)); err != nil {
+		return o, false, err
+	}
+	parts, err := t.results(ctx, "capture", origin, "localStorage", "indexedDB")
+	if err != nil {
+		return o, false, err
+	}
+	// Each answer is "1" when its part holds anything, else "0", then (localStorage only) the
+	// origin, a newline, and the packed JSON of the part.
+	var heads, texts [2][]byte
+	for i, obj := range parts {
+		answer, err := jsonString(jsonMember(obj, "value"))
+		if err != nil {
+			return o, false, fmt.Errorf("decoding the page's answer: %w", err)
 		}
-		packed <- err
-	}()
-	err := t.visit(ctx, origin)
-	if perr := <-packed; perr != nil {
-		return perr
+		head, packed, ok := bytes.Cut(answer, []byte{'\n'})
+		if !ok || len(head) < 1 {
+			return o, false, fmt.Errorf("decoding the page's answer: no header in %.40q", answer)
+		}
+		heads[i] = head
+		if texts[i], err = unpack(packed); err != nil {
+			return o, false, fmt.Errorf("decoding the page's answer: %w", err)
+		}
 	}
-	if err != nil {
+	o.origin, held = string(heads[0][1:]), heads[0][0] == '1' || heads[1][0] == '1'
+	dbs, skipped := jsonMember(texts[1], "indexedDB"), jsonMember(texts[1], "skipped")
+	if dbs == nil || skipped == nil {
+		return o, false, errors.New("decoding the page's answer: no databases")
+	}
+	buf := make([]byte, 0, len(o.origin)+len(texts[0])+len(dbs)+len(skipped)+64)
+	buf = append(buf, `{"origin":`...)
+	buf = appendJSON(buf, o.origin)
+	buf = append(append(buf, `,"localStorage":`...), texts[0]...)
+	buf = append(append(buf, `,"indexedDB":`...), dbs...)
+	buf = append(append(buf, `,"skipped":`...), skipped...)
+	o.json = append(buf, '}')
+	return o, held, nil
+}
+
+// restore visits o's origin and writes its storage. The page asks for the storage, in parts
+// (dataParts), which the tab's Fetch domain answers: a response body reaches the page without the
+// script engine's protocol layer converting it on the way, as an argument would. Little storage
+// comes in the page itself.
+func (t *tab) restore(ctx context.Context, o rawOrigin) error {
+	ctx, cancel := context.WithTimeout(ctx, originTimeout)
+	defer cancel()
+	var page string
+	if len(o.json) <= inlineSize {
+		parts, err := cutParts(o)
+		if err != nil {
+			return err
+		}
+		page = helperPage("restore", o.origin, parts)
+	} else {
+		data := newRestoreData()
+		go data.prepare(t.session, o)
+		t.h.mu.Lock()
+		t.restoring, t.dataErr = data, nil
+		t.h.mu.Unlock()
+		defer func() {
+			t.h.mu.Lock()
+			t.restoring = nil
+			t.h.mu.Unlock()
+			close(data.done)
+		}()
+		page = helperPage("restore", o.origin, nil)
+	}
+	if err := t.visit(ctx, o.origin, page); err != nil {
 		return err
 	}
-	var global cdp.EvalResult
-	if err := t.h.conn.Call(ctx, t.session, "Runtime.evaluate",
-		map[string]any{"expression": "globalThis", "objectGroup": "trawler"}, &global); err != nil {
+	if _, err := t.results(ctx, "restore", o.origin, ""); err != nil {
+		t.h.mu.Lock()
+		dataErr := t.dataErr
+		t.h.mu.Unlock()
+		if dataErr != nil {
+			return fmt.Errorf("%w (%v)", dataErr, err)
+		}
 		return err
-	}
-	if global.Result.ObjectID == "" {
-		return errors.New("the helper page has no global object")
-	}
-	var res cdp.EvalResult
-	err = t.h.conn.Call(ctx, t.session, "Runtime.callFunctionOn", map[string]any{
-		"functionDeclaration": stateJS,
-		"objectId":            global.Result.ObjectID,
-		"arguments":           []map[string]any{{"value": mode}, {"value": origin}, {"value": arg}, {"value": t.gzip}},
-		"awaitPromise":        true,
-		"returnByValue":       true,
-	}, &res)
-	if err != nil {
-		return fmt.Errorf("the page did not answer: %w", err)
-	}
-	if exc := res.Exception(); exc != "" {
-		return errors.New(exc)
-	}
-	if result == nil {
-		return nil
-	}
-	var answer string
-	if err := json.Unmarshal(res.Result.Value, &answer); err != nil {
-		return fmt.Errorf("decoding the page's answer: %w", err)
-	}
-	if err := unpack(answer, result); err != nil {
-		return fmt.Errorf("decoding the page's answer: %w", err)
 	}
 	return nil
 }
 
-// packThreshold is the size of JSON above which pack gzips it, when the page can gunzip: below it,
-// compressing saves less time than it costs.
-const packThreshold = 64 << 10
-
-// pack turns v into the data state.js reads: "json:" and its JSON when that is all ASCII, else
-// "b64:" and base64 of its JSON, or "gzip:" and base64 of gzip'd JSON. The page parses the JSON
-// itself because the protocol's own conversion of an object argument drops members named
-// "__proto__". ASCII JSON text crosses the protocol as it is, which costs less than base64 and
-// gzip on either side; other JSON would cross it with every non-ASCII character escaped as six.
-func pack(v any, gz bool) (string, error) {
-	raw, err := json.Marshal(v)
+// unpack reads the packed JSON of a page's answer: "json:" and JSON text, "b64:" and base64 of
+// JSON, or "gzip:" and base64 of gzip'd JSON.
+func unpack(packed []byte) ([]byte, error) {
+	kind, b64, _ := bytes.Cut(packed, []byte{':'})
+	if string(kind) == "json" {
+		return b64, nil
+	}
+	raw := make([]byte, base64.StdEncoding.DecodedLen(len(b64)))
+	n, err := base64.StdEncoding.Decode(raw, b64)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	if isASCII(raw) {
-		return "json:" + string(raw), nil
-	}
-	if !gz || len(raw) <= packThreshold {
-		return "b64:" + base64.StdEncoding.EncodeToString(raw), nil
-	}
-	var buf bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
-	zw.Write(raw)
-	if err := zw.Close(); err != nil {
-		return "", err
-	}
-	return "gzip:" + base64.StdEncoding.EncodeToString(buf.Bytes()), nil
-}
-
-// isASCII reports whether b holds ASCII only.
-func isASCII(b []byte) bool {
-	for _, c := range b {
-		if c >= utf8.RuneSelf {
-			return false
-		}
-	}
-	return true
-}
-
-// unpack reads an answer of state.js into v.
-func unpack(s string, v any) error {
-	kind, b64, _ := strings.Cut(s, ":")
-	if kind == "json" {
-		return json.Unmarshal([]byte(b64), v)
-	}
-	raw, err := base64.StdEncoding.DecodeString(b64)
-	if err != nil {
-		return err
-	}
-	switch kind {
+	raw = raw[:n]
+	switch string(kind) {
 	case "b64":
+		return raw, nil
 	case "gzip":
 		zr, err := gzip.NewReader(bytes.NewReader(raw))
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if raw, err = io.ReadAll(&limitedReader{r: zr, n: maxStateSize}); err != nil {
-			return err
-		}
-	default:
-		return fmt.Errorf("unknown packing %.10q", kind)
+		return io.ReadAll(&limitedReader{r: zr, n: maxStateSize})
 	}
-	return json.Unmarshal(raw, v)
+	return nil, fmt.Errorf("unknown packing %.10q", kind)
 }
 
-// visit navigates the tab to origin's helper page and waits for it to load.
-func (t *tab) visit(ctx context.Context, origin string) error {
+// visit navigates the tab to origin's helper page, which is page (as base64), and waits for it to
+// load.
+func (t *tab) visit(ctx context.Context, origin, page string) error {
 	u, err := url.Parse(origin)
 	if err != nil {
 		return err
 	}
 	t.h.mu.Lock()
-	t.scheme = u.Scheme
+	t.scheme, t.page = u.Scheme, page
 	t.h.mu.Unlock()
 
 	var nav struct {

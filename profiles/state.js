@@ -1,15 +1,19 @@
-// The page side of Capture and Restore. Go calls this function with
-// Runtime.callFunctionOn on the helper tab, once per origin, after navigating
-// the tab to that origin: mode is "capture" or "restore", origin the origin
-// the tab must be at, data (restore only) the origin's saved state and gzip
-// whether the page may gzip its answer. Data and answer are strings: "json:"
-// and JSON text that is all ASCII, which crosses the protocol as it is and
-// saves encoding on both sides; else "b64:" and base64 of JSON, or "gzip:"
-// and base64 of gzip'd JSON, either of which crosses the protocol faster
-// than JSON text in which the protocol escapes every non-ASCII character as
-// six. The page parses the JSON itself, which keeps members named
-// "__proto__" that the protocol's own conversion of an object argument would
-// drop.
+// The page side of Capture and Restore. The helper page of each origin runs
+// this function as it loads (Go evaluates it itself should the page not have):
+// mode is "capture" or "restore", origin the origin the page must be at, and
+// dataPath and a part's name (restore only) where the page fetches that part
+// of the origin's saved state, a request that the tab's Fetch domain answers
+// with the part as JSON: a response body reaches the page without the protocol
+// converting it on the way, as an argument would. Little saved state is in the
+// page instead, as the JSON of the #trawler-parts element. The page parses the
+// JSON itself, which keeps members named "__proto__". A restore returns a
+// promise; a capture returns an object of promises, one per part (see capture).
+//
+// A capture packs each part: "json:" and JSON text that is all ASCII, which
+// crosses the protocol as it is and saves encoding on both sides; else "b64:"
+// and base64 of JSON, or "gzip:" and base64 of gzip'd JSON, either of which
+// crosses the protocol faster than JSON text in which the protocol escapes
+// every non-ASCII character as six.
 //
 // Values and keys of IndexedDB records travel as tagged JSON: null, booleans,
 // finite numbers, strings and arrays are themselves; everything else is an
@@ -18,7 +22,7 @@
 // the encoder first meets them, so that {$: "ref", i} can point back at one
 // and shared or circular references survive; the decoder numbers them in the
 // same order.
-async function trawlerProfileState(mode, origin, data, gzip) {
+function trawlerProfileState(mode, origin, dataPath) {
   'use strict';
 
   const want = new URL(origin).origin;
@@ -29,6 +33,10 @@ async function trawlerProfileState(mode, origin, data, gzip) {
   // blockedGrace is how long an open or delete may wait for another page to
   // close its connection to the database before the call fails.
   const blockedGrace = 5000;
+  // flushSize is the size of a restore's localStorage writes, in characters,
+  // above which it waits for the storage backend to have made them (see
+  // localStorageWritten).
+  const flushSize = 64 << 10;
 
   const B64_CHUNK = 0x8000;
   function toB64(u8) {
@@ -341,22 +349,35 @@ async function trawlerProfileState(mode, origin, data, gzip) {
     return { dec };
   }
 
-  async function capture() {
-    const out = { origin: location.origin, localStorage: {}, indexedDB: [], skipped: [] };
+  // capture reads the origin's storage in two parts, and answers each with a promise: localStorage,
+  // copied at once, and the databases, which take longer, so that the first is on its way while
+  // the page still reads the second. The databases are read, which is mostly the browser's work,
+  // while the page copies localStorage. An answer is "1" if its part holds anything, else "0", then
+  // (localStorage only) the origin, a newline, and the part packed: the localStorage object, or
+  // {indexedDB, skipped}.
+  function capture() {
+    const dbs = { indexedDB: [], skipped: [] };
+    const databases = (async () => {
+      for (const info of await indexedDB.databases()) {
+        const db = await openExisting(info.name);
+        if (!db) continue; // deleted meanwhile
+        try {
+          dbs.indexedDB.push(await readDatabase(db, dbs.skipped));
+        } finally {
+          db.close();
+        }
+      }
+    })();
+    const ls = {};
     for (let i = 0; i < localStorage.length; i++) {
       const k = localStorage.key(i);
-      put(out.localStorage, k, localStorage.getItem(k));
+      put(ls, k, localStorage.getItem(k));
     }
-    for (const info of await indexedDB.databases()) {
-      const db = await openExisting(info.name);
-      if (!db) continue; // deleted meanwhile
-      try {
-        out.indexedDB.push(await readDatabase(db, out.skipped));
-      } finally {
-        db.close();
-      }
-    }
-    return out;
+    const answer = async (held, head, v) => (held ? '1' : '0') + head + '\n' + await pack(v);
+    return {
+      localStorage: answer(Object.keys(ls).length > 0, location.origin, ls),
+      indexedDB: databases.then(() => answer(dbs.indexedDB.length > 0, '', dbs)),
+    };
   }
 
   // openExisting opens a database at its current version, or returns null
@@ -428,12 +449,58 @@ async function trawlerProfileState(mode, origin, data, gzip) {
     return out;
   }
 
-  async function restore(st) {
+  async function restore() {
+    // The database backend starts, and both parts of the saved state come, at the same time:
+    // localStorage is written while the databases' part is still on its way.
+    const warm = indexedDB.databases();
+    const inline = document.getElementById('trawler-parts');
+    const inlineParts = inline && JSON.parse(inline.textContent);
+    const part = async (name) => {
+      if (inlineParts) return inlineParts[name];
+      const res = await fetch(dataPath + name, { cache: 'no-store' });
+      if (!res.ok) throw new Error(`fetching the saved ${name}: status ${res.status}`);
+      return res.json();
+    };
+    const lsPart = part('localStorage');
+    const idbPart = part('indexedDB');
+    for (const p of [warm, lsPart, idbPart]) p.catch(() => {});
+
+    const ls = (await lsPart) || {};
+    if (typeof ls !== 'object' || Array.isArray(ls)) throw new Error('the saved localStorage is not an object');
+    const entries = Object.entries(ls);
+    for (const [k, v] of entries) {
+      if (typeof v !== 'string') throw new Error(`the saved localStorage item ${JSON.stringify(k)} is not a string`);
+    }
+    let size = 0;
+    for (const [k, v] of entries) size += k.length + v.length;
+    const written = size > flushSize ? localStorageWritten(entries[entries.length - 1][0]) : Promise.resolve();
     localStorage.clear();
-    for (const [k, v] of Object.entries(st.localStorage || {})) localStorage.setItem(k, v);
-    for (const info of await indexedDB.databases()) await deleteDatabase(info.name);
-    for (const d of st.indexedDB || []) await writeDatabase(d);
+    for (const [k, v] of entries) localStorage.setItem(k, v);
+
+    for (const info of await warm) await deleteDatabase(info.name);
+    const dbs = (await idbPart) || [];
+    if (!Array.isArray(dbs)) throw new Error('the saved indexedDB is not an array');
+    for (const d of dbs) await writeDatabase(d);
+    await written;
     return null;
+  }
+
+  // localStorageWritten returns a promise that the storage backend has made the writes about to
+  // be made, the last of which sets lastKey. The page hands them to the backend without waiting,
+  // and a large batch of them can still be queued in the page's process when the tab closes, and
+  // be lost (a batch of 2 MB lost items; one of 250 kB never did, nor any smaller one): hence
+  // flushSize. The backend tells the other documents of the origin in this page's process about
+  // each write it has made, in order, with a storage event: an iframe of ours waits for the last.
+  function localStorageWritten(lastKey) {
+    const frame = document.createElement('iframe'); // about:blank, of this page's origin
+    document.documentElement.appendChild(frame);
+    const w = frame.contentWindow;
+    return new Promise((resolve) => {
+      w.addEventListener('storage', (e) => {
+        if (e.key === lastKey) resolve();
+      });
+      w.localStorage.length; // the frame's window now shares the origin's storage area
+    }).finally(() => frame.remove());
   }
 
   function deleteDatabase(name) {
@@ -466,7 +533,8 @@ async function trawlerProfileState(mode, origin, data, gzip) {
     try {
       const filled = stores.filter((s) => s.records && s.records.length);
       if (filled.length === 0) return;
-      const tx = db.transaction(filled.map((s) => s.name), 'readwrite');
+      // Relaxed: the browser need not wait for the disk before the restore goes on.
+      const tx = db.transaction(filled.map((s) => s.name), 'readwrite', { durability: 'relaxed' });
       const done = finished(tx);
       for (const s of filled) {
         const os = tx.objectStore(s.name);
@@ -499,31 +567,20 @@ async function trawlerProfileState(mode, origin, data, gzip) {
     if (/^[\x00-\x7f]*$/.test(text)) return 'json:' + text;
     const bytes = new TextEncoder().encode(text);
     const sample = bytes.subarray(0, 256 << 10);
-    if (gzip && bytes.length > 64 << 10 && (await gz(sample, true)).length < sample.length / 2) {
-      return 'gzip:' + toB64(await gz(bytes, true));
+    if (typeof CompressionStream === 'function' && bytes.length > 64 << 10 &&
+        (await gzip(sample)).length < sample.length / 2) {
+      return 'gzip:' + toB64(await gzip(bytes));
     }
     return 'b64:' + toB64(bytes);
   }
-  async function unpack(s) {
-    const i = s.indexOf(':');
-    if (s.slice(0, i) === 'json') return JSON.parse(s.slice(i + 1));
-    let bytes = fromB64(s.slice(i + 1));
-    switch (s.slice(0, i)) {
-      case 'gzip': bytes = await gz(bytes, false); break;
-      case 'b64': break;
-      default: throw new Error('unknown data packing');
-    }
-    return JSON.parse(new TextDecoder().decode(bytes));
-  }
-  // gz gzips (compress) or gunzips bytes.
-  async function gz(bytes, compress) {
-    const t = compress ? new CompressionStream('gzip') : new DecompressionStream('gzip');
+  async function gzip(bytes) {
+    const t = new CompressionStream('gzip');
     return new Uint8Array(await new Response(new Blob([bytes]).stream().pipeThrough(t)).arrayBuffer());
   }
 
   switch (mode) {
-    case 'capture': return pack(await capture());
-    case 'restore': return restore(await unpack(data));
+    case 'capture': return capture();
+    case 'restore': return restore();
   }
   throw new Error(`unknown mode ${mode}`);
 }

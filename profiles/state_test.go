@@ -1112,3 +1112,59 @@ func BenchmarkManyOrigins(b *testing.B) {
 		}
 	})
 }
+
+// TestUseRestoresLocalStorageWhole saves a profile whose origin holds many localStorage items and
+// no database, and restores it into fresh browser contexts: a page opened as soon as Apply returns
+// sees every item, exactly (a string that is not well-formed UTF-16 included). The page writes
+// localStorage without waiting for the browser's storage backend, so Restore must wait for it
+// before the helper tab closes.
+func TestUseRestoresLocalStorageWhole(t *testing.T) {
+	ctx := testContext(t)
+	s := startSites(t)
+	b := startBrowser(t)
+	d := newDriver(t, ctx, b)
+	newContext := func() string {
+		var res struct {
+			BrowserContextID string `json:"browserContextId"`
+		}
+		require.NoError(t, d.conn.Call(ctx, "", "Target.createBrowserContext", map[string]any{"disposeOnDetach": false}, &res))
+		return res.BrowserContextID
+	}
+	opener := &profiles.Opener{Store: profiles.NewFS(t.TempDir()), Instance: "test", LockTTL: time.Minute}
+
+	writer, err := opener.Open(ctx, "team", "many", profiles.ReadWrite)
+	require.NoError(t, err)
+	ctx1 := newContext()
+	require.NoError(t, writer.Apply(ctx, b.CDP(), ctx1))
+	var n int
+	d.open(ctx, ctx1, s.app+"/").eval(ctx, `(() => {
+  for (let i = 0; i < 3000; i++) localStorage.setItem('item' + i, String(i).repeat(300));
+  localStorage.setItem('lone', 'a\ud800b');
+  localStorage.setItem('__proto__', 'p');
+  localStorage.setItem('', 'empty key');
+  return localStorage.length;
+})()`, &n)
+	require.Equal(t, 3003, n)
+	require.NoError(t, writer.Close(ctx, profiles.Save))
+
+	for round := range 3 {
+		reader, err := opener.Open(ctx, "team", "many", profiles.ReadOnly)
+		require.NoError(t, err)
+		c := newContext()
+		require.NoError(t, reader.Apply(ctx, b.CDP(), c))
+		var got string
+		d.open(ctx, c, s.app+"/").eval(ctx, `(() => {
+  const f = [];
+  if (localStorage.length !== 3003) f.push('length ' + localStorage.length);
+  for (let i = 0; i < 3000; i++) {
+    if (localStorage.getItem('item' + i) !== String(i).repeat(300)) { f.push('item' + i); break; }
+  }
+  if (localStorage.getItem('lone') !== 'a\ud800b') f.push('lone: ' + escape(localStorage.getItem('lone')));
+  if (localStorage.getItem('__proto__') !== 'p') f.push('__proto__');
+  if (localStorage.getItem('') !== 'empty key') f.push('empty key');
+  return f.join(', ');
+})()`, &got)
+		assert.Empty(t, got, "round %d: the restored localStorage", round)
+		require.NoError(t, reader.Close(ctx, profiles.Discard))
+	}
+}

@@ -21,7 +21,10 @@ type Use struct {
 	team, name  string
 	write       bool
 	ttl         time.Duration
-	state       *State
+	state       *snapshot     // the last saved version, once decoded
+	decoded     chan struct{} // closed once state or decodeErr is set
+	decodeErr   error
+	blobSize    int
 	lock        *Lock
 	tracker     *Tracker
 	browser     *cdp.Mux
@@ -56,13 +59,15 @@ func AccessFor(saveChanges bool) Access {
 
 // Open starts a use of the profile team/name: a writer (ReadWrite) takes the lock (ErrLocked when
 // another live writer holds it) for ttl, renewed every ttl/3 until Close; everyone loads the last
-// saved version (an empty state when the profile was never saved).
+// saved version (an empty state when the profile was never saved). The version is decoded in the
+// background, while the caller readies a browser: a version that cannot be read (ErrInvalidState)
+// fails Apply, before it touches the browser's state.
 func Open(ctx context.Context, st Store, team, name, owner string, access Access, ttl time.Duration) (*Use, error) {
 	if err := validate(team, name); err != nil {
 		return nil, err
 	}
 	write := access == ReadWrite
-	u := &Use{store: st, team: team, name: name, write: write, ttl: ttl}
+	u := &Use{store: st, team: team, name: name, write: write, ttl: ttl, decoded: make(chan struct{})}
 	if write {
 		l, err := st.Lock(ctx, team, name, owner, ttl)
 		if err != nil {
@@ -73,15 +78,21 @@ func Open(ctx context.Context, st Store, team, name, owner string, access Access
 	data, err := st.Load(ctx, team, name)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		u.state = &State{}
+		u.state = &snapshot{}
+		close(u.decoded)
 	case err != nil:
 		u.release()
 		return nil, fmt.Errorf("loading profile %q: %w", name, err)
 	default:
-		if u.state, err = DecodeState(data); err != nil {
-			u.release()
-			return nil, fmt.Errorf("reading profile %q: %w", name, err)
-		}
+		// The version is decoded while the caller readies a browser, and while Apply opens the
+		// helper tab: a version that cannot be read fails Apply.
+		u.blobSize = len(data)
+		go func() {
+			defer close(u.decoded)
+			if u.state, u.decodeErr = decodeSnapshot(data); u.decodeErr != nil {
+				u.decodeErr = fmt.Errorf("reading profile %q: %w", name, u.decodeErr)
+			}
+		}()
 	}
 	if write {
 		u.stopRenew, u.renewDone = make(chan struct{}), make(chan struct{})
@@ -133,13 +144,34 @@ func (u *Use) Apply(ctx context.Context, browser *cdp.Mux, browserContextID stri
 		}
 		u.tracker = t
 	}
-	if len(u.state.Cookies) == 0 && len(u.state.Origins) == 0 {
-		return nil
+	var loadErr error
+	load := func(ctx context.Context) (*snapshot, error) {
+		st, err := u.loaded(ctx)
+		loadErr = err
+		return st, err
 	}
-	if err := Restore(ctx, browser, browserContextID, u.state); err != nil {
+	if err := restore(ctx, browser, browserContextID, load, u.blobSize > speculateSize); err != nil {
+		if loadErr != nil {
+			return loadErr
+		}
 		return fmt.Errorf("restoring profile %q: %w", u.name, err)
 	}
 	return nil
+}
+
+// speculateSize is the size of a saved version above which Apply opens a helper tab before the
+// version is decoded: cookies alone compress to much less, so a version this large most likely
+// holds storage that needs the tab.
+const speculateSize = 64 << 10
+
+// loaded waits for the last saved version to be decoded.
+func (u *Use) loaded(ctx context.Context) (*snapshot, error) {
+	select {
+	case <-u.decoded:
+		return u.state, u.decodeErr
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // Changes says what Close does with the browser's changes to a profile.
@@ -185,16 +217,26 @@ func (u *Use) save(ctx context.Context) error {
 	if u.lost != nil {
 		return u.lost
 	}
-	origins := u.state.OriginList()
+	state, err := u.loaded(ctx)
+	if err != nil {
+		return err
+	}
+	origins := state.originList()
 	if u.tracker != nil {
 		origins = append(origins, u.tracker.Origins()...)
 	}
 	slices.Sort(origins)
-	st, err := Capture(ctx, u.browser, u.contextID, slices.Compact(origins))
+	st, err := capture(ctx, u.browser, u.contextID, slices.Compact(origins))
 	if err != nil {
 		return fmt.Errorf("capturing the browser's state for profile %q: %w", u.name, err)
 	}
-	data, err := st.Encode()
+	// The storage is checked, on another core if there is one, while it is compressed.
+	checked := make(chan error, 1)
+	go func() { checked <- st.check() }()
+	data, err := st.encode()
+	if cerr := <-checked; cerr != nil {
+		return fmt.Errorf("capturing the browser's state for profile %q: %w", u.name, cerr)
+	}
 	if err != nil {
 		return err
 	}
