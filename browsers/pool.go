@@ -55,7 +55,10 @@ type PoolOptions struct {
 	// MaxUses is how many reusable leases a browser serves before it is
 	// recycled; 0 means 50.
 	MaxUses int
-	Log     *slog.Logger
+	// MaxShare is how many shareable leases may hold one browser at once;
+	// 0 means 4.
+	MaxShare int
+	Log      *slog.Logger
 }
 
 // Pool owns every browser. A Lease borrows one; the pool closes it.
@@ -74,11 +77,15 @@ type Pool struct {
 	idle      []*pooled
 	leases    map[*Lease]struct{}
 	perTeam   map[string]int
-	waiters   int
-	changed   chan struct{} // closed and replaced on every change
-	closed    bool
-	retryGap  bool    // a warm start failed recently; back off
-	taken     *pooled // handed from takeIdleLocked to its caller
+	// perTeamSlots counts the places each team holds without a browser
+	// (AcquireSlot).
+	perTeamSlots map[string]int
+	joined       int64 // shareable leases that joined a browser in use
+	waiters      int
+	changed      chan struct{} // closed and replaced on every change
+	closed       bool
+	retryGap     bool    // a warm start failed recently; back off
+	taken        *pooled // handed from takeIdleLocked to its caller
 
 	wg sync.WaitGroup // every goroutine the pool starts
 }
@@ -90,6 +97,12 @@ type pooled struct {
 	// reusable leases get it again; an interactive session always gets a
 	// browser nobody used.
 	used bool
+	// active counts the leases on the browser; shared says they are
+	// shareable ones, which others may join; retiring that it takes no
+	// more and is destroyed when the last ends.
+	active   int
+	shared   bool
+	retiring bool
 }
 
 // NewPool returns a pool over rt and starts its warm browsers.
@@ -97,11 +110,14 @@ func NewPool(rt Runtime, opts PoolOptions) *Pool {
 	if opts.MaxUses <= 0 {
 		opts.MaxUses = 50
 	}
+	if opts.MaxShare <= 0 {
+		opts.MaxShare = 4
+	}
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
 	p := &Pool{rt: rt, opts: opts, log: opts.Log, leases: map[*Lease]struct{}{},
-		perTeam: map[string]int{}, changed: make(chan struct{})}
+		perTeam: map[string]int{}, perTeamSlots: map[string]int{}, changed: make(chan struct{})}
 	p.mu.Lock()
 	p.fillLocked()
 	p.mu.Unlock()
@@ -120,18 +136,28 @@ type LeaseRequest struct {
 	// Reusable marks a short job that will give the browser back with
 	// Release(Reuse); it may get a browser other jobs used.
 	Reusable bool
+	// Shareable marks a reusable job that works in a browser context of
+	// its own (a one-off scrape): when no browser is idle and the pool is
+	// full, it may share a browser that other shareable leases hold, up to
+	// MaxShare at once. A shared browser that one of them releases with
+	// Destroy (or whose lease expires) takes no new leases and is
+	// destroyed when the last one ends.
+	Shareable bool
 }
 
 // Stats is a snapshot of the pool, for metrics.
 type Stats struct {
 	Total, Idle, Leased, Starting, Waiters, Reserved int
+	// Joined counts the shareable leases since the start that joined a
+	// browser other leases held.
+	Joined int64
 }
 
 // Stats returns the pool's current figures.
 func (p *Pool) Stats() Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return Stats{Total: p.total, Idle: len(p.idle), Leased: len(p.leases), Starting: p.starting, Waiters: p.waiters, Reserved: p.reserved}
+	return Stats{Total: p.total, Idle: len(p.idle), Leased: len(p.leases), Starting: p.starting, Waiters: p.waiters, Reserved: p.reserved, Joined: p.joined}
 }
 
 // broadcastLocked wakes every waiter.
@@ -160,7 +186,13 @@ func (p *Pool) Acquire(ctx context.Context, req LeaseRequest) (*Lease, error) {
 			if limited.IsZero() {
 				limited = time.Now()
 			}
-		case p.takeIdleLocked(req.Reusable) != nil:
+		case p.takeIdleLocked(req.Reusable, req.Shareable) != nil ||
+			req.Shareable && (p.sharedLocked() != nil || p.takeIdleLocked(true, false) != nil):
+			// A shareable lease takes an idle used browser, else joins a
+			// shared one, and takes a pristine browser (which the pool then
+			// replaces, for sessions) only when neither is there: a browser
+			// already running opens another context sooner than a new one
+			// starts.
 			l := p.leaseLocked(p.taken, req)
 			l.teamWait = since(limited)
 			p.taken = nil
@@ -288,10 +320,13 @@ func (r *Reservation) Lease(ctx context.Context, req LeaseRequest) (*Lease, erro
 }
 
 // AcquireSlot holds one of team's places (limit at once; 0 for none)
-// without a browser, for work that counts against the team's concurrency
-// but needs no browser (a scrape taken with Go's HTTP client). It waits up
-// to QueueWait like Acquire, and returns how long the team's limit held it
-// back and the function that gives the place back.
+// without a browser, for work that needs no browser (a scrape taken with
+// Go's HTTP client). These places are counted apart from the team's
+// browsers, with a limit of their own: a team's renders, which hold their
+// browsers for hundreds of milliseconds, do not hold back its pages that
+// need no browser, nor they the renders. It waits up to QueueWait like
+// Acquire, and returns how long the team's limit held it back and the
+// function that gives the place back.
 func (p *Pool) AcquireSlot(ctx context.Context, team string, limit int) (release func(), waited time.Duration, err error) {
 	deadline := time.NewTimer(p.opts.QueueWait)
 	defer deadline.Stop()
@@ -302,16 +337,16 @@ func (p *Pool) AcquireSlot(ctx context.Context, team string, limit int) (release
 			p.mu.Unlock()
 			return nil, 0, ErrPoolClosed
 		}
-		if limit <= 0 || p.perTeam[team] < limit {
-			p.perTeam[team]++
+		if limit <= 0 || p.perTeamSlots[team] < limit {
+			p.perTeamSlots[team]++
 			p.mu.Unlock()
 			var once sync.Once
 			return func() {
 				once.Do(func() {
 					p.mu.Lock()
 					defer p.mu.Unlock()
-					if p.perTeam[team]--; p.perTeam[team] <= 0 {
-						delete(p.perTeam, team)
+					if p.perTeamSlots[team]--; p.perTeamSlots[team] <= 0 {
+						delete(p.perTeamSlots, team)
 					}
 					p.broadcastLocked()
 				})
@@ -320,10 +355,35 @@ func (p *Pool) AcquireSlot(ctx context.Context, team string, limit int) (release
 		if limited.IsZero() {
 			limited = time.Now()
 		}
-		if err := p.waitLocked(ctx, deadline.C, fmt.Sprintf("team concurrency limit of %d browsers reached", limit), nil); err != nil {
+		if err := p.waitLocked(ctx, deadline.C, fmt.Sprintf("team concurrency limit of %d scrapes without a browser reached", limit), nil); err != nil {
 			return nil, 0, err
 		}
 	}
+}
+
+// sharedLocked puts in p.taken the least busy browser that shareable
+// leases hold and another may join.
+func (p *Pool) sharedLocked() *pooled {
+	var best *pooled
+	for l := range p.leases {
+		pb := l.pb
+		if !pb.shared || pb.retiring || pb.active >= p.opts.MaxShare || pb.uses >= p.opts.MaxUses {
+			continue
+		}
+		select {
+		case <-pb.b.Done():
+			continue
+		default:
+		}
+		if best == nil || pb.active < best.active {
+			best = pb
+		}
+	}
+	if best != nil {
+		p.joined++
+	}
+	p.taken = best
+	return best
 }
 
 // since is the time passed since t; 0 for the zero t.
@@ -387,11 +447,11 @@ func (p *Pool) watch(pb *pooled) {
 
 // takeIdleLocked removes an idle browser the request may have into
 // p.taken: a used one first for a reusable job (its spare state is ready),
-// else a pristine one.
-func (p *Pool) takeIdleLocked(reusable bool) *pooled {
+// else a pristine one (never when usedOnly).
+func (p *Pool) takeIdleLocked(reusable, usedOnly bool) *pooled {
 	pick := -1
 	for i, pb := range p.idle {
-		if pb.used && !reusable {
+		if pb.used && !reusable || !pb.used && usedOnly {
 			continue
 		}
 		pick = i
@@ -486,14 +546,17 @@ func (p *Pool) backoffLocked() {
 
 func (p *Pool) leaseLocked(pb *pooled, req LeaseRequest) *Lease {
 	pb.uses++
+	pb.active++
+	pb.shared = req.Shareable
 	l := &Lease{pool: p, pb: pb, Team: req.Team, done: make(chan struct{})}
 	if req.Lifetime > 0 {
 		l.deadline = time.Now().Add(req.Lifetime)
 		l.timer = time.AfterFunc(req.Lifetime, func() {
 			p.mu.Lock()
 			ended := p.endLocked(l, ErrLeaseExpired)
+			last := ended && p.lastLocked(pb)
 			p.mu.Unlock()
-			if ended {
+			if last {
 				p.destroy(pb)
 			}
 		})
@@ -509,6 +572,7 @@ func (p *Pool) endLocked(l *Lease, cause error) bool {
 		return false
 	}
 	delete(p.leases, l)
+	l.pb.active--
 	p.perTeam[l.Team]--
 	if p.perTeam[l.Team] <= 0 {
 		delete(p.perTeam, l.Team)
@@ -519,6 +583,17 @@ func (p *Pool) endLocked(l *Lease, cause error) bool {
 	l.cause = cause
 	close(l.done)
 	p.broadcastLocked()
+	return true
+}
+
+// lastLocked says whether pb, whose lease ended and which is to be
+// destroyed, has no other lease: else it retires, to be destroyed when its
+// last lease ends.
+func (p *Pool) lastLocked(pb *pooled) bool {
+	if pb.active > 0 {
+		pb.retiring = true
+		return false
+	}
 	return true
 }
 
@@ -620,6 +695,21 @@ func (l *Lease) Release(d Disposal) {
 		p.mu.Unlock()
 		return
 	}
+	if d == Destroy && !p.lastLocked(l.pb) {
+		p.mu.Unlock()
+		return
+	}
+	if l.pb.active > 0 {
+		// Shared, and others still work in it.
+		p.mu.Unlock()
+		return
+	}
+	if l.pb.retiring {
+		p.mu.Unlock()
+		p.destroy(l.pb)
+		return
+	}
+	l.pb.shared = false
 	alive := true
 	select {
 	case <-l.pb.b.Done():

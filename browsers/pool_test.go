@@ -240,3 +240,96 @@ func TestReservationsHoldPlacesWithoutBrowsers(t *testing.T) {
 	l.Release(browsers.Destroy)
 	waitStats(t, p, "the pool to refill", func(s browsers.Stats) bool { return s.Reserved == 0 && s.Leased == 0 && s.Idle == 1 })
 }
+
+// Shareable leases share a browser when the pool is full, up to MaxShare;
+// one released with Destroy retires the browser, which goes when the last
+// lease on it ends, and takes no new lease meanwhile.
+func TestShareableLeases(t *testing.T) {
+	t.Parallel()
+	p, _ := newPool(t, browsers.PoolOptions{Size: 1, Warm: 1, QueueWait: 300 * time.Millisecond, MaxShare: 2})
+	waitStats(t, p, "a warm browser", func(s browsers.Stats) bool { return s.Idle == 1 })
+	ctx := context.Background()
+	share := browsers.LeaseRequest{Team: "a", Reusable: true, Shareable: true}
+
+	l1, err := p.Acquire(ctx, share)
+	require.NoError(t, err)
+	l2, err := p.Acquire(ctx, share)
+	require.NoError(t, err)
+	require.True(t, l1.Browser() == l2.Browser(), "the second shareable lease did not share the full pool's browser")
+	_, err = p.Acquire(ctx, share)
+	require.ErrorAs(t, err, new(*browsers.BusyError), "a third lease on a browser of MaxShare 2")
+	// Neither a session nor a job that is not shareable joins it.
+	_, err = p.Acquire(ctx, browsers.LeaseRequest{Team: "a", Reusable: true})
+	require.ErrorAs(t, err, new(*browsers.BusyError), "a reusable lease that is not shareable")
+
+	b := l1.Browser()
+	l1.Release(browsers.Destroy) // it failed: the browser retires
+	require.True(t, alive(b), "a retiring browser was destroyed under another lease")
+	_, err = p.Acquire(ctx, share)
+	require.ErrorAs(t, err, new(*browsers.BusyError), "a lease joined a retiring browser")
+	l2.Release(browsers.Reuse)
+	polltest.Until(t, 20*time.Second, "the retired browser to go", func() bool { return !alive(b) })
+	l3, err := p.Acquire(ctx, browsers.LeaseRequest{Team: "a", Reusable: true, Shareable: true})
+	if err != nil {
+		// The pool refills after the browser has gone.
+		waitStats(t, p, "a new warm browser", func(s browsers.Stats) bool { return s.Idle == 1 })
+		l3, err = p.Acquire(ctx, share)
+	}
+	require.NoError(t, err)
+	require.True(t, l3.Browser() != b, "a lease got the destroyed browser")
+	l3.Release(browsers.Reuse)
+}
+
+// A shareable lease joins a browser other shareable leases are working in
+// before the pool starts another for it, though the pool has room; a
+// reusable lease that is not shareable never joins one.
+func TestShareableLeasesJoinBeforeStarting(t *testing.T) {
+	t.Parallel()
+	p, _ := newPool(t, browsers.PoolOptions{Size: 3, Warm: 1, QueueWait: 5 * time.Second, MaxShare: 2})
+	waitStats(t, p, "a warm browser", func(s browsers.Stats) bool { return s.Idle == 1 })
+	ctx := context.Background()
+	share := browsers.LeaseRequest{Team: "a", Reusable: true, Shareable: true}
+
+	l1, err := p.Acquire(ctx, share)
+	require.NoError(t, err)
+	// The pool starts a warm browser in the taken one's stead, for sessions.
+	waitStats(t, p, "the warm browser replaced", func(s browsers.Stats) bool { return s.Idle == 1 && s.Total == 2 })
+	l2, err := p.Acquire(ctx, share)
+	require.NoError(t, err)
+	require.True(t, l2.Browser() == l1.Browser(), "the second shareable lease took another browser rather than joining the first")
+	require.EqualValues(t, 1, p.Stats().Joined)
+	// The browser is full (MaxShare 2): the third takes the warm browser.
+	l3, err := p.Acquire(ctx, share)
+	require.NoError(t, err)
+	require.True(t, l3.Browser() != l1.Browser(), "a third lease joined a browser of MaxShare 2")
+	// A job lease that is not shareable gets a browser of its own.
+	l4, err := p.Acquire(ctx, browsers.LeaseRequest{Team: "a", Reusable: true})
+	require.NoError(t, err)
+	require.True(t, l4.Browser() != l1.Browser() && l4.Browser() != l3.Browser(), "a lease that is not shareable joined a shared browser")
+	for _, l := range []*browsers.Lease{l1, l2, l3, l4} {
+		l.Release(browsers.Reuse)
+	}
+	require.EqualValues(t, 1, p.Stats().Joined)
+}
+
+// A team's places without a browser (AcquireSlot) are counted apart from
+// its browsers: a team whose renders hold all its browsers still takes
+// pages that need none, up to the same limit.
+func TestSlotsAreCountedApartFromBrowsers(t *testing.T) {
+	t.Parallel()
+	p, _ := newPool(t, browsers.PoolOptions{Size: 2, Warm: 0, QueueWait: 200 * time.Millisecond})
+	ctx := context.Background()
+	l, err := p.Acquire(ctx, browsers.LeaseRequest{Team: "a", TeamLimit: 1})
+	require.NoError(t, err)
+	defer l.Release(browsers.Destroy)
+	release, waited, err := p.AcquireSlot(ctx, "a", 1)
+	require.NoError(t, err, "a slot while the team's one browser is leased")
+	require.Zero(t, waited)
+	_, _, err = p.AcquireSlot(ctx, "a", 1)
+	require.ErrorAs(t, err, new(*browsers.BusyError), "a second slot over the team's limit of 1")
+	require.Equal(t, 1, p.TeamLeases("a"), "the team's browsers")
+	release()
+	release2, _, err := p.AcquireSlot(ctx, "a", 1)
+	require.NoError(t, err, "a slot once the first is given back")
+	release2()
+}

@@ -76,6 +76,10 @@ type Config struct {
 	// WarmBrowsers is how many idle browsers the pool keeps started so that a
 	// lease does not wait for a cold start (TRAWLER_WARM_BROWSERS, default 1).
 	WarmBrowsers int
+	// ScrapesPerBrowser is how many single scrapes may render in one browser
+	// at once, each in a browser context of its own
+	// (TRAWLER_SCRAPES_PER_BROWSER, default 4).
+	ScrapesPerBrowser int
 	// TeamConcurrency is how many browsers one team may lease at once
 	// (TRAWLER_TEAM_CONCURRENCY, default 4).
 	TeamConcurrency int
@@ -261,6 +265,7 @@ func defaults() *Config {
 		DataDir:             "./data",
 		PoolSize:            8,
 		WarmBrowsers:        1,
+		ScrapesPerBrowser:   4,
 		TeamConcurrency:     4,
 		QueueWait:           10 * time.Second,
 		BrowserStartTimeout: 30 * time.Second,
@@ -383,6 +388,7 @@ func (e *envReader) profiles(c *Config) {
 func (e *envReader) limits(c *Config) {
 	e.integer("TRAWLER_POOL_SIZE", &c.PoolSize)
 	e.integer("TRAWLER_WARM_BROWSERS", &c.WarmBrowsers)
+	e.integer("TRAWLER_SCRAPES_PER_BROWSER", &c.ScrapesPerBrowser)
 	e.integer("TRAWLER_TEAM_CONCURRENCY", &c.TeamConcurrency)
 	e.duration("TRAWLER_QUEUE_WAIT", &c.QueueWait)
 	e.duration("TRAWLER_BROWSER_START_TIMEOUT", &c.BrowserStartTimeout)
@@ -628,6 +634,9 @@ func (c *Config) Validate() error {
 	}
 	if c.WarmBrowsers < 0 || c.WarmBrowsers > c.PoolSize {
 		errs = append(errs, fmt.Errorf("TRAWLER_WARM_BROWSERS must be between 0 and TRAWLER_POOL_SIZE (%d), got %d", c.PoolSize, c.WarmBrowsers))
+	}
+	if c.ScrapesPerBrowser < 1 || c.ScrapesPerBrowser > 100 {
+		errs = append(errs, fmt.Errorf("TRAWLER_SCRAPES_PER_BROWSER must be between 1 and 100, got %d", c.ScrapesPerBrowser))
 	}
 	if c.TeamConcurrency < 1 {
 		errs = append(errs, fmt.Errorf("TRAWLER_TEAM_CONCURRENCY must be at least 1, got %d", c.TeamConcurrency))

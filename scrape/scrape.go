@@ -511,7 +511,10 @@ func (s *Service) fetch(ctx context.Context, req Request, guard *netguard.Cache)
 			}
 		}()
 	}
-	lease, err := s.Pool.Acquire(ctx, browsers.LeaseRequest{Team: req.Team, TeamLimit: req.TeamLimit, Lifetime: o.Timeout + 10*time.Second, Reusable: true})
+	// A one-off scrape works in a context of its own: it may share a
+	// browser with other scrapes when the pool is full.
+	lease, err := s.Pool.Acquire(ctx, browsers.LeaseRequest{Team: req.Team, TeamLimit: req.TeamLimit, Lifetime: o.Timeout + 10*time.Second,
+		Reusable: true, Shareable: true})
 	if err != nil {
 		return nil, err
 	}

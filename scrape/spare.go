@@ -18,7 +18,10 @@ import (
 type spares struct {
 	mu sync.Mutex
 	m  map[string]*tab // browser id → its spare tab (on its own connection)
-	ua string          // the browsers' user agent, asked once
+	// filling holds the browsers whose spare is being made: scrapes that
+	// share a browser end together, and one spare is enough.
+	filling map[string]bool
+	ua      string // the browsers' user agent, asked once
 }
 
 // take returns the spare tab of browser id, if one is ready and alive.
@@ -43,26 +46,45 @@ func (s *spares) take(id string) *tab {
 
 // refill prepares a spare tab for a browser in the background.
 func (s *spares) refill(id string, browser *cdp.Mux, newRoute func(string) (*egress.Route, error)) {
+	s.mu.Lock()
+	if s.m[id] != nil || s.filling[id] {
+		s.mu.Unlock()
+		return
+	}
+	if s.filling == nil {
+		s.filling = map[string]bool{}
+	}
+	s.filling[id] = true
+	s.mu.Unlock()
 	go func() {
+		done := func() {
+			s.mu.Lock()
+			delete(s.filling, id)
+			s.mu.Unlock()
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		conn, err := browser.DialOwn(ctx)
 		if err != nil {
 			cancel()
+			done()
 			return // the browser is gone or busy: the next scrape opens a tab itself
 		}
 		route, err := newRoute(id)
 		if err != nil {
 			cancel()
 			conn.Close()
+			done()
 			return
 		}
 		t, err := blankTab(ctx, conn, route)
 		cancel()
 		if err != nil {
 			conn.Close()
+			done()
 			return
 		}
 		s.mu.Lock()
+		delete(s.filling, id)
 		if s.m == nil {
 			s.m = map[string]*tab{}
 		}

@@ -95,6 +95,9 @@ func TestConcurrentScrapesShareNoState(t *testing.T) {
 	}
 	wg.Wait()
 	require.Zero(t, failed.Load())
+	// The apps rendered in shared browsers, a context each, and still saw
+	// none of each other's state.
+	require.Positive(t, ts.Pool.Stats().Joined, "no scrape joined a browser another was rendering in")
 	for i, d := range docs {
 		md, _ := d["metadata"].(map[string]any)
 		markdown, _ := d["markdown"].(string)

@@ -180,7 +180,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 		log.Warn("reaped browsers left by an earlier run", "browsers", n)
 	}
 	pool := browsers.NewPool(rt, browsers.PoolOptions{Size: cfg.PoolSize, Warm: cfg.WarmBrowsers,
-		QueueWait: cfg.QueueWait, Log: log})
+		QueueWait: cfg.QueueWait, Log: log, MaxShare: cfg.ScrapesPerBrowser})
 	undo = append(undo, pool.Close)
 	mgr, err := sessions.NewManager(ctx, pool, st, log)
 	if err != nil {
@@ -324,6 +324,8 @@ func (s *Service) collectors() []prometheus.Collector {
 		gauge("browsers_warm", "Idle browsers ready to lease.", func() float64 { return float64(s.Pool.Stats().Idle) }),
 		gauge("browsers_leased", "Browsers leased to sessions and jobs.", func() float64 { return float64(s.Pool.Stats().Leased) }),
 		gauge("browsers_reserved", "Places in the pool held by job lanes that have no browser yet.", func() float64 { return float64(s.Pool.Stats().Reserved) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "trawler", Name: "browser_shared_leases_total", Help: "Single scrapes that rendered in a browser other scrapes were rendering in (a context each)."},
+			func() float64 { return float64(s.Pool.Stats().Joined) }),
 		gauge("browsers_starting", "Browsers starting.", func() float64 { return float64(s.Pool.Stats().Starting) }),
 		gauge("browsers_total", "Browsers alive or starting.", func() float64 { return float64(s.Pool.Stats().Total) }),
 		gauge("pool_waiters", "Requests waiting for a browser.", func() float64 { return float64(s.Pool.Stats().Waiters) }),
