@@ -117,6 +117,13 @@ func (s *Service) record(j *job, u *store.JobURL, doc *scrape.Document, scrapeEr
 		j.drained = nil
 	}
 	j.mu.Unlock()
+	// The lanes waiting for a page are told: the page's links may be there
+	// to take, and its place among the job's pages in flight is free. (A
+	// lane gives its host and team slots back before the page is recorded,
+	// and that wake-up came too early: at a crawl's start, with its first
+	// page the only one, the lanes slept until something else woke them,
+	// seconds later.)
+	s.broadcast()
 	s.maybeEnd(j)
 }
 

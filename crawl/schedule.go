@@ -190,6 +190,7 @@ func (s *Service) drop(j *job, u *store.JobURL) {
 		j.drained = nil
 	}
 	j.mu.Unlock()
+	s.broadcast() // its place among the job's pages in flight is free
 }
 
 func (s *Service) requeue(j *job, u *store.JobURL) {

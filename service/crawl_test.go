@@ -829,3 +829,48 @@ func TestIdempotencyKey(t *testing.T) {
 	}
 	assert.Equal(t, 400, post("/v2/crawl", strings.Repeat("k", 300), body), "a 300-character key")
 }
+
+// The links of a crawl's first page are taken as soon as that page is
+// recorded, not when something else wakes the lanes: here the site's
+// sitemap answers only once the linked pages have been asked for (or after
+// 20 s, failing the test), and the lanes' own idle wake-up comes after 5 s.
+func TestCrawlTakesTheFirstPagesLinksAtOnce(t *testing.T) {
+	var mu sync.Mutex
+	hits := map[string]int{}
+	release := make(chan struct{})
+	var once sync.Once
+	// Enough text that the pages are plainly server-rendered: they are
+	// taken without a browser.
+	text := strings.Repeat("A paragraph of the page, written on the server. ", 12)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hits[r.URL.Path]++
+		both := hits["/a"] > 0 && hits["/b"] > 0
+		mu.Unlock()
+		if both {
+			once.Do(func() { close(release) })
+		}
+		switch r.URL.Path {
+		case "/":
+			fmt.Fprintf(w, `<html><body><h1>Home</h1><p>%s</p><a href="/a">A</a> <a href="/b">B</a></body></html>`, text)
+		case "/a", "/b":
+			fmt.Fprintf(w, `<html><body><h1>Page %s</h1><p>%s</p></body></html>`, r.URL.Path, text)
+		case "/sitemap.xml":
+			select {
+			case <-release:
+			case <-time.After(20 * time.Second):
+			}
+			http.NotFound(w, r)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	ts := crawlService(t, nil)
+	start := time.Now()
+	_, st, docs := ts.runJob("/v2/crawl", keyAcme, map[string]any{"url": srv.URL + "/", "limit": 10})
+	require.Equal(t, "completed", st["status"], "status %v", st)
+	assert.Equal(t, []string{"/", "/a", "/b"}, docURLs(docs, srv.URL))
+	assert.Less(t, time.Since(start), 4*time.Second,
+		"the crawl waited for the sitemap or the lanes' idle wake-up before taking the first page's links")
+}
