@@ -5,14 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+
+	"github.com/trawler-dev/trawler/cdp/rawjson"
 )
 
 // header is what the multiplexer reads of a message: its top-level id,
 // method and sessionId, and where the sessionId member lies so that it can
-// be cut out. Everything else is skipped without being decoded: a message
-// may carry a screenshot of tens of megabytes, and only these few keys
-// decide where it goes. Written here rather than with encoding/json's
-// Decoder because that decodes (and allocates) every value it passes.
+// be cut out. Everything else is skipped by rawjson, without being decoded:
+// a message may carry a screenshot of tens of megabytes, and only these few
+// keys decide where it goes.
 type header struct {
 	hasID     bool
 	id        int64
@@ -28,37 +29,37 @@ var errNotObject = errors.New("message must be a JSON object")
 // scanHeader reads msg's top-level members.
 func scanHeader(msg []byte) (header, error) {
 	var h header
-	i := skipSpace(msg, 0)
+	i := rawjson.SkipSpace(msg, 0)
 	if i >= len(msg) || msg[i] != '{' {
 		return h, errNotObject
 	}
 	i++
 	prevComma := -1 // the comma before the current member, if any
 	for {
-		i = skipSpace(msg, i)
+		i = rawjson.SkipSpace(msg, i)
 		if i >= len(msg) {
 			return h, errNotObject
 		}
 		if msg[i] == '}' {
-			if skipSpace(msg, i+1) != len(msg) {
+			if rawjson.SkipSpace(msg, i+1) != len(msg) {
 				return h, errNotObject
 			}
 			return h, nil
 		}
 		memberFrom := i
-		keyEnd, err := skipString(msg, i)
+		keyEnd, err := rawjson.SkipString(msg, i)
 		if err != nil {
-			return h, err
+			return h, errNotObject
 		}
 		key := msg[i+1 : keyEnd-1]
-		i = skipSpace(msg, keyEnd)
+		i = rawjson.SkipSpace(msg, keyEnd)
 		if i >= len(msg) || msg[i] != ':' {
 			return h, errNotObject
 		}
-		i = skipSpace(msg, i+1)
+		i = rawjson.SkipSpace(msg, i+1)
 		valFrom := i
-		if i, err = skipValue(msg, i); err != nil {
-			return h, err
+		if i, err = rawjson.SkipValue(msg, i); err != nil {
+			return h, errNotObject
 		}
 		val := msg[valFrom:i]
 		switch string(key) {
@@ -73,7 +74,7 @@ func scanHeader(msg []byte) (header, error) {
 			h.sessionID = unquote(val)
 			h.sidFrom, h.sidTo = memberFrom, i
 		}
-		i = skipSpace(msg, i)
+		i = rawjson.SkipSpace(msg, i)
 		if i >= len(msg) {
 			return h, errNotObject
 		}
@@ -117,7 +118,7 @@ func withSession(msg []byte, sessionID string) []byte {
 	out = append(out, `"sessionId":`...)
 	out = append(out, sid...)
 	rest := msg[i+1:]
-	if j := skipSpace(rest, 0); j < len(rest) && rest[j] != '}' {
+	if j := rawjson.SkipSpace(rest, 0); j < len(rest) && rest[j] != '}' {
 		out = append(out, ',')
 	}
 	return append(out, rest...)
@@ -133,80 +134,4 @@ func unquote(v []byte) string {
 	var s string
 	json.Unmarshal(v, &s)
 	return s
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipString returns the index just past the string that starts at b[i].
-func skipString(b []byte, i int) (int, error) {
-	if i >= len(b) || b[i] != '"' {
-		return 0, errNotObject
-	}
-	i++
-	for {
-		j := bytes.IndexAny(b[i:], "\"\\")
-		if j < 0 {
-			return 0, errNotObject
-		}
-		i += j
-		if b[i] == '"' {
-			return i + 1, nil
-		}
-		i += 2 // a backslash and the character it escapes
-	}
-}
-
-// skipValue returns the index just past the JSON value that starts at b[i].
-// Nested objects and arrays are skipped by counting brackets outside
-// strings; the browser's and the validated client's messages are
-// well-formed, and a malformed one only ends up refused or misrouted to no
-// one.
-func skipValue(b []byte, i int) (int, error) {
-	if i >= len(b) {
-		return 0, errNotObject
-	}
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for i < len(b) {
-			j := bytes.IndexAny(b[i:], "\"{}[]")
-			if j < 0 {
-				return 0, errNotObject
-			}
-			i += j
-			switch b[i] {
-			case '"':
-				end, err := skipString(b, i)
-				if err != nil {
-					return 0, err
-				}
-				i = end
-				continue
-			case '{', '[':
-				depth++
-			default:
-				depth--
-			}
-			i++
-			if depth == 0 {
-				return i, nil
-			}
-		}
-		return 0, errNotObject
-	}
-	j := i
-	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\n' && b[j] != '\r' && b[j] != '\t' {
-		j++
-	}
-	if j == i {
-		return 0, errNotObject
-	}
-	return j, nil
 }

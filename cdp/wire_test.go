@@ -44,7 +44,7 @@ func TestScanHeader(t *testing.T) {
 			}
 		})
 	}
-	for _, bad := range []string{``, `[]`, `"x"`, `{`, `{"id":}`, `{"id":1`, `{"a":"unterminated}`, `{"id":1}x`, `{id:1}`, `{"a":[1,2}`} {
+	for _, bad := range []string{``, `[]`, `"x"`, `{`, `{"id":}`, `{"id":1`, `{"a":"unterminated}`, `{"id":1}x`, `{id:1}`, `{"a":[1,2}`, `{"a":"\`, `{"a":"b\`} {
 		if _, err := scanHeader([]byte(bad)); err == nil {
 			t.Errorf("%q was accepted", bad)
 		}

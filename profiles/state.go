@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/trawler-dev/trawler/cdp"
+	"github.com/trawler-dev/trawler/cdp/rawjson"
 )
 
 // This file is the browser side of profiles: reading a browser's cookies, localStorage and IndexedDB
@@ -327,7 +328,7 @@ func splitState(data []byte) (*snapshot, int) {
 		cookies, origins []byte
 		odd              bool
 	)
-	end, err := eachMember(data, func(k, v []byte) bool {
+	end, err := rawjson.EachMember(data, func(k, v []byte) bool {
 		switch string(k) {
 		case "version":
 			if json.Unmarshal(v, &version) != nil {
@@ -342,7 +343,7 @@ func splitState(data []byte) (*snapshot, int) {
 		}
 		return !odd
 	})
-	if err != nil || odd || version < 0 || skipSpace(data, end) != len(data) {
+	if err != nil || odd || version < 0 || rawjson.SkipSpace(data, end) != len(data) {
 		return nil, 0
 	}
 	snap := &snapshot{}
@@ -352,12 +353,12 @@ func splitState(data []byte) (*snapshot, int) {
 	if origins == nil || string(origins) == "null" {
 		return snap, version
 	}
-	err = eachElement(origins, func(o []byte) error {
+	err = rawjson.EachElement(origins, func(o []byte) error {
 		if o[0] != '{' {
-			return errJSON
+			return rawjson.ErrSyntax
 		}
 		var name []byte
-		_, err := eachMember(o, func(k, v []byte) bool {
+		_, err := rawjson.EachMember(o, func(k, v []byte) bool {
 			switch {
 			case string(k) == "origin":
 				name = v
@@ -368,7 +369,7 @@ func splitState(data []byte) (*snapshot, int) {
 		})
 		ro := rawOrigin{json: o}
 		if err != nil || odd || (name != nil && json.Unmarshal(name, &ro.origin) != nil) {
-			return errJSON
+			return rawjson.ErrSyntax
 		}
 		snap.origins = append(snap.origins, ro)
 		return nil
@@ -1187,7 +1188,7 @@ func (d *restoreData) prepare(session string, o rawOrigin) {
 // cutParts returns the JSON of each part of o's storage (dataParts), "null" for a part it lacks.
 func cutParts(o rawOrigin) (map[string][]byte, error) {
 	parts := make(map[string][]byte, len(dataParts))
-	_, err := eachMember(o.json, func(k, v []byte) bool {
+	_, err := rawjson.EachMember(o.json, func(k, v []byte) bool {
 		if slices.Contains(dataParts, string(k)) {
 			parts[string(k)] = v
 		}
@@ -1325,16 +1326,16 @@ func (t *tab) results(ctx context.Context, mode, origin string, members ...strin
 			if err != nil {
 				return nil, fmt.Errorf("the page did not answer: %w", err)
 			}
-			res := jsonMember(msg, "result")
-			if jsonMember(res, "exceptionDetails") != nil {
+			res := rawjson.Member(msg, "result")
+			if rawjson.Member(res, "exceptionDetails") != nil {
 				var r cdp.EvalResult
 				if err := json.Unmarshal(res, &r); err != nil {
 					return nil, fmt.Errorf("decoding the page's answer: %w", err)
 				}
 				return nil, errors.New(r.Exception())
 			}
-			out[i] = jsonMember(res, "result")
-			if string(jsonMember(out[i], "type")) != `"undefined"` {
+			out[i] = rawjson.Member(res, "result")
+			if string(rawjson.Member(out[i], "type")) != `"undefined"` {
 				break
 			}
 			if fallback {
@@ -1364,7 +1365,7 @@ func (t *tab) capture(ctx context.Context, origin string) (o rawOrigin, held boo
 	// origin, a newline, and the packed JSON of the part.
 	var heads, texts [2][]byte
 	for i, obj := range parts {
-		answer, err := jsonString(jsonMember(obj, "value"))
+		answer, err := rawjson.Unquote(rawjson.Member(obj, "value"))
 		if err != nil {
 			return o, false, fmt.Errorf("decoding the page's answer: %w", err)
 		}
@@ -1378,7 +1379,7 @@ func (t *tab) capture(ctx context.Context, origin string) (o rawOrigin, held boo
 		}
 	}
 	o.origin, held = string(heads[0][1:]), heads[0][0] == '1' || heads[1][0] == '1'
-	dbs, skipped := jsonMember(texts[1], "indexedDB"), jsonMember(texts[1], "skipped")
+	dbs, skipped := rawjson.Member(texts[1], "indexedDB"), rawjson.Member(texts[1], "skipped")
 	if dbs == nil || skipped == nil {
 		return o, false, errors.New("decoding the page's answer: no databases")
 	}

@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"sync"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"github.com/trawler-dev/trawler/cdp"
+	"github.com/trawler-dev/trawler/cdp/rawjson"
 )
 
 // This file carries the helper's few large messages (an origin's storage, megabytes of it) past
@@ -120,7 +118,7 @@ func (w *wire) start(method string, build func(id int64) []byte) (func(context.C
 	return func(ctx context.Context) ([]byte, error) {
 		select {
 		case msg := <-c:
-			if e := jsonMember(msg, "error"); e != nil {
+			if e := rawjson.Member(msg, "error"); e != nil {
 				var ce cdp.Error
 				if err := json.Unmarshal(e, &ce); err != nil {
 					return nil, fmt.Errorf("%s: undecodable error %.200s", method, e)
@@ -196,265 +194,10 @@ func replyID(msg []byte) (int64, bool) {
 			return id, err == nil
 		}
 	}
-	v := jsonMember(msg, "id")
+	v := rawjson.Member(msg, "id")
 	if v == nil {
 		return 0, false
 	}
 	id, err := strconv.ParseInt(string(v), 10, 64)
 	return id, err == nil
-}
-
-var errJSON = errors.New("malformed JSON")
-
-// jsonMember returns the raw value of the member key of the JSON object obj, or nil when obj has
-// no such member or is no object. Values are skipped, not decoded: only their strings' quotes and
-// the brackets outside strings are looked at, so a member after a string of megabytes costs a
-// search for its closing quote. Malformed JSON is not always noticed: obj must come from the
-// browser or be checked by its reader.
-func jsonMember(obj []byte, key string) []byte {
-	var found []byte
-	eachMember(obj, func(k, v []byte) bool {
-		if string(k) == key || (bytes.IndexByte(k, '\\') >= 0 && unquoteKey(k) == key) {
-			found = v
-			return false
-		}
-		return true
-	})
-	return found
-}
-
-// eachMember calls fn with the raw key (without its quotes, escapes left as they are) and the raw
-// value of each member of the JSON object obj, until fn returns false. It returns the index just
-// past the object, or where it stopped.
-func eachMember(obj []byte, fn func(key, val []byte) bool) (int, error) {
-	i := skipSpace(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return 0, errJSON
-	}
-	i = skipSpace(obj, i+1)
-	if i < len(obj) && obj[i] == '}' {
-		return i + 1, nil
-	}
-	for {
-		end, err := skipString(obj, i)
-		if err != nil {
-			return 0, err
-		}
-		key := obj[i+1 : end-1]
-		i = skipSpace(obj, end)
-		if i >= len(obj) || obj[i] != ':' {
-			return 0, errJSON
-		}
-		i = skipSpace(obj, i+1)
-		from := i
-		if i, err = skipValue(obj, i); err != nil {
-			return 0, err
-		}
-		if !fn(key, obj[from:i]) {
-			return i, nil
-		}
-		i = skipSpace(obj, i)
-		if i >= len(obj) {
-			return 0, errJSON
-		}
-		switch obj[i] {
-		case ',':
-			i = skipSpace(obj, i+1)
-		case '}':
-			return i + 1, nil
-		default:
-			return 0, errJSON
-		}
-	}
-}
-
-// eachElement calls fn with the raw value of each element of the JSON array arr.
-func eachElement(arr []byte, fn func(val []byte) error) error {
-	i := skipSpace(arr, 0)
-	if i >= len(arr) || arr[i] != '[' {
-		return errJSON
-	}
-	i = skipSpace(arr, i+1)
-	if i < len(arr) && arr[i] == ']' {
-		return nil
-	}
-	for {
-		from := i
-		var err error
-		if i, err = skipValue(arr, i); err != nil {
-			return err
-		}
-		if err := fn(arr[from:i]); err != nil {
-			return err
-		}
-		i = skipSpace(arr, i)
-		if i >= len(arr) {
-			return errJSON
-		}
-		switch arr[i] {
-		case ',':
-			i = skipSpace(arr, i+1)
-		case ']':
-			return nil
-		default:
-			return errJSON
-		}
-	}
-}
-
-func unquoteKey(k []byte) string {
-	var s string
-	json.Unmarshal(append(append([]byte{'"'}, k...), '"'), &s)
-	return s
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipString returns the index just past the string that starts at b[i]. It looks for quotes
-// alone and counts the backslashes before each, which is much faster on long strings than stepping
-// through escapes.
-func skipString(b []byte, i int) (int, error) {
-	if i >= len(b) || b[i] != '"' {
-		return 0, errJSON
-	}
-	for j := i + 1; ; {
-		k := bytes.IndexByte(b[j:], '"')
-		if k < 0 {
-			return 0, errJSON
-		}
-		j += k
-		n := 0
-		for p := j - 1; p > i && b[p] == '\\'; p-- {
-			n++
-		}
-		if n%2 == 0 {
-			return j + 1, nil
-		}
-		j++
-	}
-}
-
-// skipValue returns the index just past the JSON value that starts at b[i].
-func skipValue(b []byte, i int) (int, error) {
-	if i >= len(b) {
-		return 0, errJSON
-	}
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for i < len(b) {
-			switch b[i] {
-			case '"':
-				end, err := skipString(b, i)
-				if err != nil {
-					return 0, err
-				}
-				i = end
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1, nil
-				}
-			}
-			i++
-		}
-		return 0, errJSON
-	}
-	j := i
-	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\n' && b[j] != '\r' && b[j] != '\t' {
-		j++
-	}
-	if j == i {
-		return 0, errJSON
-	}
-	return j, nil
-}
-
-// jsonString decodes the JSON string raw (with its quotes) into UTF-8, as encoding/json would
-// (an unpaired surrogate becomes U+FFFD), copying the runs between escapes whole.
-func jsonString(raw []byte) ([]byte, error) {
-	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
-		return nil, errJSON
-	}
-	s := raw[1 : len(raw)-1]
-	out := make([]byte, 0, len(s))
-	for {
-		k := bytes.IndexByte(s, '\\')
-		if k < 0 {
-			return append(out, s...), nil
-		}
-		out = append(out, s[:k]...)
-		s = s[k:]
-		if len(s) < 2 {
-			return nil, errJSON
-		}
-		switch c := s[1]; c {
-		case '"', '\\', '/':
-			out = append(out, c)
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
-		case 'u':
-			r, ok := hex4(s[2:])
-			if !ok {
-				return nil, errJSON
-			}
-			s = s[6:]
-			if utf16.IsSurrogate(r) {
-				r2, ok2 := rune(-1), false
-				if len(s) >= 6 && s[0] == '\\' && s[1] == 'u' {
-					r2, ok2 = hex4(s[2:])
-				}
-				if dec := utf16.DecodeRune(r, r2); ok2 && dec != utf8.RuneError {
-					r = dec
-					s = s[6:]
-				} else {
-					r = utf8.RuneError
-				}
-			}
-			out = utf8.AppendRune(out, r)
-			continue
-		default:
-			return nil, errJSON
-		}
-		s = s[2:]
-	}
-}
-
-func hex4(b []byte) (rune, bool) {
-	if len(b) < 4 {
-		return 0, false
-	}
-	var r rune
-	for _, c := range b[:4] {
-		switch {
-		case c >= '0' && c <= '9':
-			c -= '0'
-		case c >= 'a' && c <= 'f':
-			c = c - 'a' + 10
-		case c >= 'A' && c <= 'F':
-			c = c - 'A' + 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(c)
-	}
-	return r, true
 }

@@ -5,41 +5,18 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
-	"math/rand/v2"
-	"strings"
 	"testing"
 	"time"
-	"unicode/utf16"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/trawler-dev/trawler/cdp/rawjson"
 )
 
-func TestJSONMember(t *testing.T) {
-	obj := []byte(` { "a" : "x\"}\\" , "big": "` + strings.Repeat(`ab\"c\\`, 1000) + `", "nested": {"result": [1, {"b": "]}"}], "k\"\\": 2},` +
-		`"esc\u0061ped": true, "n": -1.5e3, "last": null } `)
-	require.True(t, json.Valid(obj))
-	for key, want := range map[string]string{
-		"a":       `"x\"}\\"`,
-		"nested":  `{"result": [1, {"b": "]}"}], "k\"\\": 2}`,
-		"escaped": `true`,
-		"n":       `-1.5e3`,
-		"last":    `null`,
-	} {
-		assert.Equal(t, want, string(jsonMember(obj, key)), "member %s", key)
-	}
-	assert.Nil(t, jsonMember(obj, "missing"))
-	assert.Nil(t, jsonMember([]byte(`[1, 2]`), "a"), "an array")
-	assert.Nil(t, jsonMember([]byte(`{"a": "unterminated`), "a"))
-	assert.Equal(t, `[1, {"b": "]}"}]`, string(jsonMember(jsonMember(obj, "nested"), "result")))
-
-	var elems []string
-	require.NoError(t, eachElement([]byte(` [ {"a": [1]} , "s,]" ,3 ] `), func(v []byte) error {
-		elems = append(elems, string(v))
-		return nil
-	}))
-	assert.Equal(t, []string{`{"a": [1]}`, `"s,]"`, `3`}, elems)
-
+// TestReplyID checks that the replies to the wire's own commands are told by their id, wherever
+// it stands, from events.
+func TestReplyID(t *testing.T) {
 	id, ok := replyID([]byte(`{"id":1073741825,"result":{}}`))
 	assert.True(t, ok)
 	assert.Equal(t, int64(1073741825), id)
@@ -48,50 +25,6 @@ func TestJSONMember(t *testing.T) {
 	assert.Equal(t, int64(7), id)
 	_, ok = replyID([]byte(`{"method":"Page.loadEventFired","params":{"id":3}}`))
 	assert.False(t, ok, "an event")
-}
-
-// TestJSONString checks jsonString against encoding/json on strings of every kind, as the browser
-// and encoding/json escape them.
-func TestJSONString(t *testing.T) {
-	cases := []string{
-		``, `plain`, `quote " backslash \ slash / controls ` + "\b\f\n\r\t\x00\x1f",
-		`héllo wörld ✓ 日本語 🎉`, `<script>&amp;</script>`, "\u2028\u2029",
-		strings.Repeat(`{"k":"v\"w"}`, 5000),
-	}
-	rnd := rand.New(rand.NewPCG(1, 2))
-	for range 200 {
-		u := make([]uint16, rnd.IntN(40))
-		for i := range u {
-			u[i] = uint16(rnd.IntN(0x10000))
-		}
-		cases = append(cases, string(utf16.Decode(u)))
-	}
-	for _, c := range cases {
-		raw, err := json.Marshal(c)
-		require.NoError(t, err)
-		got, err := jsonString(raw)
-		require.NoError(t, err, "%q", raw)
-		assert.Equal(t, c, string(got), "decoding %q", raw)
-	}
-	// Escapes that encoding/json does not write but browsers do, and surrogates paired or not.
-	for raw, want := range map[string]string{
-		`"\u00e9\u65e5\ud83c\udf89"`: "é日🎉",
-		`"a\ud800b"`:                 "a\ufffdb",
-		`"\udc00\ud800"`:             "\ufffd\ufffd",
-		`"\ud800\u0041"`:             "\ufffdA",
-		`"\/\"\\"`:                   `/"\`,
-	} {
-		got, err := jsonString([]byte(raw))
-		require.NoError(t, err, raw)
-		var std string
-		require.NoError(t, json.Unmarshal([]byte(raw), &std))
-		assert.Equal(t, want, string(got), raw)
-		assert.Equal(t, std, string(got), "%s as encoding/json reads it", raw)
-	}
-	for _, bad := range []string{``, `"`, `"\"`, `"\x"`, `"\u12"`, `"\u12g4"`, `abc`} {
-		_, err := jsonString([]byte(bad))
-		assert.Error(t, err, "%q", bad)
-	}
 }
 
 // TestDecodeSnapshotReadsWhatEncodingJSONReads checks that blobs of every layout decode as
@@ -154,8 +87,8 @@ func TestDecodeSnapshotReadsWhatEncodingJSONReads(t *testing.T) {
 				var page map[string]any
 				require.NoError(t, json.Unmarshal(o.json, &page))
 				assert.Equal(t, want.Origins[i].Origin, o.origin)
-				assert.JSONEq(t, string(must(json.Marshal(want.Origins[i].LocalStorage))), orNull(jsonMember(o.json, "localStorage")))
-				assert.JSONEq(t, string(must(json.Marshal(want.Origins[i].IndexedDB))), orNull(jsonMember(o.json, "indexedDB")))
+				assert.JSONEq(t, string(must(json.Marshal(want.Origins[i].LocalStorage))), orNull(rawjson.Member(o.json, "localStorage")))
+				assert.JSONEq(t, string(must(json.Marshal(want.Origins[i].IndexedDB))), orNull(rawjson.Member(o.json, "indexedDB")))
 			}
 		})
 	}
