@@ -138,6 +138,15 @@ func newDriver(t testing.TB, ctx context.Context, b browsers.Browser) *driver {
 	return &driver{t: t, conn: conn}
 }
 
+// newContext creates a browser context, which outlives the driver's connection.
+func (d *driver) newContext(ctx context.Context) string {
+	var res struct {
+		BrowserContextID string `json:"browserContextId"`
+	}
+	require.NoError(d.t, d.conn.Call(ctx, "", "Target.createBrowserContext", map[string]any{"disposeOnDetach": false}, &res))
+	return res.BrowserContextID
+}
+
 type tab struct {
 	d                 *driver
 	targetID, session string
@@ -705,13 +714,7 @@ func TestCaptureRestoreBrowserContext(t *testing.T) {
 	b := startBrowser(t)
 	d := newDriver(t, ctx, b)
 
-	newContext := func() string {
-		var res struct {
-			BrowserContextID string `json:"browserContextId"`
-		}
-		require.NoError(t, d.conn.Call(ctx, "", "Target.createBrowserContext", map[string]any{"disposeOnDetach": false}, &res))
-		return res.BrowserContextID
-	}
+	newContext := func() string { return d.newContext(ctx) }
 
 	def := d.open(ctx, "", s.app+"/")
 	def.eval(ctx, `localStorage.setItem('where', 'default'); document.cookie = 'who=default; max-age=3600'`, nil)
@@ -1123,13 +1126,7 @@ func TestUseRestoresLocalStorageWhole(t *testing.T) {
 	s := startSites(t)
 	b := startBrowser(t)
 	d := newDriver(t, ctx, b)
-	newContext := func() string {
-		var res struct {
-			BrowserContextID string `json:"browserContextId"`
-		}
-		require.NoError(t, d.conn.Call(ctx, "", "Target.createBrowserContext", map[string]any{"disposeOnDetach": false}, &res))
-		return res.BrowserContextID
-	}
+	newContext := func() string { return d.newContext(ctx) }
 	opener := &profiles.Opener{Store: profiles.NewFS(t.TempDir()), Instance: "test", LockTTL: time.Minute}
 
 	writer, err := opener.Open(ctx, "team", "many", profiles.ReadWrite)
