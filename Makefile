@@ -5,7 +5,7 @@ BIN := bin/trawler
 export PUPPETEER_SKIP_DOWNLOAD := 1
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
 
-.PHONY: run build deps test-deps test test-go test-fuzz test-node test-docker bench images clean
+.PHONY: run build deps test-deps test test-go test-fuzz test-node test-docker test-postgres bench images clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/trawler
@@ -38,6 +38,11 @@ test-fuzz:
 		echo "fuzzing $$f for $(FUZZ_TIME)"; \
 		$(GO) test ./parse -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZ_TIME) || exit 1; \
 	done
+
+# test-postgres runs the store's tests on PostgreSQL instead of SQLite, on a
+# throwaway cluster that scripts/pgtest.sh starts on loopback and removes.
+test-postgres:
+	scripts/pgtest.sh $(GO) test -count=1 ./store/...
 
 # The Node suite's language model is test/fakellm, an OpenAI-compatible
 # test server (no model weights can be had offline).

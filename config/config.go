@@ -42,6 +42,11 @@ type Config struct {
 	// DataDir holds the database and the browsers' user-data directories
 	// (TRAWLER_DATA_DIR, default ./data).
 	DataDir string
+	// DatabaseURL is a PostgreSQL database (TRAWLER_DATABASE_URL,
+	// postgres://user:password@host:port/name) that holds what the SQLite
+	// database in DataDir holds otherwise. It may carry a password: log it
+	// only as url.URL.Redacted gives it.
+	DatabaseURL string
 	// AllowPrivateNetworks lets scrapes, crawls and webhooks reach loopback and
 	// private addresses (TRAWLER_ALLOW_PRIVATE_NETWORKS, default false).
 	AllowPrivateNetworks bool
@@ -229,6 +234,7 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 	e := &envReader{getenv: getenv}
 	e.str("TRAWLER_ADDR", &c.Addr)
 	e.str("TRAWLER_DATA_DIR", &c.DataDir)
+	e.databaseURL(c)
 	e.chromium(c)
 	e.str("TRAWLER_LOG_LEVEL", &c.LogLevel)
 	e.str("TRAWLER_INSTANCE", &c.Instance)
@@ -498,6 +504,21 @@ func validateLLM(l model.Config) []error {
 		errs = append(errs, fmt.Errorf("TRAWLER_LLM_OUTPUT_TOKENS must be at least 64 and below TRAWLER_LLM_CONTEXT_TOKENS (%d), got %d", l.ContextTokens, l.OutputTokens))
 	}
 	return errs
+}
+
+// databaseURL reads TRAWLER_DATABASE_URL. A malformed value is not
+// repeated in the error, since it may hold a password.
+func (e *envReader) databaseURL(c *Config) {
+	v := e.get("TRAWLER_DATABASE_URL")
+	if v == "" {
+		return
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		e.fail("TRAWLER_DATABASE_URL must be a postgres:// or postgresql:// URL")
+		return
+	}
+	c.DatabaseURL = v
 }
 
 // publicURL reads how the URLs handed to clients are built: the public base

@@ -91,6 +91,34 @@ func TestErrorsNameTheSetting(t *testing.T) {
 	}
 }
 
+// A PostgreSQL URL is taken as it is; anything else is refused with a
+// message that names the setting and does not repeat the password.
+func TestDatabaseURL(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, value, want string
+	}{
+		{"unset: SQLite", "", ""},
+		{"postgres", "postgres://trawler:s3cret@db.internal:5432/trawler?sslmode=require", ""},
+		{"postgresql", "postgresql://trawler:s3cret@db.internal/trawler", ""},
+		{"another database", "mysql://trawler:s3cret@db.internal/trawler", "TRAWLER_DATABASE_URL must be a postgres:// or postgresql:// URL"},
+		{"not a URL", "postgres://trawler:s3cret@db.internal:port/trawler", "TRAWLER_DATABASE_URL must be a postgres:// or postgresql:// URL"},
+		{"a file", "/var/lib/trawler/trawler.db", "TRAWLER_DATABASE_URL must be a postgres:// or postgresql:// URL"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := FromEnv(env(map[string]string{"TRAWLER_CHROMIUM_PATH": "/bin/sh", "TRAWLER_DATABASE_URL": tc.value}))
+			if tc.want != "" {
+				require.ErrorContains(t, err, tc.want)
+				require.NotContains(t, err.Error(), "s3cret", "the error repeats the password")
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.value, c.DatabaseURL)
+		})
+	}
+}
+
 func TestPublicLocalModeNeedsExplicitConsent(t *testing.T) {
 	t.Parallel()
 	_, err := FromEnv(env(map[string]string{"TRAWLER_ADDR": "0.0.0.0:3002", "TRAWLER_ALLOW_PUBLIC_LOCAL_MODE": "true", "TRAWLER_CHROMIUM_PATH": "/bin/sh"}))

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -125,6 +126,24 @@ func (s *Service) janitor() {
 	}
 }
 
+// openStore opens the PostgreSQL database of TRAWLER_DATABASE_URL when it
+// is set, else the SQLite database in the data directory.
+func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (*store.Store, error) {
+	if cfg.DatabaseURL == "" {
+		return store.Open(ctx, filepath.Join(cfg.DataDir, "trawler.db"))
+	}
+	where := "(unreadable)"
+	if u, err := url.Parse(cfg.DatabaseURL); err == nil {
+		where = u.Redacted()
+	}
+	log.Info("database on PostgreSQL", "url", where)
+	st, err := store.OpenURL(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("TRAWLER_DATABASE_URL: %w", err)
+	}
+	return st, nil
+}
+
 // New starts a service: opens the store, reaps browsers an earlier run left
 // behind, and starts the pool's warm browsers.
 func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, error) {
@@ -139,7 +158,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 		}
 		return nil, err
 	}
-	st, err := store.Open(ctx, filepath.Join(cfg.DataDir, "trawler.db"))
+	st, err := openStore(ctx, cfg, log)
 	if err != nil {
 		return nil, err
 	}

@@ -36,7 +36,7 @@ type PageVersion struct {
 // after since.
 func (s *Store) PutPageVersion(ctx context.Context, v PageVersion, keep int, since time.Time) error {
 	if keep <= 0 {
-		keep = -1 // SQLite: no limit
+		keep = noLimit
 	}
 	md, err := deflate(v.Markdown)
 	if err != nil {

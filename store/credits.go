@@ -43,8 +43,9 @@ func insertCharge(ctx context.Context, tx *sql.Tx, c Charge) (bool, error) {
 	if c.At.IsZero() {
 		c.At = time.Now()
 	}
-	res, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO credit_ledger (team_id, request_id, item, kind, credits,
-		created_at) VALUES (?, ?, ?, ?, ?, ?)`, c.Team, c.Request, c.Item, c.Kind, c.Credits, millis(c.At))
+	res, err := tx.ExecContext(ctx, `INSERT INTO credit_ledger (team_id, request_id, item, kind, credits,
+		created_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, c.Team, c.Request, c.Item, c.Kind, c.Credits,
+		millis(c.At))
 	if err != nil {
 		return false, fmt.Errorf("recording a charge of %d credits: %w", c.Credits, err)
 	}
@@ -98,7 +99,7 @@ type CreditMonth struct {
 // CreditHistory returns team's credits by calendar month (UTC), oldest
 // first; months without charges are left out.
 func (s *Store) CreditHistory(ctx context.Context, team string) ([]CreditMonth, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT strftime('%Y-%m', created_at / 1000, 'unixepoch') AS month,
+	rows, err := s.db.QueryContext(ctx, `SELECT `+s.dialect.creditMonth+` AS month,
 		SUM(credits) FROM credit_ledger WHERE team_id = ? GROUP BY month ORDER BY month`, team)
 	if err != nil {
 		return nil, fmt.Errorf("reading credit history: %w", err)

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -12,15 +11,13 @@ import (
 func TestExtractRecordLifecycle(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "t.db"))
-	require.NoError(t, err)
-	defer s.Close()
+	s := openTemp(t)
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	e := Extract{ID: "x1", Team: "acme", Status: "processing", Request: []byte(`{"urls":["https://a.test/"]}`),
 		CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
 	require.NoError(t, s.CreateExtract(ctx, e))
 
-	_, err = s.Extract(ctx, "globex", "x1")
+	_, err := s.Extract(ctx, "globex", "x1")
 	require.ErrorIs(t, err, ErrNotFound, "another team's extract")
 	running, err := s.Extracts(ctx, "processing")
 	require.NoError(t, err)

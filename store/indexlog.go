@@ -30,12 +30,11 @@ func (s *Store) IndexLog(ctx context.Context, after int64, limit int) ([]IndexEn
 }
 
 // LastIndexSeq returns the sequence number of the newest log row, 0 when
-// the log is empty. AUTOINCREMENT keeps it from going back when the log is
-// pruned.
+// the log is empty. It is the sequence's (AUTOINCREMENT's in SQLite), not
+// the log's largest, so that it does not go back when the log is pruned.
 func (s *Store) LastIndexSeq(ctx context.Context) (int64, error) {
 	var seq int64
-	err := s.db.QueryRowContext(ctx, `SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'index_log'), 0)`).
-		Scan(&seq)
+	err := s.db.QueryRowContext(ctx, s.dialect.lastIndexSeq).Scan(&seq)
 	if err != nil {
 		return 0, fmt.Errorf("reading the index log: %w", err)
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -62,7 +61,7 @@ func (s *Store) CreateJob(ctx context.Context, j Job, urls []JobURL, events []We
 		created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		j.ID, j.Team, j.Kind, j.Status, j.URL, j.Request, j.IdempotencyKey, millis(j.CreatedAt), millis(j.ExpiresAt))
 	if err != nil {
-		if strings.Contains(err.Error(), "UNIQUE") {
+		if s.dialect.uniqueViolation(err) {
 			return ErrConflict
 		}
 		return fmt.Errorf("storing job: %w", err)
@@ -82,8 +81,8 @@ func insertJobURLs(ctx context.Context, tx *sql.Tx, job string, urls []JobURL) e
 	if len(urls) == 0 {
 		return nil
 	}
-	stmt, err := tx.PrepareContext(ctx, `INSERT OR IGNORE INTO job_urls (job_id, url_key, url, depth, seq, state,
-		updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`)
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO job_urls (job_id, url_key, url, depth, seq, state,
+		updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`)
 	if err != nil {
 		return err
 	}
@@ -124,6 +123,11 @@ func (s *Store) FinishJobURL(ctx context.Context, job string, u JobURL, hasDoc b
 		return 0, err
 	}
 	defer tx.Rollback()
+	if s.dialect.lockJob != "" {
+		if _, err := tx.ExecContext(ctx, s.dialect.lockJob, job); err != nil {
+			return 0, fmt.Errorf("locking job %s: %w", job, err)
+		}
+	}
 	var doc any
 	if u.Document != nil {
 		doc = u.Document

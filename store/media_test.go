@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -12,9 +11,7 @@ import (
 func TestMediaRecords(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "t.db"))
-	require.NoError(t, err)
-	defer s.Close()
+	s := openTemp(t)
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	live := Media{ID: "m1", Team: "acme", Kind: "audio", ContentType: "audio/mpeg", Size: 12345,
 		FileName: "tone.mp3", File: "m1.mp3", CreatedAt: now, ExpiresAt: now.Add(time.Hour)}

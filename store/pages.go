@@ -50,20 +50,18 @@ type PageLookup struct {
 // search index in the same transaction; it returns the log row's number.
 func (s *Store) PutPage(ctx context.Context, p CachedPage) (seq int64, err error) {
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO page_cache (team_id, key, url, created_at, status_code,
-			final_url, content_type, body, screenshot, engine, private) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		_, err := tx.ExecContext(ctx, `INSERT INTO page_cache (team_id, key, url, created_at, status_code,
+			final_url, content_type, body, screenshot, engine, private) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (team_id, key) DO UPDATE SET url = excluded.url, created_at = excluded.created_at,
+			status_code = excluded.status_code, final_url = excluded.final_url, content_type = excluded.content_type,
+			body = excluded.body, screenshot = excluded.screenshot, engine = excluded.engine, private = excluded.private`,
 			p.Team, p.Key, p.URL, millis(p.CreatedAt), p.StatusCode, p.FinalURL, p.ContentType, p.Body, p.Screenshot,
 			p.Engine, p.Private)
 		if err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO index_log (team_id, key, final_url, deleted) VALUES (?, ?, ?, 0)`,
-			p.Team, p.Key, p.FinalURL)
-		if err != nil {
-			return err
-		}
-		seq, err = res.LastInsertId()
-		return err
+		return tx.QueryRowContext(ctx, `INSERT INTO index_log (team_id, key, final_url, deleted)
+			VALUES (?, ?, ?, FALSE) RETURNING seq`, p.Team, p.Key, p.FinalURL).Scan(&seq)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("caching %s: %w", p.URL, err)
@@ -76,11 +74,11 @@ func (s *Store) Page(ctx context.Context, q PageLookup) (CachedPage, error) {
 	where := `key = ? AND (team_id = ?`
 	args := []any{q.Key, q.Team}
 	if q.Shared {
-		where += ` OR private = 0`
+		where += ` OR private = FALSE`
 	}
 	where += `)`
 	if q.PublicOnly {
-		where += ` AND private = 0`
+		where += ` AND private = FALSE`
 	}
 	if !q.After.IsZero() {
 		where += ` AND created_at > ?`
@@ -126,7 +124,7 @@ func (s *Store) onePage(ctx context.Context, where string, args ...any) (CachedP
 func (s *Store) PruneCache(ctx context.Context, before time.Time) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO index_log (team_id, key, final_url, deleted)
-			SELECT team_id, key, final_url, 1 FROM page_cache WHERE created_at < ?`, millis(before))
+			SELECT team_id, key, final_url, TRUE FROM page_cache WHERE created_at < ?`, millis(before))
 		if err != nil {
 			return err
 		}

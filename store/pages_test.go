@@ -17,9 +17,7 @@ import (
 func TestPageCacheScope(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "t.db"))
-	require.NoError(t, err)
-	defer s.Close()
+	s := openTemp(t)
 	now := time.Now()
 	put := func(team, key string, private bool, age time.Duration, shot string) {
 		t.Helper()

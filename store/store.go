@@ -1,5 +1,6 @@
-// Package store owns Trawler's persistence: one SQLite database through
-// modernc.org/sqlite (pure Go, WAL, versioned migrations) holding
+// Package store owns Trawler's persistence: one database, SQLite through
+// modernc.org/sqlite (pure Go, WAL) or PostgreSQL through pgx
+// (postgres.go), each with versioned migrations, holding
 //   - teams and their hashed API keys (teams.go);
 //   - browser session history (sessions.go) and the teams' activity log
 //     (activity.go);
@@ -13,6 +14,8 @@
 //   - the credit ledger: every billable event, once (credits.go).
 //
 // Records that outlive their retention are deleted by the Prune methods.
+// The SQL that differs between the two is held by a dialect (dialect.go;
+// PostgreSQL's in postgres.go).
 package store
 
 import (
@@ -31,13 +34,15 @@ import (
 // another team, which callers must not be able to tell apart).
 var ErrNotFound = errors.New("not found")
 
-// Store is the SQLite database.
+// Store is the database.
 type Store struct {
-	db *sql.DB
+	db      *sql.DB
+	dialect *dialect
 }
 
-// migrations are applied in order, each once; never edit a released one,
-// append a new one.
+// migrations are SQLite's, applied in order, each once; never edit a
+// released one, append a new one (and its PostgreSQL counterpart to
+// postgresMigrations).
 var migrations = []string{
 	`CREATE TABLE teams (
 		id TEXT PRIMARY KEY,
@@ -267,7 +272,8 @@ var migrations = []string{
 	CREATE INDEX egress_usage_created ON egress_usage(created_at);`,
 }
 
-// Open opens (creating if needed) the database at path and migrates it.
+// Open opens (creating if needed) the SQLite database at path and migrates
+// it.
 func Open(ctx context.Context, path string) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("creating database directory: %w", err)
@@ -280,7 +286,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	// SQLite has one writer; a small pool keeps readers concurrent while
 	// busy_timeout serialises writers.
 	db.SetMaxOpenConns(4)
-	s := &Store{db: db}
+	s := &Store{db: db, dialect: sqliteDialect}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -291,32 +297,52 @@ func Open(ctx context.Context, path string) (*Store, error) {
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
 
+// migrate applies the migrations the database lacks, one transaction
+// each.
 func (s *Store) migrate(ctx context.Context) error {
-	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)`); err != nil {
-		return fmt.Errorf("creating schema_migrations: %w", err)
-	}
-	var have int
-	if err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
-		return fmt.Errorf("reading schema version: %w", err)
-	}
-	for v := have + 1; v <= len(migrations); v++ {
-		tx, err := s.db.BeginTx(ctx, nil)
-		if err != nil {
+	for {
+		done, err := s.migrateOne(ctx)
+		if err != nil || done {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, migrations[v-1]); err != nil {
-			tx.Rollback()
+	}
+}
+
+// migrateOne applies the next migration the database lacks and reports
+// whether there was none. The version is read inside the transaction,
+// after the dialect's migration lock, so that of several services starting
+// at once each migration is applied by one and skipped by the others.
+func (s *Store) migrateOne(ctx context.Context) (done bool, err error) {
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		if s.dialect.migrationLock != "" {
+			if _, err := tx.ExecContext(ctx, s.dialect.migrationLock); err != nil {
+				return fmt.Errorf("locking the schema: %w", err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)`); err != nil {
+			return fmt.Errorf("creating schema_migrations: %w", err)
+		}
+		var have int
+		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
+			return fmt.Errorf("reading schema version: %w", err)
+		}
+		if have >= len(s.dialect.migrations) {
+			done = true
+			return nil
+		}
+		v := have + 1
+		if _, err := tx.ExecContext(ctx, s.dialect.migrations[v-1]); err != nil {
 			return fmt.Errorf("applying migration %d: %w", v, err)
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations(version) VALUES (?)`, v); err != nil {
-			tx.Rollback()
 			return fmt.Errorf("recording migration %d: %w", v, err)
 		}
-		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("committing migration %d: %w", v, err)
-		}
+		return nil
+	})
+	if err != nil {
+		return false, err
 	}
-	return nil
+	return done, nil
 }
 
 func millis(t time.Time) int64 { return t.UnixMilli() }

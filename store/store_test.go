@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -12,19 +11,21 @@ import (
 func TestReopenKeepsDataAndSchema(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "t.db")
-	s, err := Open(ctx, path)
+	open := testDB(t)
+	s, err := open(ctx)
 	require.NoError(t, err)
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	rec := Session{ID: "s1", Team: "acme", Status: "active", TTL: time.Minute, ActivityTTL: 30 * time.Second,
 		CDPToken: "c", ViewToken: "v", InteractToken: "i", CreatedAt: now, ExpiresAt: now.Add(time.Minute), LastActivity: now}
 	require.NoError(t, s.InsertSession(ctx, rec))
-	var mode string
-	s.db.QueryRow(`PRAGMA journal_mode`).Scan(&mode)
-	require.Equal(t, "wal", mode, "journal_mode")
+	if s.dialect == sqliteDialect {
+		var mode string
+		s.db.QueryRow(`PRAGMA journal_mode`).Scan(&mode)
+		require.Equal(t, "wal", mode, "journal_mode")
+	}
 	s.Close()
 
-	s, err = Open(ctx, path) // migrations already applied: nothing re-run
+	s, err = open(ctx) // migrations already applied: nothing re-run
 	require.NoError(t, err)
 	defer s.Close()
 	got, err := s.TeamSession(ctx, "acme", "s1")
@@ -51,9 +52,7 @@ func TestReopenKeepsDataAndSchema(t *testing.T) {
 func TestActivityWindowAndTeams(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "t.db"))
-	require.NoError(t, err)
-	defer s.Close()
+	s := openTemp(t)
 	now := time.Now()
 	for _, a := range []Activity{
 		{ID: "old", Team: "acme", Endpoint: "browser", APIVersion: "v2", CreatedAt: now.Add(-25 * time.Hour)},

@@ -26,7 +26,7 @@ func (s *Store) ReplaceKeys(ctx context.Context, keys []KeyRecord) error {
 		return fmt.Errorf("clearing keys: %w", err)
 	}
 	for _, k := range keys {
-		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO teams(id, created_at) VALUES (?, ?)`, k.Team, now); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO teams(id, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING`, k.Team, now); err != nil {
 			return fmt.Errorf("creating team %s: %w", k.Team, err)
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO api_keys(key_hash, team_id, created_at) VALUES (?, ?, ?)`, k.Hash, k.Team, now); err != nil {
@@ -38,7 +38,7 @@ func (s *Store) ReplaceKeys(ctx context.Context, keys []KeyRecord) error {
 
 // EnsureTeam creates team id if it does not exist.
 func (s *Store) EnsureTeam(ctx context.Context, id string) error {
-	_, err := s.db.ExecContext(ctx, `INSERT OR IGNORE INTO teams(id, created_at) VALUES (?, ?)`, id, millis(time.Now()))
+	_, err := s.db.ExecContext(ctx, `INSERT INTO teams(id, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING`, id, millis(time.Now()))
 	return err
 }
 

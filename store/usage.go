@@ -41,7 +41,7 @@ type TokenTotals struct {
 func (s *Store) TokenUsage(ctx context.Context, team string, from, to time.Time) (TokenTotals, error) {
 	var t TokenTotals
 	err := s.db.QueryRowContext(ctx, `SELECT COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0),
-		COUNT(*), COALESCE(SUM(error != ''), 0) FROM model_usage WHERE team_id = ? AND created_at >= ? AND created_at < ?`,
+		COUNT(*), COALESCE(SUM(CASE WHEN error != '' THEN 1 ELSE 0 END), 0) FROM model_usage WHERE team_id = ? AND created_at >= ? AND created_at < ?`,
 		team, millis(from), millis(to)).Scan(&t.InputTokens, &t.OutputTokens, &t.Calls, &t.Failed)
 	if err != nil {
 		return t, fmt.Errorf("summing token usage: %w", err)

@@ -68,7 +68,7 @@ const webhookColumns = `id, job_id, team_id, target, payload, state, attempts, n
 // waiting for a retry yields nothing, so that its events go out in order.
 func (s *Store) DueWebhookEvents(ctx context.Context, now time.Time, limit int) ([]WebhookEvent, error) {
 	if limit <= 0 {
-		limit = -1 // SQLite: no limit
+		limit = noLimit
 	}
 	// webhook_events_pending (state, job_id, id) answers the MIN per job.
 	rows, err := s.db.QueryContext(ctx, `SELECT `+webhookColumns+` FROM webhook_events

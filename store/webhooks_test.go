@@ -2,20 +2,11 @@ package store
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 )
-
-func openWebhookStore(t *testing.T) *Store {
-	t.Helper()
-	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { s.Close() })
-	return s
-}
 
 // dueIDs lists the payloads of the events due at now, as job:payload.
 func dueWebhooks(t *testing.T, s *Store, now time.Time, limit int) []string {
@@ -32,7 +23,7 @@ func dueWebhooks(t *testing.T, s *Store, now time.Time, limit int) []string {
 func TestWebhookEventsDueInOrderPerJob(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := openWebhookStore(t)
+	s := openTemp(t)
 	t0 := time.Now().Add(-time.Minute)
 	add := func(job, payload string) {
 		t.Helper()
@@ -79,7 +70,7 @@ func TestWebhookEventsDueInOrderPerJob(t *testing.T) {
 func TestWebhookEventInsideTransaction(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := openWebhookStore(t)
+	s := openTemp(t)
 	for _, commit := range []bool{false, true} {
 		tx, err := s.db.BeginTx(ctx, nil)
 		require.NoError(t, err)
@@ -103,7 +94,7 @@ func TestWebhookEventInsideTransaction(t *testing.T) {
 func TestPruneWebhookEventsKeepsPending(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := openWebhookStore(t)
+	s := openTemp(t)
 	old := time.Now().Add(-48 * time.Hour)
 	for _, p := range []string{"delivered", "failed", "pending", "recent"} {
 		e := WebhookEvent{JobID: "j", Team: "acme", Target: []byte(`{}`), Payload: []byte(p), CreatedAt: old}
