@@ -16,8 +16,8 @@ import (
 // stateSite serves pages that set state and report the state they found:
 // /static/N sets a cookie through Set-Cookie and shows the cookies its
 // request carried; /app/N is a client-rendered page whose script reads
-// the cookies, localStorage and the Cache Storage it finds, then leaves its
-// own in each. Each request is counted by path.
+// the cookies, localStorage, Cache Storage and service workers it finds,
+// then leaves its own in each. Each request is counted by path.
 func stateSite(t *testing.T) (*httptest.Server, func(string) int) {
 	var mu sync.Mutex
 	hits := map[string]int{}
@@ -27,6 +27,9 @@ func stateSite(t *testing.T) (*httptest.Server, func(string) int) {
 		mu.Unlock()
 		w.Header().Set("Content-Type", "text/html")
 		switch {
+		case r.URL.Path == "/app/sw.js":
+			w.Header().Set("Content-Type", "text/javascript")
+			fmt.Fprint(w, "self.addEventListener('fetch', () => {});")
 		case strings.HasPrefix(r.URL.Path, "/static/"):
 			n := strings.TrimPrefix(r.URL.Path, "/static/")
 			http.SetCookie(w, &http.Cookie{Name: "visitor" + n, Value: n, Path: "/"})
@@ -40,10 +43,12 @@ func stateSite(t *testing.T) (*httptest.Server, func(string) int) {
 			n := strings.TrimPrefix(r.URL.Path, "/app/")
 			fmt.Fprintf(w, `<title>app %s</title><div id="root"></div><script>
 (async () => {
-  const found = ['cookies ' + (document.cookie || 'none'), 'storage ' + (Object.keys(localStorage).join(' ') || 'none'), 'caches ' + ((await caches.keys()).join(' ') || 'none')];
+  const workers = (await navigator.serviceWorker.getRegistrations()).map((r) => r.scope);
+  const found = ['cookies ' + (document.cookie || 'none'), 'storage ' + (Object.keys(localStorage).join(' ') || 'none'), 'caches ' + ((await caches.keys()).join(' ') || 'none'), 'workers ' + (workers.join(' ') || 'none')];
   document.cookie = 'app%s=%s; path=/';
   localStorage.setItem('app%s', '%s');
   await caches.open('app%s');
+  await navigator.serviceWorker.register('/app/sw.js', {scope: '/app/'});
   document.getElementById('root').innerHTML = '<h1>App %s</h1><p>Found: ' + found.join(' | ') + '</p>';
 })();
 </script>`, n, n, n, n, n, n, n)
@@ -103,7 +108,7 @@ func TestConcurrentScrapesShareNoState(t *testing.T) {
 		markdown, _ := d["markdown"].(string)
 		if i%5 == 4 {
 			assert.Contains(t, markdown, fmt.Sprintf("App %d", i), "the app was not rendered")
-			assert.Contains(t, markdown, "Found: cookies none | storage none | caches none", "app %d found another scrape's state", i)
+			assert.Contains(t, markdown, "Found: cookies none | storage none | caches none | workers none", "app %d found another scrape's state", i)
 			assert.Equal(t, "browser-render", md["engine"], "app %d", i)
 			assert.Equal(t, 1, hits(fmt.Sprintf("/app/%d", i)), "app %d was asked for more than once", i)
 			continue

@@ -102,8 +102,10 @@ func TestCreditUsageAndLimits(t *testing.T) {
 	s := ts.create(keyAcme, nil)
 	id := s.str("id")
 
-	// acme's one browser is the session's: a scrape waits for it, and its
-	// metadata says for how long.
+	// acme's one browser is the session's: a scrape that needs a browser
+	// (waitFor renders the page) waits for it, and its metadata says for
+	// how long. A scrape that needs none is not held back by the team's
+	// browsers.
 	conc := ts.do("GET", "/v2/concurrency-check", keyAcme, nil)
 	require.Equal(t, 200, conc.Status, "%s", conc.Raw)
 	assert.EqualValues(t, 1, conc.Body["concurrency"], "acme's browsers: the session's")
@@ -116,7 +118,11 @@ func TestCreditUsageAndLimits(t *testing.T) {
 		time.Sleep(700 * time.Millisecond)
 		deleted = ts.do("DELETE", "/v2/browser/"+id, keyAcme, nil)
 	}()
-	held := ts.scrape(map[string]any{"url": site.URL + "/docs/c4"})
+	static := ts.scrape(map[string]any{"url": site.URL + "/docs/c3"})
+	require.Equal(t, 200, static.Status, "%s", static.Raw)
+	assert.Equal(t, false, meta(static)["concurrencyLimited"], "a scrape without a browser held back by the session's browser")
+	want += creditsOf(t, data(static))
+	held := ts.scrape(map[string]any{"url": site.URL + "/docs/c4", "waitFor": 1})
 	wg.Wait()
 	require.Equal(t, 200, held.Status, "%s", held.Raw)
 	assert.Equal(t, true, meta(held)["concurrencyLimited"], "a scrape held back by the team's limit")

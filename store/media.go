@@ -57,22 +57,16 @@ func (s *Store) Media(ctx context.Context, team, id string) (Media, error) {
 // PruneMedia deletes the records of media expired at now and returns
 // their files, for the caller to delete.
 func (s *Store) PruneMedia(ctx context.Context, now time.Time) ([]string, error) {
+	// One statement: a transaction that read before it wrote was refused
+	// (SQLITE_BUSY_SNAPSHOT) when another connection had written between.
+	rows, err := s.db.QueryContext(ctx, `DELETE FROM media WHERE expires_at <= ? RETURNING file`, millis(now))
 	var files []string
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT file FROM media WHERE expires_at <= ?`, millis(now))
-		if err != nil {
-			return err
-		}
+	if err == nil {
 		files, err = scanAll(rows, func(row interface{ Scan(...any) error }) (string, error) {
 			var f string
 			return f, row.Scan(&f)
 		})
-		if err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM media WHERE expires_at <= ?`, millis(now))
-		return err
-	})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("pruning media: %w", err)
 	}
