@@ -22,7 +22,7 @@ test-deps:
 run: deps build
 	./$(BIN) serve
 
-test: test-deps build test-go test-fuzz test-node test-docker
+test: test-deps build test-go test-postgres test-fuzz test-node test-docker
 
 test-go:
 	$(GO) vet ./...
@@ -42,7 +42,7 @@ test-fuzz:
 # test-postgres runs the store's tests on PostgreSQL instead of SQLite, on a
 # throwaway cluster that scripts/pgtest.sh starts on loopback and removes.
 test-postgres:
-	scripts/pgtest.sh $(GO) test -count=1 ./store/...
+	scripts/pgtest.sh $(GO) test -race -count=1 ./store/...
 
 # The Node suite's language model is test/fakellm, an OpenAI-compatible
 # test server (no model weights can be had offline).
