@@ -135,7 +135,6 @@ func blankTab(ctx context.Context, conn *cdp.Conn, route *egress.Route) (*tab, e
 		return nil, err
 	}
 	p.targetID = tg.TargetID
-	conn.OnEvent(p.onEvent)
 	var at struct {
 		SessionID string `json:"sessionId"`
 	}
@@ -143,7 +142,11 @@ func blankTab(ctx context.Context, conn *cdp.Conn, route *egress.Route) (*tab, e
 		p.close()
 		return nil, err
 	}
+	// The handler reads sid on the connection's reader: it is installed
+	// once sid is known (a blank tab with no domain enabled has nothing to
+	// say before).
 	p.sid = at.SessionID
+	conn.OnEvent(p.onEvent)
 	if err := p.call(ctx, "Page.enable", nil, nil); err != nil {
 		p.close()
 		return nil, err
