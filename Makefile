@@ -45,10 +45,12 @@ test-fuzz:
 		$(GO) test ./parse -run '^$$' -fuzz "^$$f$$" -fuzztime $$n || exit 1; \
 	done
 
-# test-postgres runs the store's tests on PostgreSQL instead of SQLite, on a
+# test-postgres runs the store's tests on PostgreSQL instead of SQLite, and
+# two nodes sharing one database (a kill -9 failover among them), on a
 # throwaway cluster that scripts/pgtest.sh starts on loopback and removes.
 test-postgres:
-	scripts/pgtest.sh $(GO) test -race -count=1 ./store/...
+	scripts/pgtest.sh bash -c '$(GO) test -race -count=1 ./store/... && \
+		$(GO) test -count=1 -run "^TestNodesShareJobsAndSessions$$" ./cmd/trawler'
 
 # The Node suite's language model is test/fakellm, an OpenAI-compatible
 # test server (no model weights can be had offline).

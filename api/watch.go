@@ -101,7 +101,7 @@ func (a *API) serveWatch(w http.ResponseWriter, r *http.Request) {
 		conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(5*time.Second))
 	}
 
-	events, stop, running := a.Crawler.Watch(team.ID, kind, id)
+	events, stop, running := a.Crawler.Watch(ctx, team.ID, kind, id)
 	defer stop()
 	st, err := a.Crawler.Status(ctx, team.ID, kind, id, 0, 1000)
 	if err != nil {

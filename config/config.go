@@ -141,6 +141,12 @@ type Config struct {
 	// the data directory). Its browser containers carry it, so that a
 	// restarted service removes only its own orphans.
 	Instance string
+	// NodeLease is how long a node holds a job without renewing its lease
+	// when several nodes share TRAWLER_DATABASE_URL (TRAWLER_NODE_LEASE,
+	// default 15s): a node that dies has its jobs taken over by another
+	// node within it (plus a third of it, the renewal period), and its
+	// sessions ended. Each node is named by its Instance.
+	NodeLease time.Duration
 	// Runtime is where browsers run: "process" (the default, local Chromium
 	// processes) or "docker" (one container per browser) (TRAWLER_RUNTIME).
 	Runtime string
@@ -238,6 +244,7 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 	e.chromium(c)
 	e.str("TRAWLER_LOG_LEVEL", &c.LogLevel)
 	e.str("TRAWLER_INSTANCE", &c.Instance)
+	e.duration("TRAWLER_NODE_LEASE", &c.NodeLease)
 	e.str("TRAWLER_RUNTIME", &c.Runtime)
 	e.docker(&c.Docker)
 	e.execute(&c.Execute)
@@ -283,6 +290,7 @@ func defaults() *Config {
 		HostConcurrency:     8,
 		Runtime:             "process",
 		ProfileLockTTL:      time.Minute,
+		NodeLease:           15 * time.Second,
 		LLM:                 model.Config{Concurrency: 4, Timeout: 2 * time.Minute, ContextTokens: 32768, OutputTokens: 4096},
 		Docker: Docker{Image: "trawler/browser:latest", Memory: 2 << 30, CPUs: 1,
 			Pids: 1024, Shm: 256 << 20},
@@ -688,6 +696,9 @@ func (c *Config) Validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		errs = append(errs, fmt.Errorf("TRAWLER_LOG_LEVEL must be debug, info, warn or error, got %q", c.LogLevel))
+	}
+	if c.NodeLease < time.Second || c.NodeLease > 10*time.Minute {
+		errs = append(errs, fmt.Errorf("TRAWLER_NODE_LEASE must be between 1s and 10m, got %s", c.NodeLease))
 	}
 	if c.ProfileLockTTL < time.Second || c.ProfileLockTTL > time.Hour {
 		errs = append(errs, fmt.Errorf("TRAWLER_PROFILE_LOCK_TTL must be between 1s and 1h, got %s", c.ProfileLockTTL))

@@ -64,6 +64,9 @@ func (s *Service) discover(j *job) {
 		return
 	}
 	if err := s.Store.AddJobURLs(context.Background(), j.id, add); err != nil {
+		if s.lostLease(j, err) {
+			return
+		}
 		s.Log.Error("storing sitemap URLs", "job", j.id, "err", err)
 		return
 	}

@@ -20,6 +20,7 @@ type job struct {
 	rules          *discover.Rules // crawls only
 	ctx            context.Context // ends when the job ends
 	cancel         context.CancelFunc
+	leased         time.Time // when this node created or claimed it
 
 	mu          sync.Mutex
 	queue       []*store.JobURL // queued URLs, discovery order

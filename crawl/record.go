@@ -75,6 +75,9 @@ func (s *Service) record(j *job, u *store.JobURL, doc *scrape.Document, scrapeEr
 		events = s.events(j, "page", []json.RawMessage{raw}, "")
 	}
 	seq, err := s.Store.FinishJobURL(context.Background(), j.id, out, out.State == store.URLDone, discovered, credits, events)
+	if s.lostLease(j, err) {
+		return
+	}
 	if err != nil {
 		s.Log.Error("recording a page", "job", j.id, "err", err)
 		s.fail(j, "could not record a page: "+err.Error())

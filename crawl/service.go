@@ -46,6 +46,10 @@ type Service struct {
 	Retention time.Duration
 	// TeamLimit is a team's concurrency limit.
 	TeamLimit func(team string) int
+	// Lease is how long this node holds a job without renewing it (the
+	// store's, store.SetNode); zero: leases are neither renewed nor taken
+	// over, as with one node.
+	Lease time.Duration
 
 	mu           sync.Mutex
 	jobs         map[string]*job
@@ -62,8 +66,8 @@ type Service struct {
 	finishing chan struct{}
 }
 
-// Start resumes the jobs a previous run left unfinished and starts the
-// lanes.
+// Start resumes the jobs a previous run of this node left unfinished,
+// and those of nodes whose lease ran out, and starts the lanes.
 func (s *Service) Start(ctx context.Context) error {
 	s.jobs = map[string]*job{}
 	s.changed = make(chan struct{})
@@ -80,7 +84,8 @@ func (s *Service) Start(ctx context.Context) error {
 	if s.Retention <= 0 {
 		s.Retention = 24 * time.Hour
 	}
-	running, err := s.Store.Jobs(ctx, "", "", StatusScraping)
+	now := time.Now()
+	running, err := s.Store.ClaimJobs(ctx, true, now, now.Add(s.Lease))
 	if err != nil {
 		return err
 	}
@@ -92,6 +97,10 @@ func (s *Service) Start(ctx context.Context) error {
 	for i := 0; i < s.Workers; i++ {
 		s.wg.Add(1)
 		go s.lane()
+	}
+	if s.Lease > 0 {
+		s.wg.Add(1)
+		go s.keepLeases()
 	}
 	return nil
 }
@@ -250,6 +259,7 @@ func (s *Service) resume(ctx context.Context, row store.Job) error {
 // robots.txt and sitemaps.
 func (s *Service) run(j *job, queued []store.JobURL, nextSeq int64, keys map[string]bool) {
 	j.ctx, j.cancel = context.WithCancel(s.base)
+	j.leased = time.Now()
 	j.inflight, j.retries = map[string]context.CancelFunc{}, map[string]int{}
 	j.robotsTxt, j.subs = map[string]*discover.Robots{}, map[*watcher]struct{}{}
 	if j.keys == nil {
@@ -299,7 +309,10 @@ func (s *Service) Cancel(ctx context.Context, team, kind, id string) (string, er
 	}
 	j := s.running(team, kind, id)
 	if j == nil {
-		return row.Status, nil
+		if row.Status != StatusScraping {
+			return row.Status, nil
+		}
+		return s.cancelElsewhere(ctx, row)
 	}
 	j.mu.Lock()
 	if j.status != StatusScraping {
@@ -326,5 +339,30 @@ func (s *Service) Cancel(ctx context.Context, team, kind, id string) (string, er
 		}
 	}
 	s.end(j, StatusCancelled, "")
+	return StatusCancelled, nil
+}
+
+// cancelElsewhere cancels a job another node works on: the store ends it,
+// with its webhook event, and that node stops at its next lease renewal,
+// unable to record a page of it from now on.
+func (s *Service) cancelElsewhere(ctx context.Context, row store.Job) (string, error) {
+	var spec Spec
+	if err := json.Unmarshal(row.Request, &spec); err != nil {
+		return "", err
+	}
+	j := &job{id: row.ID, team: row.Team, kind: row.Kind, spec: &spec}
+	now := time.Now()
+	err := s.Store.CancelJob(ctx, row.ID, StatusCancelled, "", now, now.Add(s.Retention), s.events(j, "cancelled", nil, ""))
+	if errors.Is(err, store.ErrNotFound) {
+		// It ended meanwhile.
+		if row, err = s.Store.Job(ctx, row.Team, row.Kind, row.ID); err != nil {
+			return "", err
+		}
+		return row.Status, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	s.notifyWebhooks()
 	return StatusCancelled, nil
 }

@@ -152,11 +152,12 @@ func (s *Service) Active(ctx context.Context, team string) ([]Active, error) {
 }
 
 // Watch subscribes to a running job's live events. running is false when
-// the job is not running (its status says everything there is).
-func (s *Service) Watch(team, kind, id string) (events <-chan Event, stop func(), running bool) {
+// the job is not running (its status says everything there is). A job
+// another node runs is followed through the store (watchElsewhere).
+func (s *Service) Watch(ctx context.Context, team, kind, id string) (events <-chan Event, stop func(), running bool) {
 	j := s.running(team, kind, id)
 	if j == nil {
-		return nil, func() {}, false
+		return s.watchElsewhere(ctx, team, kind, id)
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()

@@ -163,6 +163,12 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 		return nil, err
 	}
 	undo = append(undo, func() { st.Close() })
+	// The node is named by its instance, which stays the same across its
+	// restarts: a restarted node takes back its own jobs at once.
+	st.SetNode(cfg.Instance, cfg.NodeLease)
+	if err := st.Heartbeat(ctx, time.Now()); err != nil {
+		return fail(err)
+	}
 	teamRegistry, err := teams.Open(ctx, st, cfg)
 	if err != nil {
 		return fail(err)
@@ -226,7 +232,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 		Secret: func(team string) string { return cfg.WebhookSecrets[team] }}
 	crawler := &crawl.Service{Scrape: scraper, Store: st, Guard: guard, Webhooks: hooks, Log: log,
 		Workers: cfg.JobWorkers, HostConcurrency: cfg.HostConcurrency, Retention: cfg.ResultRetention,
-		TeamLimit: teamRegistry.Concurrency}
+		TeamLimit: teamRegistry.Concurrency, Lease: cfg.NodeLease}
 	found, err := newSearch(cfg, st, scraper, log)
 	if err != nil {
 		return fail(err)
@@ -255,8 +261,9 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 	s.closeExecute = closeExecute
 	bg, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
-	s.wg.Add(3)
+	s.wg.Add(4)
 	go s.janitor()
+	go s.heartbeat()
 	go func() {
 		defer s.wg.Done()
 		found.run(bg)
@@ -301,6 +308,34 @@ func (s *Service) Close() {
 	s.search.close()
 	s.docs.Close()
 	s.Store.Close()
+}
+
+// heartbeat tells the nodes sharing the store that this one is alive,
+// every third of a lease, and ends the sessions of those that stopped
+// saying so for a whole lease. (Their jobs are claimed by the crawl
+// service's lease renewal.)
+func (s *Service) heartbeat() {
+	defer s.wg.Done()
+	lease := s.Config.NodeLease
+	t := time.NewTicker(lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), lease/3)
+		now := time.Now()
+		if err := s.Store.Heartbeat(ctx, now); err != nil {
+			s.log.Error("recording the node's heartbeat", "err", err)
+		} else if n, err := s.Sessions.EndLost(ctx, now.Add(-lease)); err != nil {
+			s.log.Error("ending the sessions of lost nodes", "err", err)
+		} else if n > 0 {
+			s.log.Warn("ended the sessions of a node that stopped", "sessions", n)
+		}
+		cancel()
+	}
 }
 
 // canonical answers a path with ., .. or empty segments, raw or

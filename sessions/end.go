@@ -28,6 +28,10 @@ const (
 	// EndRestarted: the service stopped without ending the session, and a
 	// new run found it active in the store.
 	EndRestarted EndCode = "restarted"
+	// EndNodeLost: the node running the session's browser stopped saying
+	// it is alive, and another node sharing its database ended the
+	// session.
+	EndNodeLost EndCode = "nodeLost"
 )
 
 // End is why a session ended: its code, and the text that is stored as the
@@ -46,6 +50,7 @@ var (
 	Shutdown     = End{EndShutdown, "service shutting down"}
 	ClientClosed = End{EndClientClosed, "browser closed by a CDP client"}
 	Restarted    = End{EndRestarted, "service restarted"}
+	NodeLost     = End{EndNodeLost, "the node running the session's browser was lost"}
 )
 
 func ttlEnd(ttl time.Duration) End {

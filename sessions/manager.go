@@ -75,6 +75,13 @@ func NewManager(ctx context.Context, pool *browsers.Pool, st *store.Store, log *
 	return &Manager{pool: pool, store: st, log: log, active: map[string]*Session{}}, nil
 }
 
+// EndLost ends the sessions of the nodes sharing the store that were last
+// seen alive before before: their browsers went with them. It returns how
+// many it ended.
+func (m *Manager) EndLost(ctx context.Context, before time.Time) (int, error) {
+	return m.store.EndLostSessions(ctx, before, NodeLost.Text, Credits)
+}
+
 // CreateOptions are the options of a new session.
 type CreateOptions struct {
 	Team          string

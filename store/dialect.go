@@ -32,6 +32,13 @@ type dialect struct {
 	// one job take their numbers one after the other. SQLite needs none:
 	// it has one writer at a time.
 	lockJob string
+	// indexLogLock, when set, runs in a transaction just before it adds
+	// to index_log, and holds every other such transaction until it ends:
+	// the index applies the log in seq order, so a row must not be
+	// committed after one with a higher seq (PostgreSQL hands out seq at
+	// the insert, not at the commit). SQLite needs none: it has one writer
+	// at a time.
+	indexLogLock string
 	// uniqueViolation reports whether err is a write refused by a UNIQUE
 	// index or primary key.
 	uniqueViolation func(err error) bool

@@ -35,8 +35,8 @@ type Extract struct {
 // CreateExtract stores a new extract job.
 func (s *Store) CreateExtract(ctx context.Context, e Extract) error {
 	_, err := s.db.ExecContext(ctx, `INSERT INTO extracts (id, team_id, status, request, batch_id, warning, created_at,
-		expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, e.ID, e.Team, e.Status, e.Request, e.BatchID, e.Warning,
-		millis(e.CreatedAt), millis(e.ExpiresAt))
+		expires_at, node) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, e.ID, e.Team, e.Status, e.Request, e.BatchID, e.Warning,
+		millis(e.CreatedAt), millis(e.ExpiresAt), s.node)
 	if err != nil {
 		return fmt.Errorf("storing extract: %w", err)
 	}
@@ -122,10 +122,12 @@ func (s *Store) Extract(ctx context.Context, team, id string) (Extract, error) {
 	return e, nil
 }
 
-// Extracts returns every team's extracts with status, oldest first.
+// Extracts returns every team's extracts with status that s's node
+// started (or that were started before nodes had names), oldest first: an
+// extract is resumed by the node that started it, when it restarts.
 func (s *Store) Extracts(ctx context.Context, status string) ([]Extract, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT `+extractColumns+` FROM extracts WHERE status = ?
-		ORDER BY created_at, id`, status)
+		AND (node = ? OR node = '') ORDER BY created_at, id`, status, s.node)
 	if err != nil {
 		return nil, fmt.Errorf("listing extracts: %w", err)
 	}

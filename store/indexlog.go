@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"time"
 )
 
 // IndexEntry is one row of the log the search index follows: a cache
@@ -41,10 +43,21 @@ func (s *Store) LastIndexSeq(ctx context.Context) (int64, error) {
 	return seq, nil
 }
 
-// PruneIndexLog deletes the log rows up to seq, which the index has applied.
+// PruneIndexLog deletes the log rows up to seq, which this node's index
+// has applied, and which every other node sharing the database and seen in
+// the last hour has applied too: each node keeps an index of its own from
+// the one log. A node away for longer finds the rows it needs gone, and
+// rebuilds its index from the cache.
 func (s *Store) PruneIndexLog(ctx context.Context, upTo int64) error {
-	_, err := s.db.ExecContext(ctx, `DELETE FROM index_log WHERE seq <= ?`, upTo)
-	return err
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE nodes SET index_seq = ? WHERE id = ?`, upTo, s.node); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `DELETE FROM index_log WHERE seq <= ?
+			AND seq <= COALESCE((SELECT MIN(index_seq) FROM nodes WHERE seen_at >= ?), ?)`,
+			upTo, millis(time.Now().Add(-time.Hour)), upTo)
+		return err
+	})
 }
 
 // PageByKey returns the team's cache entry under key, or ErrNotFound.

@@ -58,8 +58,9 @@ func (s *Store) CreateJob(ctx context.Context, j Job, urls []JobURL, events []We
 	}
 	defer tx.Rollback()
 	_, err = tx.ExecContext(ctx, `INSERT INTO jobs (id, team_id, kind, status, url, request, idempotency_key,
-		created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		j.ID, j.Team, j.Kind, j.Status, j.URL, j.Request, j.IdempotencyKey, millis(j.CreatedAt), millis(j.ExpiresAt))
+		created_at, expires_at, node, lease_until) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		j.ID, j.Team, j.Kind, j.Status, j.URL, j.Request, j.IdempotencyKey, millis(j.CreatedAt), millis(j.ExpiresAt),
+		s.node, millis(time.Now().Add(s.lease)))
 	if err != nil {
 		if s.dialect.uniqueViolation(err) {
 			return ErrConflict
@@ -104,6 +105,16 @@ func (s *Store) AddJobURLs(ctx context.Context, job string, urls []JobURL) error
 		return err
 	}
 	defer tx.Rollback()
+	// A write first, which checks the job is still this node's: it holds
+	// the job (its row, on PostgreSQL) for the rest of the transaction.
+	res, err := tx.ExecContext(ctx, `UPDATE jobs SET lease_until = lease_until WHERE id = ? AND status = 'scraping'
+		AND (? = '' OR node = ?)`, job, s.node, s.node)
+	if err != nil {
+		return fmt.Errorf("adding job URLs: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrLeaseLost
+	}
 	if err := insertJobURLs(ctx, tx, job, urls); err != nil {
 		return err
 	}
@@ -116,7 +127,9 @@ func (s *Store) AddJobURLs(ctx context.Context, job string, urls []JobURL) error
 // once, or still queued and not billed. A URL with a document gets the
 // next place in the job's results, returned as seq (1, 2, ...); a
 // zero-data-retention job passes hasDoc without a document, so that its
-// results keep their order in memory only.
+// results keep their order in memory only. When several nodes share the
+// database, only the node holding the job's lease records its pages, and
+// only while it is scraping: ErrLeaseLost otherwise, with nothing written.
 func (s *Store) FinishJobURL(ctx context.Context, job string, u JobURL, hasDoc bool, discovered []JobURL, credits int, events []WebhookEvent) (seq int64, err error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -136,8 +149,13 @@ func (s *Store) FinishJobURL(ctx context.Context, job string, u JobURL, hasDoc b
 	err = tx.QueryRowContext(ctx, `UPDATE job_urls SET state = ?, document = ?, error_code = ?, error = ?, updated_at = ?,
 		done_seq = CASE WHEN ? THEN
 			(SELECT COALESCE(MAX(done_seq), 0) + 1 FROM job_urls WHERE job_id = ? AND done_seq IS NOT NULL) END
-		WHERE job_id = ? AND url_key = ? RETURNING done_seq`,
-		u.State, doc, u.ErrorCode, u.Error, millis(time.Now()), hasDoc, job, job, u.Key).Scan(&done)
+		WHERE job_id = ? AND url_key = ?
+		AND EXISTS (SELECT 1 FROM jobs WHERE id = ? AND status = 'scraping' AND (? = '' OR node = ?))
+		RETURNING done_seq`,
+		u.State, doc, u.ErrorCode, u.Error, millis(time.Now()), hasDoc, job, job, u.Key, job, s.node, s.node).Scan(&done)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, ErrLeaseLost
+	}
 	if err != nil {
 		return 0, fmt.Errorf("recording job URL: %w", err)
 	}
@@ -192,15 +210,29 @@ func (s *Store) JobCounts(ctx context.Context, job string) (map[string]int, erro
 }
 
 // FinishJob ends a job with status (and its events), once: a job that
-// already ended is left as it is and ErrNotFound returned.
+// already ended, or whose lease another node holds, is left as it is and
+// ErrNotFound returned.
 func (s *Store) FinishJob(ctx context.Context, job, status, errMsg string, completed, expires time.Time, events []WebhookEvent) error {
+	return s.finishJob(ctx, job, s.node, status, errMsg, completed, expires, events)
+}
+
+// CancelJob is FinishJob for a job whichever node holds it: a cancel
+// that reaches another node than the job's. The job's node finds out when
+// it renews its leases (RenewJobs), and can record none of its pages from
+// then on.
+func (s *Store) CancelJob(ctx context.Context, job, status, errMsg string, completed, expires time.Time, events []WebhookEvent) error {
+	return s.finishJob(ctx, job, "", status, errMsg, completed, expires, events)
+}
+
+func (s *Store) finishJob(ctx context.Context, job, node, status, errMsg string, completed, expires time.Time, events []WebhookEvent) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
 	res, err := tx.ExecContext(ctx, `UPDATE jobs SET status = ?, error = ?, completed_at = ?, expires_at = ?
-		WHERE id = ? AND status = 'scraping'`, status, errMsg, millis(completed), millis(expires), job)
+		WHERE id = ? AND status = 'scraping' AND (? = '' OR node = ?)`, status, errMsg, millis(completed), millis(expires), job,
+		node, node)
 	if err != nil {
 		return fmt.Errorf("ending job: %w", err)
 	}

@@ -60,6 +60,9 @@ func (s *Store) PutPage(ctx context.Context, p CachedPage) (seq int64, err error
 		if err != nil {
 			return err
 		}
+		if err := s.lockIndexLog(ctx, tx); err != nil {
+			return err
+		}
 		return tx.QueryRowContext(ctx, `INSERT INTO index_log (team_id, key, final_url, deleted)
 			VALUES (?, ?, ?, FALSE) RETURNING seq`, p.Team, p.Key, p.FinalURL).Scan(&seq)
 	})
@@ -123,6 +126,9 @@ func (s *Store) onePage(ctx context.Context, where string, args ...any) (CachedP
 // the search index.
 func (s *Store) PruneCache(ctx context.Context, before time.Time) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
+		if err := s.lockIndexLog(ctx, tx); err != nil {
+			return err
+		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO index_log (team_id, key, final_url, deleted)
 			SELECT team_id, key, final_url, TRUE FROM page_cache WHERE created_at < ?`, millis(before))
 		if err != nil {
@@ -150,4 +156,15 @@ func (s *Store) Scrape(ctx context.Context, team, id string) ([]byte, error) {
 func (s *Store) PruneScrapes(ctx context.Context) error {
 	_, err := s.db.ExecContext(ctx, `DELETE FROM scrapes WHERE expires_at <= ?`, millis(time.Now()))
 	return err
+}
+
+// lockIndexLog takes the dialect's index log lock in tx, if it has one.
+func (s *Store) lockIndexLog(ctx context.Context, tx *sql.Tx) error {
+	if s.dialect.indexLogLock == "" {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, s.dialect.indexLogLock); err != nil {
+		return fmt.Errorf("locking the index log: %w", err)
+	}
+	return nil
 }

@@ -52,6 +52,7 @@ var postgresDialect = &dialect{
 	lastIndexSeq: `SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM index_log_seq`,
 	creditMonth:  `to_char(to_timestamp(created_at / 1000) AT TIME ZONE 'UTC', 'YYYY-MM')`,
 	lockJob:      `SELECT 1 FROM jobs WHERE id = ? FOR NO KEY UPDATE`,
+	indexLogLock: `SELECT pg_advisory_xact_lock(hashtext('trawler.store.index_log'))`,
 	uniqueViolation: func(err error) bool {
 		var pgErr *pgconn.PgError
 		return errors.As(err, &pgErr) && pgErr.Code == "23505" // unique_violation
@@ -257,6 +258,18 @@ var postgresMigrations = []string{
 	);
 	CREATE INDEX egress_usage_request ON egress_usage(team_id, request_id);
 	CREATE INDEX egress_usage_created ON egress_usage(created_at);`,
+	`ALTER TABLE jobs ADD COLUMN node TEXT NOT NULL DEFAULT '';
+	ALTER TABLE jobs ADD COLUMN lease_until BIGINT NOT NULL DEFAULT 0;
+	CREATE INDEX jobs_lease ON jobs(status, lease_until);
+	ALTER TABLE browser_sessions ADD COLUMN node TEXT NOT NULL DEFAULT '';
+	CREATE INDEX browser_sessions_node ON browser_sessions(status, node);
+	ALTER TABLE extracts ADD COLUMN node TEXT NOT NULL DEFAULT '';
+	CREATE TABLE nodes (
+		id TEXT PRIMARY KEY,
+		started_at BIGINT NOT NULL,
+		seen_at BIGINT NOT NULL,
+		index_seq BIGINT NOT NULL DEFAULT 0
+	);`,
 }
 
 // rebind turns the ? placeholders of query into PostgreSQL's $1, $2, ...;

@@ -52,10 +52,10 @@ func scanSession(row interface{ Scan(...any) error }) (Session, error) {
 // InsertSession records a new session.
 func (s *Store) InsertSession(ctx context.Context, r Session) error {
 	_, err := s.db.ExecContext(ctx, `INSERT INTO browser_sessions (id, team_id, status, stream_web_view, ttl_s,
-		activity_ttl_s, cdp_token, view_token, interact_token, created_at, expires_at, last_activity)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		activity_ttl_s, cdp_token, view_token, interact_token, created_at, expires_at, last_activity, node)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.Team, r.Status, r.StreamWebView, int64(r.TTL/time.Second), int64(r.ActivityTTL/time.Second),
-		r.CDPToken, r.ViewToken, r.InteractToken, millis(r.CreatedAt), millis(r.ExpiresAt), millis(r.LastActivity))
+		r.CDPToken, r.ViewToken, r.InteractToken, millis(r.CreatedAt), millis(r.ExpiresAt), millis(r.LastActivity), s.node)
 	if err != nil {
 		return fmt.Errorf("inserting session %s: %w", r.ID, err)
 	}
@@ -81,47 +81,13 @@ func (s *Store) EndSession(ctx context.Context, id string, at, lastActivity time
 	})
 }
 
-// EndActiveSessions marks every session still active as destroyed with
-// reason; at start, these are the sessions of a service that did not shut
-// down cleanly. Each is charged bill(how long it is known to have lasted:
-// until its last recorded activity) when bill is not nil. It returns how
-// many it ended.
+// EndActiveSessions marks every session of s's node still active as
+// destroyed with reason; at start, these are the sessions of a service that
+// did not shut down cleanly. Each is charged bill(how long it is known to
+// have lasted: until its last recorded activity) when bill is not nil. It
+// returns how many it ended.
 func (s *Store) EndActiveSessions(ctx context.Context, reason string, bill func(time.Duration) int) (int, error) {
-	now := time.Now()
-	n := 0
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT id, team_id, created_at, last_activity FROM browser_sessions
-			WHERE status = 'active'`)
-		if err != nil {
-			return err
-		}
-		orphans, err := scanAll(rows, func(r interface{ Scan(...any) error }) (Charge, error) {
-			var c Charge
-			var created, last int64
-			err := r.Scan(&c.Request, &c.Team, &created, &last)
-			c.Kind, c.At = CreditBrowser, now
-			if bill != nil {
-				c.Credits = bill(time.Duration(max(0, last-created)) * time.Millisecond)
-			}
-			return c, err
-		})
-		if err != nil {
-			return err
-		}
-		for _, c := range orphans {
-			if _, err := insertCharge(ctx, tx, c); err != nil {
-				return err
-			}
-		}
-		_, err = tx.ExecContext(ctx, `UPDATE browser_sessions SET status = 'destroyed', destroyed_at = ?,
-			end_reason = ? WHERE status = 'active'`, millis(now), reason)
-		n = len(orphans)
-		return err
-	})
-	if err != nil {
-		return 0, fmt.Errorf("ending orphaned sessions: %w", err)
-	}
-	return n, nil
+	return s.endSessions(ctx, `status = 'active' AND (node = ? OR node = '')`, []any{s.node}, reason, bill)
 }
 
 // Session returns session id whatever its team; callers that act for a team

@@ -38,6 +38,10 @@ var ErrNotFound = errors.New("not found")
 type Store struct {
 	db      *sql.DB
 	dialect *dialect
+	// node is the service this store serves, when several share one
+	// database (nodes.go): it owns the jobs and sessions it creates.
+	node  string
+	lease time.Duration
 }
 
 // migrations are SQLite's, applied in order, each once; never edit a
@@ -270,6 +274,21 @@ var migrations = []string{
 	);
 	CREATE INDEX egress_usage_request ON egress_usage(team_id, request_id);
 	CREATE INDEX egress_usage_created ON egress_usage(created_at);`,
+	// Several nodes on one database (nodes.go): each job is held by a node
+	// under a lease, each session belongs to the node running its browser,
+	// and each node says it is alive.
+	`ALTER TABLE jobs ADD COLUMN node TEXT NOT NULL DEFAULT '';
+	ALTER TABLE jobs ADD COLUMN lease_until INTEGER NOT NULL DEFAULT 0;
+	CREATE INDEX jobs_lease ON jobs(status, lease_until);
+	ALTER TABLE browser_sessions ADD COLUMN node TEXT NOT NULL DEFAULT '';
+	CREATE INDEX browser_sessions_node ON browser_sessions(status, node);
+	ALTER TABLE extracts ADD COLUMN node TEXT NOT NULL DEFAULT '';
+	CREATE TABLE nodes (
+		id TEXT PRIMARY KEY,
+		started_at INTEGER NOT NULL,
+		seen_at INTEGER NOT NULL,
+		index_seq INTEGER NOT NULL DEFAULT 0
+	);`,
 }
 
 // Open opens (creating if needed) the SQLite database at path and migrates

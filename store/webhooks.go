@@ -1,9 +1,11 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -62,22 +64,45 @@ func (s *Store) AddWebhookEvent(ctx context.Context, e WebhookEvent) error {
 
 const webhookColumns = `id, job_id, team_id, target, payload, state, attempts, next_at, created_at, last_error`
 
-// DueWebhookEvents returns, for each job with pending events, its oldest
-// pending event when that event is due at now, soonest first and at most
-// limit of them (limit <= 0: no limit). A job whose oldest pending event is
-// waiting for a retry yields nothing, so that its events go out in order.
-func (s *Store) DueWebhookEvents(ctx context.Context, now time.Time, limit int) ([]WebhookEvent, error) {
+// ClaimWebhookEvents claims, for each job with pending events, its oldest
+// pending event when that event is due at now: at most limit of them (limit
+// <= 0: no limit), the soonest due first when there are more, returned
+// oldest first. A job whose oldest pending event is waiting for a retry
+// yields nothing, so that its events go out in order.
+//
+// Claiming moves the events' next_at to now+lease, so that no other claim,
+// from this node or another sharing the database, sees them as due until
+// the lease has passed. The claimer records the outcome of its try with
+// MarkWebhookDelivered, MarkWebhookRetry or MarkWebhookFailed before then;
+// should it die first, the event is due again once the lease has passed and
+// is sent again (at least once). lease must therefore be longer than a try.
+func (s *Store) ClaimWebhookEvents(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]WebhookEvent, error) {
 	if limit <= 0 {
 		limit = noLimit
 	}
 	// webhook_events_pending (state, job_id, id) answers the MIN per job.
-	rows, err := s.db.QueryContext(ctx, `SELECT `+webhookColumns+` FROM webhook_events
-		WHERE id IN (SELECT MIN(id) FROM webhook_events WHERE state = ? GROUP BY job_id) AND next_at <= ?
-		ORDER BY next_at, id LIMIT ?`, WebhookPending, millis(now), limit)
+	// The outer state and next_at conditions are what makes the claim
+	// exclusive on PostgreSQL: under READ COMMITTED an UPDATE that finds a
+	// row changed by a concurrent claim re-checks its conditions on the
+	// row's new version, which is no longer due, and leaves it. SQLite runs
+	// one write at a time, so its claims never overlap.
+	rows, err := s.db.QueryContext(ctx, `UPDATE webhook_events SET next_at = ?
+		WHERE id IN (SELECT id FROM webhook_events
+			WHERE id IN (SELECT MIN(id) FROM webhook_events WHERE state = ? GROUP BY job_id) AND next_at <= ?
+			ORDER BY next_at, id LIMIT ?)
+		AND state = ? AND next_at <= ?
+		RETURNING `+webhookColumns,
+		millis(now.Add(lease)), WebhookPending, millis(now), limit, WebhookPending, millis(now))
 	if err != nil {
-		return nil, fmt.Errorf("reading due webhook events: %w", err)
+		return nil, fmt.Errorf("claiming due webhook events: %w", err)
 	}
-	return scanWebhookEvents(rows)
+	events, err := scanWebhookEvents(rows)
+	if err != nil {
+		return nil, err
+	}
+	// RETURNING gives no order.
+	slices.SortFunc(events, func(a, b WebhookEvent) int { return cmp.Compare(a.ID, b.ID) })
+	return events, nil
 }
 
 // WebhookEvents returns every stored event of jobID, oldest first.

@@ -33,6 +33,14 @@ const (
 	// markTimeout bounds recording an outcome, which is done even while Run
 	// is stopping so that a delivered event is not sent again.
 	markTimeout = 5 * time.Second
+	// claimLease is how long a claimed event stays out of every other
+	// dispatcher's reach, on this node or another sharing the database. A
+	// try is started as soon as its event is claimed and records its outcome
+	// within tryTimeout+markTimeout (15 s), so a minute leaves room for a
+	// slow database and for the nodes' clocks to differ by tens of seconds;
+	// only when a node dies mid-try does the event wait this long to be sent
+	// again.
+	claimLease = time.Minute
 )
 
 const (
@@ -49,7 +57,9 @@ const (
 // 2xx answer within 10 s is retried after a backoff, up to MaxAttempts tries;
 // a target the client's guard refuses fails at once. Since events are rows, a
 // new Dispatcher on the same store carries on where a stopped one left off.
-// One Dispatcher at a time may run on a store.
+// Dispatchers of several nodes may share one database: each event is claimed
+// by one of them for its try (see store.ClaimWebhookEvents), and a job's
+// next event is claimable only once the previous one is done.
 type Dispatcher struct {
 	// Store holds the events.
 	Store *store.Store
@@ -73,14 +83,14 @@ type Dispatcher struct {
 	wake     chan struct{} // buffered 1: Notify never blocks
 
 	mu      sync.Mutex
-	busy    map[string]bool // jobs with an event in flight
-	changed chan struct{}   // closed (and replaced) whenever an event's state changes
+	busy    map[string]int64 // job -> the ID of its event in flight
+	changed chan struct{}    // closed (and replaced) whenever an event's state changes
 }
 
 func (d *Dispatcher) init() {
 	d.initOnce.Do(func() {
 		d.wake = make(chan struct{}, 1)
-		d.busy = map[string]bool{}
+		d.busy = map[string]int64{}
 		d.changed = make(chan struct{})
 	})
 }
@@ -118,41 +128,44 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	}
 }
 
-// dispatch starts a try of each due event whose job has nothing in flight,
-// as long as there is room.
+// dispatch claims as many due events as there is room for and starts a try
+// of each.
 func (d *Dispatcher) dispatch(ctx context.Context, client *http.Client, sem chan struct{}, wg *sync.WaitGroup) {
-	// d.mu is held from the query until the tries are started: a try in
-	// flight records its outcome before it clears its job's busy mark, which
-	// needs d.mu, so an event read here as pending is either still in flight
-	// (and skipped) or really pending.
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	// Busy jobs take at most concurrency rows, so this leaves room for
-	// concurrency others.
-	due, err := d.Store.DueWebhookEvents(ctx, time.Now(), 2*concurrency)
+	// Only dispatch adds to sem, so the room seen here is there until the
+	// tries are started: a claimed event is not left waiting for its lease.
+	room := cap(sem) - len(sem)
+	if room == 0 {
+		return // full: a finishing try wakes Run
+	}
+	due, err := d.Store.ClaimWebhookEvents(ctx, time.Now(), claimLease, room)
 	if err != nil {
 		if ctx.Err() == nil {
 			d.log().Error("reading due webhook events", "err", err)
 		}
 		return
 	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	for _, e := range due {
-		if d.busy[e.JobID] {
+		// The store hands out a job's next event only once the previous
+		// one's outcome is recorded, so a job still marked busy here is
+		// either finishing that event (its try has recorded the outcome and
+		// only has to clear the mark) or, should a try outlast the lease,
+		// has this very event in flight: that try records its outcome.
+		if id, ok := d.busy[e.JobID]; ok && id == e.ID {
 			continue
 		}
-		select {
-		case sem <- struct{}{}:
-		default:
-			return // full: a finishing try wakes Run
-		}
-		d.busy[e.JobID] = true
+		sem <- struct{}{} // never blocks: see room
+		d.busy[e.JobID] = e.ID
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			d.try(ctx, client, e)
 			<-sem
 			d.mu.Lock()
-			delete(d.busy, e.JobID)
+			if id, ok := d.busy[e.JobID]; ok && id == e.ID {
+				delete(d.busy, e.JobID) // unless the job's next event has started
+			}
 			close(d.changed)
 			d.changed = make(chan struct{})
 			d.mu.Unlock()
@@ -165,11 +178,17 @@ func (d *Dispatcher) dispatch(ctx context.Context, client *http.Client, sem chan
 func (d *Dispatcher) try(ctx context.Context, client *http.Client, e store.WebhookEvent) {
 	attempt := e.Attempts + 1
 	host, err := d.post(ctx, client, e)
-	if err != nil && ctx.Err() != nil {
-		return // cut by shutdown: not a try; the event stays as it was
-	}
 	mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), markTimeout)
 	defer cancel()
+	if err != nil && ctx.Err() != nil {
+		// Cut by shutdown: not a try. The event is given back as it was
+		// (due now) rather than left to its lease, so that the next Run,
+		// here or on another node, sends it at once.
+		if err := d.Store.MarkWebhookRetry(mctx, e.ID, e.Attempts, time.Now(), e.LastError); err != nil {
+			d.log().Error("giving back a webhook event", "job", e.JobID, "event", e.ID, "err", err)
+		}
+		return
+	}
 	log := d.log().With("job", e.JobID, "event", e.ID, "host", host, "attempt", attempt)
 	var blocked *netguard.BlockedError
 	switch {

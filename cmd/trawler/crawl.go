@@ -60,7 +60,7 @@ func crawlCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	events, unwatch, _ := svc.Crawler.Watch(config.LocalTeam, crawl.KindCrawl, id)
+	events, unwatch, _ := svc.Crawler.Watch(ctx, config.LocalTeam, crawl.KindCrawl, id)
 	defer unwatch()
 	out, err := createCrawlOutput(f.out)
 	if err != nil {

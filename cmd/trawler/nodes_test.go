@@ -1,0 +1,256 @@
+package main
+
+import (
+	"crypto/rand"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/trawler-dev/trawler/test/polltest"
+)
+
+// postgresDatabase creates an empty database on the server of
+// TRAWLER_TEST_DATABASE_URL (scripts/pgtest.sh starts a throwaway one),
+// dropped when t ends, and returns its URL; without that server, t is
+// skipped (make test-postgres runs it).
+func postgresDatabase(t *testing.T) string {
+	t.Helper()
+	admin := os.Getenv("TRAWLER_TEST_DATABASE_URL")
+	if admin == "" {
+		t.Skip("TRAWLER_TEST_DATABASE_URL is not set: make test-postgres runs this test on a throwaway PostgreSQL")
+	}
+	db, err := sql.Open("pgx", admin)
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	name := "trawler_nodes_" + strings.ToLower(rand.Text())
+	_, err = db.Exec(`CREATE DATABASE ` + name)
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Exec(`DROP DATABASE IF EXISTS ` + name + ` WITH (FORCE)`) })
+	u, err := url.Parse(admin)
+	require.NoError(t, err)
+	u.Path = "/" + name
+	return u.String()
+}
+
+// hookReceiver counts the webhook events of each type, and each page's.
+type hookReceiver struct {
+	*httptest.Server
+	mu    sync.Mutex
+	types map[string]int
+	pages map[string]int
+}
+
+func newHookReceiver(t *testing.T) *hookReceiver {
+	h := &hookReceiver{types: map[string]int{}, pages: map[string]int{}}
+	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		raw, _ := io.ReadAll(r.Body)
+		var ev struct {
+			Type string `json:"type"`
+			Data []struct {
+				Metadata map[string]any `json:"metadata"`
+			} `json:"data"`
+		}
+		json.Unmarshal(raw, &ev)
+		h.mu.Lock()
+		h.types[ev.Type]++
+		for _, d := range ev.Data {
+			if u, ok := d.Metadata["sourceURL"].(string); ok {
+				h.pages[u]++
+			}
+		}
+		h.mu.Unlock()
+	}))
+	t.Cleanup(h.Close)
+	return h
+}
+
+func (h *hookReceiver) count(typ string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.types[typ]
+}
+
+// TestNodesShareJobsAndSessions runs two nodes on one PostgreSQL database,
+// each with its own data directory, as two machines would: either answers
+// for the other's crawl; a cancel sent to the one that does not run the
+// crawl stops it on the one that does; and when a node is killed with
+// SIGKILL mid-crawl, the other takes the crawl over once the node's lease
+// has run out and finishes it, every page once in the results and billed
+// once, every page's webhook event delivered and the completed event once,
+// and the dead node's browser session is ended.
+func TestNodesShareJobsAndSessions(t *testing.T) {
+	db := postgresDatabase(t)
+	const lease = 3 * time.Second
+	t.Setenv("TRAWLER_ALLOW_PRIVATE_NETWORKS", "true")
+	env := []string{"TRAWLER_DATABASE_URL=" + db, "TRAWLER_NODE_LEASE=" + lease.String()}
+	a := startBinary(t, t.TempDir(), freeAddr(t), env...)
+	b := startBinary(t, t.TempDir(), freeAddr(t), env...)
+
+	// A cancel reaching the other node.
+	slow, slowHits := chainSite(t, 200, 300*time.Millisecond)
+	id, _ := a.post(t, "/v2/crawl", map[string]any{"url": slow.URL + "/p/0", "sitemap": "skip", "crawlEntireDomain": true})["id"].(string)
+	require.NotEmpty(t, id, "no crawl id")
+	polltest.Until(t, 30*time.Second, "node B to see node A's crawl progress", func() bool {
+		n, _ := b.call(t, "GET", "/v2/crawl/"+id)["completed"].(float64)
+		return n >= 2
+	})
+	st := b.call(t, "DELETE", "/v2/crawl/"+id)
+	assert.Equal(t, "cancelled", st["status"], "node B's answer to the cancel: %v", st)
+	// Node A learns of it at its next renewal, a third of the lease.
+	time.Sleep(lease/3 + time.Second)
+	fetched := 0
+	for i := 0; i < 200; i++ {
+		fetched += slowHits(fmt.Sprintf("/p/%d", i))
+	}
+	time.Sleep(lease)
+	after := 0
+	for i := 0; i < 200; i++ {
+		after += slowHits(fmt.Sprintf("/p/%d", i))
+	}
+	assert.Equal(t, fetched, after, "node A went on fetching pages of the cancelled crawl")
+	assert.Equal(t, "cancelled", a.call(t, "GET", "/v2/crawl/"+id)["status"], "the crawl's status on node A")
+
+	// A node killed in the middle of a crawl.
+	const pages = 40
+	site, _ := chainSite(t, pages, 150*time.Millisecond)
+	hooks := newHookReceiver(t)
+	session := a.post(t, "/v2/browser", map[string]any{})
+	sessionID, _ := session["id"].(string)
+	require.NotEmpty(t, sessionID, "no session: %v", session)
+	id, _ = a.post(t, "/v2/crawl", map[string]any{"url": site.URL + "/p/0", "sitemap": "skip", "crawlEntireDomain": true,
+		"webhook": map[string]any{"url": hooks.URL, "events": []string{"page", "completed"}}})["id"].(string)
+	require.NotEmpty(t, id, "no crawl id")
+	watched := watchJob(t, b.addr, "/v2/crawl/"+id)
+	var before float64
+	polltest.Until(t, 60*time.Second, "a third of the pages", func() bool {
+		before, _ = b.call(t, "GET", "/v2/crawl/"+id)["completed"].(float64)
+		return before >= pages/3
+	})
+	a.cmd.Process.Signal(syscall.SIGKILL)
+	a.cmd.Wait()
+	killed := time.Now()
+	var resumed time.Duration
+	polltest.Until(t, 30*time.Second, "node B to take the crawl over", func() bool {
+		n, _ := b.call(t, "GET", "/v2/crawl/"+id)["completed"].(float64)
+		resumed = time.Since(killed)
+		return n > before+1
+	})
+	t.Logf("node B recorded pages of the crawl again %.1f s after the kill (lease %s)", resumed.Seconds(), lease)
+	assert.Less(t, resumed, lease+lease/3+5*time.Second, "the time from the kill to pages being recorded again")
+	polltest.Until(t, 90*time.Second, "the crawl to complete on node B", func() bool {
+		st = b.call(t, "GET", "/v2/crawl/"+id+"?limit=1000")
+		return st["status"] == "completed"
+	})
+	data, _ := st["data"].([]any)
+	seen := map[string]int{}
+	for _, d := range data {
+		seen[d.(map[string]any)["metadata"].(map[string]any)["sourceURL"].(string)]++
+	}
+	const want = pages + 2 // /p/40 and /p/41 answer 404, documents too
+	for i := 0; i < want; i++ {
+		u := fmt.Sprintf("%s/p/%d", site.URL, i)
+		assert.Equal(t, 1, seen[u], "times %s appears in the results", u)
+	}
+	assert.Len(t, data, want, "documents (before the kill: %v)", before)
+	assert.EqualValues(t, want, st["creditsUsed"], "the crawl's creditsUsed")
+
+	polltest.Until(t, 90*time.Second, "every page's webhook event and the completed one", func() bool {
+		hooks.mu.Lock()
+		defer hooks.mu.Unlock()
+		return len(hooks.pages) == want && hooks.types["crawl.completed"] > 0
+	})
+	time.Sleep(time.Second) // a second completed event would come now
+	assert.Equal(t, 1, hooks.count("crawl.completed"), "completed events")
+	hooks.mu.Lock()
+	for u, n := range hooks.pages {
+		assert.GreaterOrEqual(t, n, 1, "page events of %s", u)
+	}
+	hooks.mu.Unlock()
+
+	// A watcher on node B followed the crawl node A ran, and then node B.
+	select {
+	case w := <-watched:
+		assert.Equal(t, "done", w.last, "the watcher's last message")
+		assert.Len(t, w.docs, want, "documents the watcher got")
+		for u, n := range w.docs {
+			assert.Equal(t, 1, n, "times the watcher got %s", u)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("the watcher on node B did not end with the crawl")
+	}
+
+	// The dead node's session is ended by the living one.
+	polltest.Until(t, 20*time.Second, "node A's session to be ended", func() bool {
+		s := b.call(t, "GET", "/v2/browser/"+sessionID)
+		return s["status"] == "destroyed"
+	})
+	s := b.call(t, "GET", "/v2/browser/"+sessionID)
+	assert.Contains(t, fmt.Sprint(s["endReason"]), "node", "the session's end reason: %v", s)
+}
+
+// watched is what a job's WebSocket watcher received: each document's
+// count by source URL, and the type of its last message.
+type watched struct {
+	docs map[string]int
+	last string
+}
+
+// watchJob follows a job's WebSocket at addr until it closes.
+func watchJob(t *testing.T, addr, path string) <-chan watched {
+	h := http.Header{"Authorization": {"Bearer acme-key-0001"}}
+	ws, _, err := websocket.DefaultDialer.Dial("ws://"+addr+path, h)
+	require.NoError(t, err, "watching %s", path)
+	out := make(chan watched, 1)
+	go func() {
+		defer ws.Close()
+		w := watched{docs: map[string]int{}}
+		defer func() { out <- w }()
+		add := func(raw json.RawMessage) {
+			var d struct {
+				Metadata map[string]any `json:"metadata"`
+			}
+			json.Unmarshal(raw, &d)
+			if u, ok := d.Metadata["sourceURL"].(string); ok {
+				w.docs[u]++
+			}
+		}
+		for {
+			var m struct {
+				Type string          `json:"type"`
+				Data json.RawMessage `json:"data"`
+			}
+			if err := ws.ReadJSON(&m); err != nil {
+				return
+			}
+			w.last = m.Type
+			switch m.Type {
+			case "catchup":
+				var st struct {
+					Data []json.RawMessage `json:"data"`
+				}
+				json.Unmarshal(m.Data, &st)
+				for _, d := range st.Data {
+					add(d)
+				}
+			case "document":
+				add(m.Data)
+			}
+		}
+	}()
+	return out
+}

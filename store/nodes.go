@@ -1,0 +1,145 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Several services (nodes) may share one PostgreSQL database. Each holds
+// the jobs it works on under a lease that it renews while it lives: a node
+// that dies stops renewing, and once its leases have run out another node
+// claims its jobs and resumes them from what the store holds (every page
+// recorded is kept; a page in flight on the dead node is queued still, and
+// is done again, once). A node that lost a lease, to a pause longer than
+// the lease say, can record nothing more of that job: the job's node and
+// status are checked in the transaction that records a page
+// (FinishJobURL) or ends the job (FinishJob), and on PostgreSQL the job's
+// row lock orders that check against a claim.
+//
+// Sessions belong to the node running their browser; a node that starts
+// ends its own sessions left active (its browsers are gone), and ends the
+// sessions of a node that stopped saying it is alive (Heartbeat).
+
+// ErrLeaseLost is a write for a job this node no longer holds: another
+// node claimed it, or it ended (a cancel on another node).
+var ErrLeaseLost = errors.New("the job's lease is held by another node, or the job ended")
+
+// SetNode makes s act for node id, whose job leases last lease. It must be
+// called before s is used; without it s acts for the only node there is.
+func (s *Store) SetNode(id string, lease time.Duration) {
+	s.node, s.lease = id, lease
+}
+
+// Node returns the node s acts for.
+func (s *Store) Node() string { return s.node }
+
+// RenewJobs extends the lease of every job s's node holds that is still
+// scraping, to until, and returns those jobs' ids: a job the node works on
+// that is not among them was claimed by another node or ended elsewhere.
+func (s *Store) RenewJobs(ctx context.Context, until time.Time) (map[string]bool, error) {
+	rows, err := s.db.QueryContext(ctx, `UPDATE jobs SET lease_until = ? WHERE node = ? AND status = 'scraping' RETURNING id`,
+		millis(until), s.node)
+	if err != nil {
+		return nil, fmt.Errorf("renewing job leases: %w", err)
+	}
+	ids, err := scanAll(rows, func(r interface{ Scan(...any) error }) (string, error) {
+		var id string
+		return id, r.Scan(&id)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("renewing job leases: %w", err)
+	}
+	out := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		out[id] = true
+	}
+	return out, nil
+}
+
+// ClaimJobs gives s's node the scraping jobs whose lease ran out (those of
+// a node that died, and any from before leases) and, when own is set, those
+// already its own (a node restarting resumes its jobs at once), leased
+// until until. Of several nodes claiming at once, each job goes to one: on
+// PostgreSQL the UPDATE checks the lease again on a row another claim has
+// just changed, and SQLite has one writer at a time.
+func (s *Store) ClaimJobs(ctx context.Context, own bool, now, until time.Time) ([]Job, error) {
+	mine := "" // the jobs from before leases, expired anyway
+	if own {
+		mine = s.node
+	}
+	rows, err := s.db.QueryContext(ctx, `UPDATE jobs SET node = ?, lease_until = ?
+		WHERE status = 'scraping' AND (lease_until < ? OR node = ?) RETURNING `+jobColumns,
+		s.node, millis(until), millis(now), mine)
+	if err != nil {
+		return nil, fmt.Errorf("claiming jobs: %w", err)
+	}
+	jobs, err := scanAll(rows, scanJob)
+	if err != nil {
+		return nil, fmt.Errorf("claiming jobs: %w", err)
+	}
+	return jobs, nil
+}
+
+// Heartbeat records that s's node is alive at now.
+func (s *Store) Heartbeat(ctx context.Context, now time.Time) error {
+	_, err := s.db.ExecContext(ctx, `INSERT INTO nodes (id, started_at, seen_at) VALUES (?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at`, s.node, millis(now), millis(now))
+	if err != nil {
+		return fmt.Errorf("recording the node's heartbeat: %w", err)
+	}
+	return nil
+}
+
+// EndLostSessions marks destroyed, with reason, the active sessions of
+// every other node last seen before before (its browsers went with it),
+// billed like EndActiveSessions; it returns how many it ended.
+func (s *Store) EndLostSessions(ctx context.Context, before time.Time, reason string, bill func(time.Duration) int) (int, error) {
+	return s.endSessions(ctx, `status = 'active' AND node <> ? AND node IN (SELECT id FROM nodes WHERE seen_at < ?)`,
+		[]any{s.node, millis(before)}, reason, bill)
+}
+
+// endSessions marks destroyed the sessions that where (with args) selects,
+// and charges each once.
+func (s *Store) endSessions(ctx context.Context, where string, args []any, reason string, bill func(time.Duration) int) (int, error) {
+	now := time.Now()
+	n := 0
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		// The rows are taken by the UPDATE itself: on SQLite a read first
+		// would make the transaction a reader that other writers can
+		// invalidate, and on PostgreSQL two nodes ending one lost node's
+		// sessions end each once.
+		rows, err := tx.QueryContext(ctx, `UPDATE browser_sessions SET status = 'destroyed', destroyed_at = ?,
+			end_reason = ? WHERE `+where+` RETURNING id, team_id, created_at, last_activity`,
+			append([]any{millis(now), reason}, args...)...)
+		if err != nil {
+			return err
+		}
+		ended, err := scanAll(rows, func(r interface{ Scan(...any) error }) (Charge, error) {
+			var c Charge
+			var created, last int64
+			err := r.Scan(&c.Request, &c.Team, &created, &last)
+			c.Kind, c.At = CreditBrowser, now
+			if bill != nil {
+				c.Credits = bill(time.Duration(max(0, last-created)) * time.Millisecond)
+			}
+			return c, err
+		})
+		if err != nil {
+			return err
+		}
+		for _, c := range ended {
+			if _, err := insertCharge(ctx, tx, c); err != nil {
+				return err
+			}
+		}
+		n = len(ended)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("ending sessions: %w", err)
+	}
+	return n, nil
+}
