@@ -147,6 +147,14 @@ type Config struct {
 	// node within it (plus a third of it, the renewal period), and its
 	// sessions ended. Each node is named by its Instance.
 	NodeLease time.Duration
+	// NodeURL is where the other nodes sharing the database reach this
+	// one (TRAWLER_NODE_URL, http://host:port), and NodeSecret what they
+	// prove themselves with (TRAWLER_NODE_SECRET, at least 16 characters):
+	// with both set, a session's request (CDP, live view, delete, execute)
+	// that lands on another node is forwarded to its own. Browsers never
+	// reach any node's URL.
+	NodeURL    string
+	NodeSecret string
 	// Runtime is where browsers run: "process" (the default, local Chromium
 	// processes) or "docker" (one container per browser) (TRAWLER_RUNTIME).
 	Runtime string
@@ -245,6 +253,7 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 	e.str("TRAWLER_LOG_LEVEL", &c.LogLevel)
 	e.str("TRAWLER_INSTANCE", &c.Instance)
 	e.duration("TRAWLER_NODE_LEASE", &c.NodeLease)
+	e.nodeURL(c)
 	e.str("TRAWLER_RUNTIME", &c.Runtime)
 	e.docker(&c.Docker)
 	e.execute(&c.Execute)
@@ -527,6 +536,28 @@ func (e *envReader) databaseURL(c *Config) {
 		return
 	}
 	c.DatabaseURL = v
+}
+
+// nodeURL reads how the other nodes reach this one.
+func (e *envReader) nodeURL(c *Config) {
+	c.NodeSecret = e.get("TRAWLER_NODE_SECRET")
+	if c.NodeSecret != "" && len(c.NodeSecret) < 16 {
+		e.fail("TRAWLER_NODE_SECRET must be at least 16 characters long")
+	}
+	v := e.get("TRAWLER_NODE_URL")
+	if v == "" {
+		return
+	}
+	u, err := url.Parse(strings.TrimRight(v, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+		e.fail("TRAWLER_NODE_URL must be an absolute http or https URL without a path, got %q", v)
+		return
+	}
+	if c.NodeSecret == "" {
+		e.fail("TRAWLER_NODE_URL needs TRAWLER_NODE_SECRET: the nodes prove themselves to each other with it")
+		return
+	}
+	c.NodeURL = u.Scheme + "://" + u.Host
 }
 
 // publicURL reads how the URLs handed to clients are built: the public base

@@ -119,6 +119,43 @@ func TestDatabaseURL(t *testing.T) {
 	}
 }
 
+// A node's URL needs the nodes' secret, and neither may be malformed; the
+// lease has bounds.
+func TestNodeSettings(t *testing.T) {
+	t.Parallel()
+	const secret = "0123456789abcdef"
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"none", map[string]string{}, ""},
+		{"url and secret", map[string]string{"TRAWLER_NODE_URL": "http://10.0.0.5:3002/", "TRAWLER_NODE_SECRET": secret}, ""},
+		{"url without secret", map[string]string{"TRAWLER_NODE_URL": "http://10.0.0.5:3002"}, "TRAWLER_NODE_URL needs TRAWLER_NODE_SECRET"},
+		{"short secret", map[string]string{"TRAWLER_NODE_SECRET": "short"}, "TRAWLER_NODE_SECRET must be at least 16 characters long"},
+		{"url with a path", map[string]string{"TRAWLER_NODE_URL": "http://10.0.0.5:3002/trawler", "TRAWLER_NODE_SECRET": secret},
+			"TRAWLER_NODE_URL must be an absolute http or https URL without a path"},
+		{"not http", map[string]string{"TRAWLER_NODE_URL": "10.0.0.5:3002", "TRAWLER_NODE_SECRET": secret},
+			"TRAWLER_NODE_URL must be an absolute http or https URL"},
+		{"lease too short", map[string]string{"TRAWLER_NODE_LEASE": "500ms"}, "TRAWLER_NODE_LEASE must be between 1s and 10m, got 500ms"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.env["TRAWLER_CHROMIUM_PATH"] = "/bin/sh"
+			c, err := FromEnv(env(tc.env))
+			if tc.want != "" {
+				require.ErrorContains(t, err, tc.want)
+				return
+			}
+			require.NoError(t, err)
+			if tc.env["TRAWLER_NODE_URL"] != "" {
+				require.Equal(t, "http://10.0.0.5:3002", c.NodeURL)
+			}
+			require.Equal(t, 15*time.Second, c.NodeLease)
+		})
+	}
+}
+
 func TestPublicLocalModeNeedsExplicitConsent(t *testing.T) {
 	t.Parallel()
 	_, err := FromEnv(env(map[string]string{"TRAWLER_ADDR": "0.0.0.0:3002", "TRAWLER_ALLOW_PUBLIC_LOCAL_MODE": "true", "TRAWLER_CHROMIUM_PATH": "/bin/sh"}))

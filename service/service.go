@@ -74,6 +74,9 @@ type Service struct {
 	handler      http.Handler
 	stop         chan struct{}
 	wg           sync.WaitGroup
+	// denied are the node hosts (host:port) the browsers may not reach.
+	deniedMu sync.Mutex
+	denied   map[string]bool
 }
 
 // janitor deletes what has outlived its retention: activity older than the
@@ -165,7 +168,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 	undo = append(undo, func() { st.Close() })
 	// The node is named by its instance, which stays the same across its
 	// restarts: a restarted node takes back its own jobs at once.
-	st.SetNode(cfg.Instance, cfg.NodeLease)
+	st.SetNode(cfg.Instance, cfg.NodeURL, cfg.NodeLease)
 	if err := st.Heartbeat(ctx, time.Now()); err != nil {
 		return fail(err)
 	}
@@ -279,7 +282,13 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 	mux.Handle("/live/", liveview.New(mgr, urls, log))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(metricsRegistry, promhttp.HandlerOpts{}))
 	mux.Handle("/", a.Handler())
-	s.handler = canonical(mux)
+	var h http.Handler = mux
+	if cfg.NodeSecret != "" {
+		fwd := &forwarder{store: st, sessions: mgr, secret: cfg.NodeSecret, log: log, lease: cfg.NodeLease}
+		h = fwd.wrap(mux)
+	}
+	s.handler = canonical(h)
+	s.denyNodes()
 	return s, nil
 }
 
@@ -327,6 +336,7 @@ func (s *Service) heartbeat() {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), lease/3)
 		now := time.Now()
+		s.denyNodes()
 		if err := s.Store.Heartbeat(ctx, now); err != nil {
 			s.log.Error("recording the node's heartbeat", "err", err)
 		} else if n, err := s.Sessions.EndLost(ctx, now.Add(-lease)); err != nil {
@@ -335,6 +345,21 @@ func (s *Service) heartbeat() {
 			s.log.Warn("ended the sessions of a node that stopped", "sessions", n)
 		}
 		cancel()
+	}
+}
+
+// denyNodes makes the addresses of the nodes sharing the store, as far as
+// they are known, unreachable from this node's browsers.
+func (s *Service) denyNodes() {
+	ctx, cancel := context.WithTimeout(context.Background(), s.Config.NodeLease/3)
+	defer cancel()
+	s.deniedMu.Lock()
+	defer s.deniedMu.Unlock()
+	if s.denied == nil {
+		s.denied = map[string]bool{}
+	}
+	if err := denyNodes(ctx, s.Store, s.Egress, s.denied, s.Config.NodeLease); err != nil {
+		s.log.Error("reading the nodes' addresses", "err", err)
 	}
 }
 

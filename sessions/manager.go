@@ -374,6 +374,13 @@ func (m *Manager) finish(s *Session, e End) bool {
 	return true
 }
 
+// Runs reports whether session id is active on this node.
+func (m *Manager) Runs(id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.active[id] != nil
+}
+
 // Lookup returns the live session id whatever its team (the CDP proxy
 // authenticates with the session's own token), a *DestroyedError for one
 // that ended, or ErrNotFound.

@@ -27,10 +27,12 @@ import (
 // node claimed it, or it ended (a cancel on another node).
 var ErrLeaseLost = errors.New("the job's lease is held by another node, or the job ended")
 
-// SetNode makes s act for node id, whose job leases last lease. It must be
-// called before s is used; without it s acts for the only node there is.
-func (s *Store) SetNode(id string, lease time.Duration) {
-	s.node, s.lease = id, lease
+// SetNode makes s act for node id, whose job leases last lease and which
+// other nodes reach at url (TRAWLER_NODE_URL; "" when they cannot). It
+// must be called before s is used; without it s acts for the only node
+// there is.
+func (s *Store) SetNode(id, url string, lease time.Duration) {
+	s.node, s.nodeURL, s.lease = id, url, lease
 }
 
 // Node returns the node s acts for.
@@ -83,14 +85,34 @@ func (s *Store) ClaimJobs(ctx context.Context, own bool, now, until time.Time) (
 	return jobs, nil
 }
 
-// Heartbeat records that s's node is alive at now.
+// Heartbeat records that s's node is alive at now, and its URL.
 func (s *Store) Heartbeat(ctx context.Context, now time.Time) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO nodes (id, started_at, seen_at) VALUES (?, ?, ?)
-		ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at`, s.node, millis(now), millis(now))
+	_, err := s.db.ExecContext(ctx, `INSERT INTO nodes (id, started_at, seen_at, url) VALUES (?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at, url = excluded.url`, s.node, millis(now), millis(now),
+		s.nodeURL)
 	if err != nil {
 		return fmt.Errorf("recording the node's heartbeat: %w", err)
 	}
 	return nil
+}
+
+// NodeURLs returns the URLs of the nodes seen alive since since, by node
+// (those without one left out), s's own among them.
+func (s *Store) NodeURLs(ctx context.Context, since time.Time) (map[string]string, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, url FROM nodes WHERE seen_at >= ? AND url != ''`, millis(since))
+	if err != nil {
+		return nil, fmt.Errorf("reading the nodes: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var id, u string
+		if err := rows.Scan(&id, &u); err != nil {
+			return nil, err
+		}
+		out[id] = u
+	}
+	return out, rows.Err()
 }
 
 // EndLostSessions marks destroyed, with reason, the active sessions of

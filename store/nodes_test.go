@@ -21,7 +21,7 @@ func openNodes(t *testing.T, n int, lease time.Duration) []*Store {
 		s, err := open(context.Background())
 		require.NoError(t, err)
 		t.Cleanup(func() { s.Close() })
-		s.SetNode(fmt.Sprintf("n%d", i), lease)
+		s.SetNode(fmt.Sprintf("n%d", i), "", lease)
 		out = append(out, s)
 	}
 	return out

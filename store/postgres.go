@@ -268,7 +268,8 @@ var postgresMigrations = []string{
 		id TEXT PRIMARY KEY,
 		started_at BIGINT NOT NULL,
 		seen_at BIGINT NOT NULL,
-		index_seq BIGINT NOT NULL DEFAULT 0
+		index_seq BIGINT NOT NULL DEFAULT 0,
+		url TEXT NOT NULL DEFAULT ''
 	);`,
 }
 

@@ -24,16 +24,17 @@ type Session struct {
 	LastActivity  time.Time
 	DestroyedAt   time.Time // zero while active
 	EndReason     string
+	Node          string // the node running its browser (store/nodes.go)
 }
 
 const sessionColumns = `id, team_id, status, stream_web_view, ttl_s, activity_ttl_s, cdp_token, view_token,
-	interact_token, created_at, expires_at, last_activity, COALESCE(destroyed_at, 0), end_reason`
+	interact_token, created_at, expires_at, last_activity, COALESCE(destroyed_at, 0), end_reason, node`
 
 func scanSession(row interface{ Scan(...any) error }) (Session, error) {
 	var r Session
 	var ttl, attl, created, expires, last, destroyed int64
 	err := row.Scan(&r.ID, &r.Team, &r.Status, &r.StreamWebView, &ttl, &attl, &r.CDPToken, &r.ViewToken,
-		&r.InteractToken, &created, &expires, &last, &destroyed, &r.EndReason)
+		&r.InteractToken, &created, &expires, &last, &destroyed, &r.EndReason, &r.Node)
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, ErrNotFound
 	}

@@ -40,8 +40,9 @@ type Store struct {
 	dialect *dialect
 	// node is the service this store serves, when several share one
 	// database (nodes.go): it owns the jobs and sessions it creates.
-	node  string
-	lease time.Duration
+	node    string
+	nodeURL string
+	lease   time.Duration
 }
 
 // migrations are SQLite's, applied in order, each once; never edit a
@@ -287,7 +288,8 @@ var migrations = []string{
 		id TEXT PRIMARY KEY,
 		started_at INTEGER NOT NULL,
 		seen_at INTEGER NOT NULL,
-		index_seq INTEGER NOT NULL DEFAULT 0
+		index_seq INTEGER NOT NULL DEFAULT 0,
+		url TEXT NOT NULL DEFAULT ''
 	);`,
 }
 

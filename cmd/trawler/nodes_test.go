@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"database/sql"
 	"encoding/json"
@@ -21,6 +22,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/trawler-dev/trawler/cdp"
 	"github.com/trawler-dev/trawler/test/polltest"
 )
 
@@ -97,9 +99,15 @@ func TestNodesShareJobsAndSessions(t *testing.T) {
 	db := postgresDatabase(t)
 	const lease = 3 * time.Second
 	t.Setenv("TRAWLER_ALLOW_PRIVATE_NETWORKS", "true")
-	env := []string{"TRAWLER_DATABASE_URL=" + db, "TRAWLER_NODE_LEASE=" + lease.String()}
-	a := startBinary(t, t.TempDir(), freeAddr(t), env...)
-	b := startBinary(t, t.TempDir(), freeAddr(t), env...)
+	const secret = "a-secret-the-nodes-share"
+	env := []string{"TRAWLER_DATABASE_URL=" + db, "TRAWLER_NODE_LEASE=" + lease.String(), "TRAWLER_NODE_SECRET=" + secret}
+	addrA, addrB := freeAddr(t), freeAddr(t)
+	a := startBinary(t, t.TempDir(), addrA, append(env, "TRAWLER_NODE_URL=http://"+addrA)...)
+	b := startBinary(t, t.TempDir(), addrB, append(env, "TRAWLER_NODE_URL=http://"+addrB)...)
+	// Each node reads the others' addresses at its heartbeat.
+	time.Sleep(lease/3 + time.Second)
+
+	sessionsAcrossNodes(t, a, b, secret)
 
 	// A cancel reaching the other node.
 	slow, slowHits := chainSite(t, 200, 300*time.Millisecond)
@@ -253,4 +261,85 @@ func watchJob(t *testing.T, addr, path string) <-chan watched {
 		}
 	}()
 	return out
+}
+
+// sessionsAcrossNodes drives a session of node a through node b: its CDP
+// endpoint (a page loaded and read), /json/version, the live view's status
+// and a delete all reach node a; a page of the session reaches neither
+// node; a forwarded request without the nodes' secret is refused.
+func sessionsAcrossNodes(t *testing.T, a, b *proc, secret string) {
+	site, _ := chainSite(t, 2, 0)
+	sess := a.post(t, "/v2/browser", map[string]any{})
+	id, _ := sess["id"].(string)
+	cdpURL, _ := sess["cdpUrl"].(string)
+	require.NotEmpty(t, id, "no session: %v", sess)
+	viaB := strings.Replace(cdpURL, a.addr, b.addr, 1)
+	require.NotEqual(t, cdpURL, viaB)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := cdp.Dial(ctx, viaB)
+	require.NoError(t, err, "connecting to node a's session through node b")
+	defer conn.Close()
+	var tg struct {
+		TargetID string `json:"targetId"`
+	}
+	require.NoError(t, conn.Call(ctx, "", "Target.createTarget", map[string]any{"url": "about:blank"}, &tg))
+	var at struct {
+		SessionID string `json:"sessionId"`
+	}
+	require.NoError(t, conn.Call(ctx, "", "Target.attachToTarget", map[string]any{"targetId": tg.TargetID, "flatten": true}, &at))
+	require.NoError(t, conn.Call(ctx, at.SessionID, "Page.navigate", map[string]any{"url": site.URL + "/p/1"}, nil))
+	eval := func(expr string) string {
+		var r struct {
+			Result cdp.RemoteObject `json:"result"`
+		}
+		require.NoError(t, conn.Call(ctx, at.SessionID, "Runtime.evaluate", map[string]any{"expression": expr, "awaitPromise": true,
+			"returnByValue": true}, &r))
+		var v string
+		json.Unmarshal(r.Result.Value, &v)
+		return v
+	}
+	polltest.Until(t, 10*time.Second, "the page to load in node a's browser", func() bool { return eval("document.title") == "Page 1" })
+	// What the page shows after navigating to u: a refusal by the egress
+	// proxy, or the server's answer.
+	shown := func(u string) string {
+		require.NoError(t, conn.Call(ctx, at.SessionID, "Page.navigate", map[string]any{"url": u}, nil))
+		time.Sleep(500 * time.Millisecond)
+		return eval("document.body ? document.body.innerText : ''")
+	}
+	assert.Contains(t, shown(site.URL+"/p/0"), "Page 0", "the page's own site")
+	for _, n := range []*proc{a, b} {
+		assert.NotContains(t, shown("http://"+n.addr+"/healthz"), `"ok"`, "node %s's answer shown in a page", n.addr)
+	}
+
+	ver := b.call(t, "GET", "/cdp/"+id+"/json/version?token="+url.QueryEscape(tokenOf(t, cdpURL)))
+	assert.Contains(t, fmt.Sprint(ver["webSocketDebuggerUrl"]), b.addr, "node a's /json/version asked through node b: %v", ver)
+	live, _ := sess["liveViewUrl"].(string)
+	lu, err := url.Parse(live)
+	require.NoError(t, err)
+	resp, err := http.Get("http://" + b.addr + lu.Path + "/status?" + lu.RawQuery)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "node a's live view status through node b")
+
+	req, _ := http.NewRequest("DELETE", "http://"+b.addr+"/v2/browser/"+id, nil)
+	req.Header.Set("Authorization", "Bearer acme-key-0001")
+	req.Header.Set("X-Trawler-Node-Secret", "not-the-nodes-secret")
+	resp, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode, "a forwarded request without the nodes' secret")
+
+	code, del := b.send(t, "DELETE", "/v2/browser/"+id, "")
+	assert.Equal(t, http.StatusOK, code, "deleting node a's session through node b: %v", del)
+	got := a.call(t, "GET", "/v2/browser/"+id)
+	assert.Equal(t, "destroyed", got["status"], "the session on node a after the delete through node b: %v", got)
+}
+
+// tokenOf returns the token query parameter of a cdpUrl.
+func tokenOf(t *testing.T, cdpURL string) string {
+	u, err := url.Parse(cdpURL)
+	require.NoError(t, err)
+	return u.Query().Get("token")
 }
