@@ -5,7 +5,7 @@ BIN := bin/trawler
 export PUPPETEER_SKIP_DOWNLOAD := 1
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
 
-.PHONY: run build deps test-deps test test-go test-fuzz test-node test-docker test-postgres bench images clean
+.PHONY: run build deps test-deps test test-go test-fuzz test-node test-docker test-postgres test-postgres-all bench images clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/trawler
@@ -46,11 +46,19 @@ test-fuzz:
 	done
 
 # test-postgres runs the store's tests on PostgreSQL instead of SQLite, and
-# two nodes sharing one database (a kill -9 failover among them), on a
-# throwaway cluster that scripts/pgtest.sh starts on loopback and removes.
+# two nodes sharing one database (a kill -9 failover among them, a team's
+# limit counted across them), on a throwaway cluster that scripts/pgtest.sh
+# starts on loopback and removes.
 test-postgres:
 	scripts/pgtest.sh bash -c '$(GO) test -race -count=1 ./store/... && \
-		$(GO) test -count=1 -run "^TestNodesShareJobsAndSessions$$" ./cmd/trawler'
+		$(GO) test -count=1 -run "^TestNodesShareJobsAndSessions$$" ./cmd/trawler && \
+		$(GO) test -count=1 -run "^TestTeamLimitHoldsAcrossNodes$$" ./service'
+
+# test-postgres-all runs the whole Go suite on PostgreSQL: every service a
+# test starts gets a database of its own there (test/pgdb). It takes as long
+# as the suite itself, so make test runs test-postgres instead.
+test-postgres-all:
+	scripts/pgtest.sh $(GO) test -count=1 -timeout 30m ./...
 
 # The Node suite's language model is test/fakellm, an OpenAI-compatible
 # test server (no model weights can be had offline).

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"time"
 
@@ -77,6 +78,10 @@ type Pool struct {
 	idle      []*pooled
 	leases    map[*Lease]struct{}
 	perTeam   map[string]int
+	// elsewhere is how many browsers each team holds on the other nodes
+	// sharing the store, as last read (SetElsewhere): they count against
+	// the team's limit here too.
+	elsewhere map[string]int
 	// perTeamSlots counts the places each team holds without a browser
 	// (AcquireSlot).
 	perTeamSlots map[string]int
@@ -181,7 +186,7 @@ func (p *Pool) Acquire(ctx context.Context, req LeaseRequest) (*Lease, error) {
 		}
 		var reason string
 		switch {
-		case req.TeamLimit > 0 && p.perTeam[req.Team] >= req.TeamLimit:
+		case req.TeamLimit > 0 && p.perTeam[req.Team]+p.elsewhere[req.Team] >= req.TeamLimit:
 			reason = fmt.Sprintf("team concurrency limit of %d browsers reached", req.TeamLimit)
 			if limited.IsZero() {
 				limited = time.Now()
@@ -392,6 +397,31 @@ func since(t time.Time) time.Duration {
 		return 0
 	}
 	return time.Since(t)
+}
+
+// TeamCounts returns how many browsers each team holds here now (or is
+// starting), for the other nodes sharing the store.
+func (p *Pool) TeamCounts() map[string]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.perTeam)
+}
+
+// SetElsewhere records how many browsers each team holds on the other
+// nodes; a team whose count fell wakes its requests waiting here.
+func (p *Pool) SetElsewhere(counts map[string]int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fell := false
+	for team, n := range p.elsewhere {
+		if counts[team] < n {
+			fell = true
+		}
+	}
+	p.elsewhere = counts
+	if fell {
+		p.broadcastLocked()
+	}
 }
 
 // TeamLeases is how many browsers team holds now (or is starting).

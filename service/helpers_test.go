@@ -26,6 +26,7 @@ import (
 	"github.com/trawler-dev/trawler/service"
 	"github.com/trawler-dev/trawler/sessions"
 	"github.com/trawler-dev/trawler/test/logtest"
+	"github.com/trawler-dev/trawler/test/pgdb"
 )
 
 const (
@@ -89,6 +90,11 @@ func start(t *testing.T, env map[string]string) *testService {
 	}
 	for k, v := range env {
 		vars[k] = v
+	}
+	// make test-postgres-all runs the suite again on PostgreSQL: a
+	// database for each data directory.
+	if _, set := vars["TRAWLER_DATABASE_URL"]; !set && pgdb.Enabled() {
+		vars["TRAWLER_DATABASE_URL"] = pgdb.For(t, vars["TRAWLER_DATA_DIR"])
 	}
 	cfg, err := config.FromEnv(func(k string) string { return vars[k] })
 	require.NoError(t, err, "config")

@@ -337,6 +337,7 @@ func (s *Service) heartbeat() {
 		ctx, cancel := context.WithTimeout(context.Background(), lease/3)
 		now := time.Now()
 		s.denyNodes()
+		s.shareCounts(ctx, now)
 		if err := s.Store.Heartbeat(ctx, now); err != nil {
 			s.log.Error("recording the node's heartbeat", "err", err)
 		} else if n, err := s.Sessions.EndLost(ctx, now.Add(-lease)); err != nil {
@@ -346,6 +347,22 @@ func (s *Service) heartbeat() {
 		}
 		cancel()
 	}
+}
+
+// shareCounts publishes how many browsers each team holds here, and hands
+// the pool what the other nodes alive hold: a team's limit counts its
+// browsers on every node, as of the last heartbeat of each.
+func (s *Service) shareCounts(ctx context.Context, now time.Time) {
+	if err := s.Store.PublishCounts(ctx, store.CountTeamBrowsers, s.Pool.TeamCounts()); err != nil {
+		s.log.Error("publishing the node's team browsers", "err", err)
+		return
+	}
+	elsewhere, err := s.Store.CountsElsewhere(ctx, store.CountTeamBrowsers, now.Add(-s.Config.NodeLease))
+	if err != nil {
+		s.log.Error("reading the other nodes' team browsers", "err", err)
+		return
+	}
+	s.Pool.SetElsewhere(elsewhere)
 }
 
 // denyNodes makes the addresses of the nodes sharing the store, as far as

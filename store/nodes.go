@@ -165,3 +165,52 @@ func (s *Store) endSessions(ctx context.Context, where string, args []any, reaso
 	}
 	return n, nil
 }
+
+// What nodes count for each other (PublishCounts): a team's browsers, for
+// its concurrency limit.
+const CountTeamBrowsers = "team"
+
+// PublishCounts records what s's node holds now of kind, by key (keys
+// with none left out), for the other nodes' limits.
+func (s *Store) PublishCounts(ctx context.Context, kind string, held map[string]int) error {
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM node_counts WHERE node = ? AND kind = ?`, s.node, kind); err != nil {
+			return err
+		}
+		for key, n := range held {
+			if n <= 0 {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO node_counts (node, kind, key, held) VALUES (?, ?, ?, ?)`,
+				s.node, kind, key, n); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("publishing the node's %s counts: %w", kind, err)
+	}
+	return nil
+}
+
+// CountsElsewhere returns what the other nodes seen alive since since hold
+// of kind, by key, as they last published it.
+func (s *Store) CountsElsewhere(ctx context.Context, kind string, since time.Time) (map[string]int, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT c.key, SUM(c.held) FROM node_counts c JOIN nodes n ON n.id = c.node
+		WHERE c.kind = ? AND c.node <> ? AND n.seen_at >= ? GROUP BY c.key`, kind, s.node, millis(since))
+	if err != nil {
+		return nil, fmt.Errorf("reading the other nodes' %s counts: %w", kind, err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var key string
+		var n int
+		if err := rows.Scan(&key, &n); err != nil {
+			return nil, err
+		}
+		out[key] = n
+	}
+	return out, rows.Err()
+}

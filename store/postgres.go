@@ -270,6 +270,13 @@ var postgresMigrations = []string{
 		seen_at BIGINT NOT NULL,
 		index_seq BIGINT NOT NULL DEFAULT 0,
 		url TEXT NOT NULL DEFAULT ''
+	);
+	CREATE TABLE node_counts (
+		node TEXT NOT NULL,
+		kind TEXT NOT NULL,
+		key TEXT NOT NULL,
+		held BIGINT NOT NULL,
+		PRIMARY KEY (node, kind, key)
 	);`,
 }
 

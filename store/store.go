@@ -290,6 +290,13 @@ var migrations = []string{
 		seen_at INTEGER NOT NULL,
 		index_seq INTEGER NOT NULL DEFAULT 0,
 		url TEXT NOT NULL DEFAULT ''
+	);
+	CREATE TABLE node_counts (
+		node TEXT NOT NULL,
+		kind TEXT NOT NULL,
+		key TEXT NOT NULL,
+		held INTEGER NOT NULL,
+		PRIMARY KEY (node, kind, key)
 	);`,
 }
 

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/trawler-dev/trawler/model/modeltest"
 	"github.com/trawler-dev/trawler/test/logtest"
+	"github.com/trawler-dev/trawler/test/pgdb"
 	"github.com/trawler-dev/trawler/test/polltest"
 )
 
@@ -61,6 +63,9 @@ func startBinary(t *testing.T, dataDir, addr string, extra ...string) *proc {
 	cmd := exec.Command(binary, "serve")
 	cmd.Env = append(os.Environ(), "TRAWLER_DATA_DIR="+dataDir, "TRAWLER_ADDR="+addr,
 		"TRAWLER_API_KEYS=acme:acme-key-0001", "TRAWLER_WARM_BROWSERS=1")
+	if pgdb.Enabled() && !slices.ContainsFunc(extra, func(e string) bool { return strings.HasPrefix(e, "TRAWLER_DATABASE_URL=") }) {
+		cmd.Env = append(cmd.Env, "TRAWLER_DATABASE_URL="+pgdb.For(t, dataDir))
+	}
 	cmd.Env = append(cmd.Env, extra...)
 	p := &proc{cmd: cmd, addr: addr, stderr: &logtest.Buffer{}}
 	cmd.Stderr = p.stderr

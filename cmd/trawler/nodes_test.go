@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,36 +15,13 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/trawler-dev/trawler/cdp"
+	"github.com/trawler-dev/trawler/test/pgdb"
 	"github.com/trawler-dev/trawler/test/polltest"
 )
-
-// postgresDatabase creates an empty database on the server of
-// TRAWLER_TEST_DATABASE_URL (scripts/pgtest.sh starts a throwaway one),
-// dropped when t ends, and returns its URL; without that server, t is
-// skipped (make test-postgres runs it).
-func postgresDatabase(t *testing.T) string {
-	t.Helper()
-	admin := os.Getenv("TRAWLER_TEST_DATABASE_URL")
-	if admin == "" {
-		t.Skip("TRAWLER_TEST_DATABASE_URL is not set: make test-postgres runs this test on a throwaway PostgreSQL")
-	}
-	db, err := sql.Open("pgx", admin)
-	require.NoError(t, err)
-	t.Cleanup(func() { db.Close() })
-	name := "trawler_nodes_" + strings.ToLower(rand.Text())
-	_, err = db.Exec(`CREATE DATABASE ` + name)
-	require.NoError(t, err)
-	t.Cleanup(func() { db.Exec(`DROP DATABASE IF EXISTS ` + name + ` WITH (FORCE)`) })
-	u, err := url.Parse(admin)
-	require.NoError(t, err)
-	u.Path = "/" + name
-	return u.String()
-}
 
 // hookReceiver counts the webhook events of each type, and each page's.
 type hookReceiver struct {
@@ -96,7 +70,10 @@ func (h *hookReceiver) count(typ string) int {
 // once, every page's webhook event delivered and the completed event once,
 // and the dead node's browser session is ended.
 func TestNodesShareJobsAndSessions(t *testing.T) {
-	db := postgresDatabase(t)
+	if !pgdb.Enabled() {
+		t.Skip(pgdb.Env + " is not set: make test-postgres runs this test on a throwaway PostgreSQL")
+	}
+	db := pgdb.For(t, "nodes")
 	const lease = 3 * time.Second
 	t.Setenv("TRAWLER_ALLOW_PRIVATE_NETWORKS", "true")
 	const secret = "a-secret-the-nodes-share"
