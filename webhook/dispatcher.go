@@ -36,11 +36,12 @@ const (
 	// claimLease is how long a claimed event stays out of every other
 	// dispatcher's reach, on this node or another sharing the database. A
 	// try is started as soon as its event is claimed and records its outcome
-	// within tryTimeout+markTimeout (15 s), so a minute leaves room for a
-	// slow database and for the nodes' clocks to differ by tens of seconds;
-	// only when a node dies mid-try does the event wait this long to be sent
-	// again.
-	claimLease = time.Minute
+	// within tryTimeout+markTimeout (15 s); the 5 s more are for a slow
+	// database and the nodes' clocks (kept in step by NTP, they differ by
+	// far less). Only when a node dies mid-try does the event wait this
+	// long to be sent again; a node whose clock runs ahead by more may send
+	// an event twice, which at-least-once delivery allows.
+	claimLease = 20 * time.Second
 )
 
 const (
