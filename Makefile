@@ -5,7 +5,7 @@ BIN := bin/trawler
 export PUPPETEER_SKIP_DOWNLOAD := 1
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD := 1
 
-.PHONY: run build deps test-deps test test-go test-fuzz test-node test-docker test-postgres test-postgres-all bench images clean
+.PHONY: run build deps test-deps test test-go test-fuzz test-node test-docker test-cluster test-postgres test-postgres-all bench images clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/trawler
@@ -22,7 +22,7 @@ test-deps:
 run: deps build
 	./$(BIN) serve
 
-test: test-deps build test-go test-postgres test-fuzz test-node test-docker
+test: test-deps build test-go test-postgres test-fuzz test-node test-docker test-cluster
 
 test-go:
 	$(GO) vet ./...
@@ -52,7 +52,7 @@ test-fuzz:
 test-postgres:
 	scripts/pgtest.sh bash -c '$(GO) test -race -count=1 ./store/... && \
 		$(GO) test -count=1 -run "^TestNodesShareJobsAndSessions$$" ./cmd/trawler && \
-		$(GO) test -count=1 -run "^TestTeamLimitHoldsAcrossNodes$$" ./service'
+		$(GO) test -count=1 -run "^(TestTeamLimitHoldsAcrossNodes|TestExtractMovesToAnotherNode)$$" ./service'
 
 # test-postgres-all runs the whole Go suite on PostgreSQL: every service a
 # test starts gets a database of its own there (test/pgdb). It takes as long
@@ -75,6 +75,15 @@ test-docker: build
 	TRAWLER_TEST_RUNTIME=docker $(GO) test -race -count=1 -timeout 10m -run '^($(DOCKER_GO_TESTS))$$' ./service
 	cd test/node && TRAWLER_TEST_RUNTIME=docker TRAWLER_BIN=$(CURDIR)/$(BIN) node --test --test-concurrency=1 \
 		playwright.test.mjs puppeteer.test.mjs expiry.test.mjs shutdown.test.mjs team-limits.test.mjs profiles.test.mjs execute.test.mjs
+
+# test-cluster brings up the multi-node rig of deploy/cluster.compose.yml
+# (HAProxy in front of two nodes on the docker runtime, PostgreSQL, MinIO),
+# drives it through the load balancer with Playwright and the Firecrawl SDK,
+# kills the node running a crawl, and tears it down (TestClusterRig, which
+# skips wherever trawler/postgres and trawler/haproxy are not built).
+test-cluster:
+	bash scripts/images.sh browser trawler minio postgres haproxy
+	$(GO) test -count=1 -run '^TestClusterRig$$' -timeout 10m ./deploy
 
 bench: deps build
 	@scripts/install-deps.sh bench

@@ -110,12 +110,23 @@ type Service struct {
 	Log   *slog.Logger
 	// Retention is how long results stay after a job ends.
 	Retention time.Duration
+	// Lease is how long this node holds an extract without renewing it
+	// (the store's, store.SetNode); zero: leases are neither renewed nor
+	// taken over, as with one node.
+	Lease time.Duration
 
-	mu     sync.Mutex
-	closed bool
-	base   context.Context
-	stop   context.CancelFunc
-	wg     sync.WaitGroup
+	mu      sync.Mutex
+	closed  bool
+	base    context.Context
+	stop    context.CancelFunc
+	wg      sync.WaitGroup
+	running map[string]*running // by extract id
+}
+
+// running is an extract this node works on.
+type running struct {
+	cancel context.CancelFunc
+	leased time.Time // when this node created or claimed it
 }
 
 // Start resumes the jobs a previous run left processing. The crawl service
@@ -125,7 +136,11 @@ func (s *Service) Start(ctx context.Context) error {
 	if s.Retention <= 0 {
 		s.Retention = 24 * time.Hour
 	}
-	rows, err := s.Store.Extracts(ctx, StatusProcessing)
+	s.running = map[string]*running{}
+	// Its own, left by its previous run, and those of nodes whose lease
+	// ran out.
+	now := time.Now()
+	rows, err := s.Store.ClaimExtracts(ctx, true, now, now.Add(s.Lease))
 	if err != nil {
 		return err
 	}
@@ -135,7 +150,61 @@ func (s *Service) Start(ctx context.Context) error {
 			return err
 		}
 	}
+	if s.Lease > 0 {
+		s.wg.Add(1)
+		go s.keepLeases()
+	}
 	return nil
+}
+
+// keepLeases renews the leases of the extracts this node works on, every
+// third of the lease, stops those another node holds now (or that ended
+// there), and claims those whose lease ran out: a dead node's. Their
+// batches move with the crawl service's leases.
+func (s *Service) keepLeases() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.Lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.base.Done():
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(s.base, s.Lease/3)
+		asked := time.Now()
+		held, err := s.Store.RenewExtracts(ctx, asked.Add(s.Lease))
+		if err != nil {
+			s.Log.Error("renewing extract leases", "err", err)
+			cancel()
+			continue
+		}
+		s.mu.Lock()
+		for id, r := range s.running {
+			if !held[id] && r.leased.Before(asked) {
+				s.Log.Warn("stopped working on an extract another node holds now", "extract", id)
+				r.cancel()
+			}
+		}
+		s.mu.Unlock()
+		now := time.Now()
+		claimed, err := s.Store.ClaimExtracts(ctx, false, now, now.Add(s.Lease))
+		cancel()
+		if err != nil {
+			s.Log.Error("claiming extracts whose lease ran out", "err", err)
+			continue
+		}
+		for _, row := range claimed {
+			s.mu.Lock()
+			mine := s.running[row.ID] != nil
+			s.mu.Unlock()
+			if mine {
+				continue // its own, whose renewal was late
+			}
+			s.Log.Warn("taking over an extract whose node stopped renewing its lease", "extract", row.ID)
+			s.launch(row)
+		}
+	}
 }
 
 // Close stops every job and waits for them. A job stopped so stays
@@ -187,10 +256,21 @@ func (s *Service) launch(row store.Extract) error {
 	if s.closed {
 		return ErrClosed
 	}
+	ctx, cancel := context.WithCancel(s.base)
+	r := &running{cancel: cancel, leased: time.Now()}
+	s.running[row.ID] = r
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		s.run(s.base, row)
+		defer func() {
+			cancel()
+			s.mu.Lock()
+			if s.running[row.ID] == r {
+				delete(s.running, row.ID)
+			}
+			s.mu.Unlock()
+		}()
+		s.run(ctx, row)
 	}()
 	return nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/trawler-dev/trawler/model/modeltest"
 	"github.com/trawler-dev/trawler/service"
 	"github.com/trawler-dev/trawler/test/logtest"
+	"github.com/trawler-dev/trawler/test/pgdb"
 	"github.com/trawler-dev/trawler/test/polltest"
 )
 
@@ -335,6 +336,9 @@ func startOwned(t *testing.T, env map[string]string) (*testService, func()) {
 	}
 	for k, v := range env {
 		vars[k] = v
+	}
+	if _, set := vars["TRAWLER_DATABASE_URL"]; !set && pgdb.Enabled() {
+		vars["TRAWLER_DATABASE_URL"] = pgdb.For(t, vars["TRAWLER_DATA_DIR"])
 	}
 	cfg, err := config.FromEnv(func(k string) string { return vars[k] })
 	require.NoError(t, err, "config")

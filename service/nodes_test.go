@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/trawler-dev/trawler/model/modeltest"
 	"github.com/trawler-dev/trawler/test/pgdb"
 	"github.com/trawler-dev/trawler/test/polltest"
 )
@@ -44,4 +45,36 @@ func TestTeamLimitHoldsAcrossNodes(t *testing.T) {
 		r := b.do("POST", "/v2/browser", keyAcme, map[string]any{})
 		return r.Status == 200
 	})
+}
+
+// An extract whose node stops while its pages are being scraped moves to
+// another node sharing the database once the node's lease has run out,
+// with its batch: the other node finishes the batch, asks the model and
+// answers with the result. make test-postgres runs it.
+func TestExtractMovesToAnotherNode(t *testing.T) {
+	if !pgdb.Enabled() {
+		t.Skip(pgdb.Env + " is not set: make test-postgres runs this test on a throwaway PostgreSQL")
+	}
+	shop := newShopSite(t)
+	m := modeltest.Start(t)
+	m.Respond(func(modeltest.Request) modeltest.Reply { return modeltest.Reply{Content: productsAnswer} })
+	const lease = 3 * time.Second
+	db := pgdb.For(t, "shared")
+	a, stopA := startOwned(t, modelEnv(m, map[string]string{"TRAWLER_DATA_DIR": t.TempDir(), "TRAWLER_DATABASE_URL": db,
+		"TRAWLER_NODE_LEASE": lease.String()}))
+	b, _ := startOwned(t, modelEnv(m, map[string]string{"TRAWLER_DATA_DIR": t.TempDir(), "TRAWLER_DATABASE_URL": db,
+		"TRAWLER_NODE_LEASE": lease.String()}))
+	id, _ := a.startExtract(keyAcme, map[string]any{"urls": []string{shop.URL + "/products/alpha", shop.URL + "/slow"},
+		"schema": productsSchema})
+	polltest.Until(t, time.Minute, "the slow page to be asked for", func() bool { return shop.count("/slow") > 0 })
+	stopA() // node A stops renewing its leases
+	require.Empty(t, m.Requests(), "the model was not called before node A stopped")
+	shop.letGo()
+
+	st := b.waitExtract(keyAcme, id)
+	require.Equal(t, "completed", st.str("status"), "%s", st.Raw)
+	assert.Equal(t, decoded(t, productsAnswer), st.Body["data"])
+	assert.Contains(t, lastRequest(t, m).User(), "The **Slow** widget costs 30 euros.")
+	assert.Len(t, m.Requests(), 1, "model calls")
+	assertOneBatch(t, b)
 }

@@ -245,7 +245,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 		return fail(err)
 	}
 	undo = append(undo, crawler.Close)
-	extracts := &extract.Service{Crawler: crawler, Store: st, Model: llm, Log: log, Retention: cfg.ResultRetention}
+	extracts := &extract.Service{Crawler: crawler, Store: st, Model: llm, Log: log, Retention: cfg.ResultRetention,
+		Lease: cfg.NodeLease}
 	if err := extracts.Start(ctx); err != nil {
 		return fail(err)
 	}

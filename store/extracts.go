@@ -35,8 +35,8 @@ type Extract struct {
 // CreateExtract stores a new extract job.
 func (s *Store) CreateExtract(ctx context.Context, e Extract) error {
 	_, err := s.db.ExecContext(ctx, `INSERT INTO extracts (id, team_id, status, request, batch_id, warning, created_at,
-		expires_at, node) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, e.ID, e.Team, e.Status, e.Request, e.BatchID, e.Warning,
-		millis(e.CreatedAt), millis(e.ExpiresAt), s.node)
+		expires_at, node, lease_until) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, e.ID, e.Team, e.Status, e.Request, e.BatchID,
+		e.Warning, millis(e.CreatedAt), millis(e.ExpiresAt), s.node, millis(time.Now().Add(s.lease)))
 	if err != nil {
 		return fmt.Errorf("storing extract: %w", err)
 	}
@@ -44,10 +44,11 @@ func (s *Store) CreateExtract(ctx context.Context, e Extract) error {
 }
 
 // SetExtractBatch records the batch that scrapes a processing extract's
-// pages, and the warnings of finding them.
+// pages, and the warnings of finding them; ErrNotFound when the extract
+// ended or another node holds it.
 func (s *Store) SetExtractBatch(ctx context.Context, id, batchID, warning string) error {
-	res, err := s.db.ExecContext(ctx, `UPDATE extracts SET batch_id = ?, warning = ? WHERE id = ? AND status = 'processing'`,
-		batchID, warning, id)
+	res, err := s.db.ExecContext(ctx, `UPDATE extracts SET batch_id = ?, warning = ? WHERE id = ? AND status = 'processing'
+		AND (? = '' OR node = ?)`, batchID, warning, id, s.node, s.node)
 	if err != nil {
 		return fmt.Errorf("recording the extract's batch: %w", err)
 	}
@@ -59,8 +60,8 @@ func (s *Store) SetExtractBatch(ctx context.Context, id, batchID, warning string
 
 // FinishExtract ends a processing extract with e's status, result, sources,
 // warning, error, credits and expiry, and writes its charge (e.Charged) to
-// the credit ledger, once: one that already ended is left as it is and
-// ErrNotFound returned.
+// the credit ledger, once: one that already ended, or that another node
+// holds, is left as it is and ErrNotFound returned.
 func (s *Store) FinishExtract(ctx context.Context, e Extract) error {
 	sources, err := json.Marshal(e.Sources)
 	if err != nil {
@@ -76,8 +77,8 @@ func (s *Store) FinishExtract(ctx context.Context, e Extract) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		var team string
 		err := tx.QueryRowContext(ctx, `UPDATE extracts SET status = ?, result = ?, sources = ?, warning = ?, error = ?,
-			credits = ?, expires_at = ? WHERE id = ? AND status = 'processing' RETURNING team_id`, e.Status, result,
-			string(sources), e.Warning, e.Error, e.Credits, millis(e.ExpiresAt), e.ID).Scan(&team)
+			credits = ?, expires_at = ? WHERE id = ? AND status = 'processing' AND (? = '' OR node = ?) RETURNING team_id`,
+			e.Status, result, string(sources), e.Warning, e.Error, e.Credits, millis(e.ExpiresAt), e.ID, s.node, s.node).Scan(&team)
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrNotFound
 		}
@@ -120,18 +121,6 @@ func (s *Store) Extract(ctx context.Context, team, id string) (Extract, error) {
 		return e, fmt.Errorf("reading extract: %w", err)
 	}
 	return e, nil
-}
-
-// Extracts returns every team's extracts with status that s's node
-// started (or that were started before nodes had names), oldest first: an
-// extract is resumed by the node that started it, when it restarts.
-func (s *Store) Extracts(ctx context.Context, status string) ([]Extract, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+extractColumns+` FROM extracts WHERE status = ?
-		AND (node = ? OR node = '') ORDER BY created_at, id`, status, s.node)
-	if err != nil {
-		return nil, fmt.Errorf("listing extracts: %w", err)
-	}
-	return scanAll(rows, scanExtract)
 }
 
 // PruneExtracts deletes ended extracts whose results expired before t.

@@ -19,7 +19,7 @@ func TestExtractRecordLifecycle(t *testing.T) {
 
 	_, err := s.Extract(ctx, "globex", "x1")
 	require.ErrorIs(t, err, ErrNotFound, "another team's extract")
-	running, err := s.Extracts(ctx, "processing")
+	running, err := s.ClaimExtracts(ctx, true, now, now.Add(time.Minute))
 	require.NoError(t, err)
 	require.Len(t, running, 1)
 	require.Equal(t, []string{}, running[0].Sources)

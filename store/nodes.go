@@ -42,23 +42,7 @@ func (s *Store) Node() string { return s.node }
 // scraping, to until, and returns those jobs' ids: a job the node works on
 // that is not among them was claimed by another node or ended elsewhere.
 func (s *Store) RenewJobs(ctx context.Context, until time.Time) (map[string]bool, error) {
-	rows, err := s.db.QueryContext(ctx, `UPDATE jobs SET lease_until = ? WHERE node = ? AND status = 'scraping' RETURNING id`,
-		millis(until), s.node)
-	if err != nil {
-		return nil, fmt.Errorf("renewing job leases: %w", err)
-	}
-	ids, err := scanAll(rows, func(r interface{ Scan(...any) error }) (string, error) {
-		var id string
-		return id, r.Scan(&id)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("renewing job leases: %w", err)
-	}
-	out := make(map[string]bool, len(ids))
-	for _, id := range ids {
-		out[id] = true
-	}
-	return out, nil
+	return s.renewLeases(ctx, "jobs", "scraping", until)
 }
 
 // ClaimJobs gives s's node the scraping jobs whose lease ran out (those of
@@ -68,21 +52,63 @@ func (s *Store) RenewJobs(ctx context.Context, until time.Time) (map[string]bool
 // PostgreSQL the UPDATE checks the lease again on a row another claim has
 // just changed, and SQLite has one writer at a time.
 func (s *Store) ClaimJobs(ctx context.Context, own bool, now, until time.Time) ([]Job, error) {
-	mine := "" // the jobs from before leases, expired anyway
+	rows, err := s.claimLeases(ctx, "jobs", "scraping", jobColumns, own, now, until)
+	if err != nil {
+		return nil, err
+	}
+	return scanAll(rows, scanJob)
+}
+
+// RenewExtracts is RenewJobs for the extracts still processing.
+func (s *Store) RenewExtracts(ctx context.Context, until time.Time) (map[string]bool, error) {
+	return s.renewLeases(ctx, "extracts", "processing", until)
+}
+
+// ClaimExtracts is ClaimJobs for the extracts still processing.
+func (s *Store) ClaimExtracts(ctx context.Context, own bool, now, until time.Time) ([]Extract, error) {
+	rows, err := s.claimLeases(ctx, "extracts", "processing", extractColumns, own, now, until)
+	if err != nil {
+		return nil, err
+	}
+	return scanAll(rows, scanExtract)
+}
+
+// renewLeases extends to until the lease of the rows of table (jobs or
+// extracts) that s's node holds in status, and returns their ids.
+func (s *Store) renewLeases(ctx context.Context, table, status string, until time.Time) (map[string]bool, error) {
+	rows, err := s.db.QueryContext(ctx, `UPDATE `+table+` SET lease_until = ? WHERE node = ? AND status = ? RETURNING id`,
+		millis(until), s.node, status)
+	if err != nil {
+		return nil, fmt.Errorf("renewing %s leases: %w", table, err)
+	}
+	ids, err := scanAll(rows, func(r interface{ Scan(...any) error }) (string, error) {
+		var id string
+		return id, r.Scan(&id)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("renewing %s leases: %w", table, err)
+	}
+	out := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		out[id] = true
+	}
+	return out, nil
+}
+
+// claimLeases gives s's node the rows of table in status whose lease ran
+// out (and its own, when own is set), and returns them with columns.
+func (s *Store) claimLeases(ctx context.Context, table, status, columns string, own bool, now, until time.Time) (*sql.Rows, error) {
+	mine := "" // the rows from before leases, expired anyway
 	if own {
 		mine = s.node
 	}
-	rows, err := s.db.QueryContext(ctx, `UPDATE jobs SET node = ?, lease_until = ?
-		WHERE status = 'scraping' AND (lease_until < ? OR node = ?) RETURNING `+jobColumns,
-		s.node, millis(until), millis(now), mine)
+	rows, err := s.db.QueryContext(ctx, `UPDATE `+table+` SET node = ?, lease_until = ?
+		WHERE status = ? AND (lease_until < ? OR node = ?) RETURNING `+columns,
+		s.node, millis(until), status, millis(now), mine)
 	if err != nil {
-		return nil, fmt.Errorf("claiming jobs: %w", err)
+		return nil, fmt.Errorf("claiming %s: %w", table, err)
 	}
-	jobs, err := scanAll(rows, scanJob)
-	if err != nil {
-		return nil, fmt.Errorf("claiming jobs: %w", err)
-	}
-	return jobs, nil
+	return rows, nil
 }
 
 // Heartbeat records that s's node is alive at now, and its URL.

@@ -284,6 +284,7 @@ var migrations = []string{
 	ALTER TABLE browser_sessions ADD COLUMN node TEXT NOT NULL DEFAULT '';
 	CREATE INDEX browser_sessions_node ON browser_sessions(status, node);
 	ALTER TABLE extracts ADD COLUMN node TEXT NOT NULL DEFAULT '';
+	ALTER TABLE extracts ADD COLUMN lease_until INTEGER NOT NULL DEFAULT 0;
 	CREATE TABLE nodes (
 		id TEXT PRIMARY KEY,
 		started_at INTEGER NOT NULL,
