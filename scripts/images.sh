@@ -16,14 +16,26 @@
 #                       built from the same files)
 #   images.sh all       the four (the default; the sandbox only once
 #                       playwright-core is installed)
+#   images.sh postgres  trawler/postgres:latest, Debian's PostgreSQL server from
+#                       /usr/lib/postgresql/<newest>: initdb into its volume at
+#                       the first start, then the server on 127.0.0.1 only
+#                       (skipped when built from the same files)
+#   images.sh haproxy   trawler/haproxy:latest, Debian's /usr/sbin/haproxy, its
+#                       configuration from $HAPROXY_CONFIG (skipped when built
+#                       from the same files)
+# Several targets may be named at once: images.sh browser trawler postgres.
+# The multi-node rig (deploy/cluster.compose.yml) needs browser, trawler,
+# minio, postgres and haproxy; `all` stays the single-node rig's four.
 # With a registry at hand, deploy/*.Dockerfile build the same images the usual way.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-what="${1:-all}"
-case "$what" in
-  browser|trawler|minio|sandbox|all) ;;
-  *) echo "usage: $0 [browser|trawler|minio|sandbox|all]" >&2; exit 2 ;;
-esac
+[ $# -eq 0 ] && set -- all
+for what in "$@"; do
+  case "$what" in
+    browser|trawler|minio|sandbox|all|postgres|haproxy) ;;
+    *) echo "usage: $0 [browser|trawler|minio|sandbox|all|postgres|haproxy]..." >&2; exit 2 ;;
+  esac
+done
 bash scripts/start-dockerd.sh
 
 work="$(mktemp -d)"
@@ -292,20 +304,192 @@ sandbox() {
   report "$image" "$start"
 }
 
-case "$what" in
-  browser) browser ;;
-  trawler) trawler ;;
-  minio) minio ;;
-  sandbox) sandbox ;;
-  all)
-    browser; minio
-    # On a fresh machine install-deps.sh builds the images before npm ci
-    # has installed playwright-core: the sandbox then waits for its next run
-    # (make images, the docker tests).
-    if [ -f test/node/node_modules/playwright-core/package.json ]; then
-      sandbox
-    else
-      echo "images.sh: trawler/sandbox skipped: test/node/node_modules/playwright-core is missing (make test-deps installs it)" >&2
-    fi
-    trawler ;;
-esac
+# postgres_image builds trawler/postgres from Debian's PostgreSQL server (the
+# newest /usr/lib/postgresql/*): the server, initdb and pg_isready with their
+# libraries, the modules initdb and the server load (JIT left out: jit=off),
+# the share directory, the time zones, and busybox for the entrypoint's
+# shell. The entrypoint (written below) runs initdb into $PGDATA, the
+# volume, when it holds no cluster, then the server on 127.0.0.1 only, as
+# the postgres user (PostgreSQL refuses root).
+postgres_image() {
+  local pg bin lib share image=trawler/postgres:latest root start key f list mods=()
+  pg="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)"
+  pg="${pg%/bin}"
+  if [ -z "$pg" ] || [ ! -x "$pg/bin/postgres" ] || [ ! -x "$pg/bin/initdb" ]; then
+    echo "images.sh: Debian's PostgreSQL server is missing (apt-get install postgresql)" >&2
+    return 1
+  fi
+  if [ ! -x /bin/busybox ]; then
+    echo "images.sh: /bin/busybox is missing (apt-get install busybox-static): the PostgreSQL image's entrypoint runs its shell" >&2
+    return 1
+  fi
+  bin="$pg/bin"
+  lib="$pg/lib"
+  share="/usr/share/postgresql/$(basename "$pg")"
+  for f in "$lib"/*.so; do
+    case "$(basename "$f")" in llvmjit*) ;; *) mods+=("$f") ;; esac
+  done
+  mkdir -p "$work/postgres-conf"
+  cat >"$work/postgres-conf/entrypoint.sh" <<ENTRY
+#!/bin/sh
+# trawler/postgres: initdb into \$PGDATA when it holds no cluster, then the
+# server on 127.0.0.1:\$PGPORT only, as the postgres user. Settings:
+# POSTGRES_USER (superuser, default postgres), POSTGRES_PASSWORD (required:
+# password authentication over TCP; trust on the container's own Unix
+# socket), POSTGRES_DB (created at initdb when not postgres), PGPORT (5432).
+# Extra arguments go to the server (-c name=value).
+set -eu
+bin=$bin
+PGDATA="\${PGDATA:-/var/lib/postgresql/data}"
+PGPORT="\${PGPORT:-5432}"
+user="\${POSTGRES_USER:-postgres}"
+db="\${POSTGRES_DB:-\$user}"
+mkdir -p "\$PGDATA" /run/postgresql
+chown postgres:postgres "\$PGDATA" /run/postgresql
+chmod 700 "\$PGDATA"
+# su ends its options at --: what follows the user is the command's.
+as_postgres() { su -s /bin/sh -c 'exec "\$0" "\$@"' -- postgres "\$@"; }
+if [ ! -s "\$PGDATA/PG_VERSION" ]; then
+  if [ -z "\${POSTGRES_PASSWORD:-}" ]; then
+    echo "trawler/postgres: set POSTGRES_PASSWORD" >&2
+    exit 1
+  fi
+  pw="\$(mktemp)"
+  printf '%s\n' "\$POSTGRES_PASSWORD" >"\$pw"
+  chown postgres "\$pw"
+  as_postgres "\$bin/initdb" -D "\$PGDATA" -U "\$user" --pwfile="\$pw" -E UTF8 --no-locale \\
+    --auth-host=scram-sha-256 --auth-local=trust
+  rm -f "\$pw"
+  if [ "\$db" != postgres ]; then
+    echo "CREATE DATABASE \\"\$db\\";" | as_postgres "\$bin/postgres" --single -D "\$PGDATA" -c jit=off postgres >/dev/null
+  fi
+fi
+exec su -s /bin/sh -c 'exec "\$0" "\$@"' -- postgres "\$bin/postgres" -D "\$PGDATA" \\
+  -c listen_addresses=127.0.0.1 -p "\$PGPORT" -k /run/postgresql -c jit=off "\$@"
+ENTRY
+  key="$(cat "$bin/postgres" "$bin/initdb" "$bin/pg_isready" "${mods[@]}" /bin/busybox "$work/postgres-conf/entrypoint.sh" \
+    | sha256sum | cut -c1-16)"
+  if [ "$(docker image inspect -f '{{index .Config.Labels "dev.trawler.key"}}' "$image" 2>/dev/null)" = "$key" ]; then
+    echo "$image is already built" >&2
+    return 0
+  fi
+  start="$(date +%s)"
+  root="$work/postgres"
+  mkdir -p "$root/usr/bin" "$root$bin" "$root$lib" "$root/var/lib/postgresql/data" "$root/run/postgresql" "$root/usr/share"
+  usrlinks "$root"
+  basefs "$root"
+  printf 'postgres:x:999:999:PostgreSQL:/var/lib/postgresql:/bin/sh\n' >>"$root/etc/passwd"
+  printf 'postgres:x:999:\n' >>"$root/etc/group"
+  list="$(libs "$bin/postgres" "$bin/initdb" "$bin/pg_isready" "${mods[@]}")"
+  for f in $list; do
+    place "$f" "$root"
+  done
+  for f in postgres initdb pg_isready; do
+    cp -L --preserve=mode "$bin/$f" "$root$bin/$f"
+  done
+  cp -L --preserve=mode "${mods[@]}" "$root$lib/"
+  mkdir -p "$root$share"
+  for f in "$share"/*; do
+    [ "$(basename "$f")" = man ] || cp -rL "$f" "$root$share/"
+  done
+  # Debian's server reads the system's time zone database.
+  cp -a /usr/share/zoneinfo "$root/usr/share/"
+  cp /bin/busybox "$root/usr/bin/busybox"
+  ln -s busybox "$root/usr/bin/sh"
+  ln -s busybox "$root/usr/bin/su"
+  for f in chown chmod mkdir mktemp rm cat; do
+    ln -s busybox "$root/usr/bin/$f"
+  done
+  cp "$work/postgres-conf/entrypoint.sh" "$root/entrypoint.sh"
+  chmod 755 "$root/entrypoint.sh"
+  pack "$root" "$image" \
+    --change 'ENV PGDATA=/var/lib/postgresql/data' \
+    --change 'ENV TZ=UTC' \
+    --change "ENV PATH=$bin:/usr/bin" \
+    --change 'VOLUME /var/lib/postgresql/data' \
+    --change 'EXPOSE 5432' \
+    --change 'LABEL dev.trawler.image=postgres' \
+    --change "LABEL dev.trawler.key=$key" \
+    --change 'ENTRYPOINT ["/entrypoint.sh"]'
+  docker image prune -f --filter label=dev.trawler.image=postgres >/dev/null
+  report "$image" "$start"
+}
+
+# haproxy_image builds trawler/haproxy from Debian's /usr/sbin/haproxy and its
+# libraries, with busybox for the entrypoint's shell and health checks
+# (/busybox wget). The configuration is the text of $HAPROXY_CONFIG when set
+# (a compose file can carry it), else a file mounted at
+# /etc/haproxy/haproxy.cfg; it is checked before the proxy starts in the
+# foreground.
+haproxy_image() {
+  local bin=/usr/sbin/haproxy image=trawler/haproxy:latest root start key f list
+  if [ ! -x "$bin" ]; then
+    echo "images.sh: $bin is missing (apt-get install haproxy)" >&2
+    return 1
+  fi
+  if [ ! -x /bin/busybox ]; then
+    echo "images.sh: /bin/busybox is missing (apt-get install busybox-static): the HAProxy image's entrypoint runs its shell" >&2
+    return 1
+  fi
+  mkdir -p "$work/haproxy-conf"
+  cat >"$work/haproxy-conf/entrypoint.sh" <<'ENTRY'
+#!/bin/sh
+# trawler/haproxy: the configuration from $HAPROXY_CONFIG when set, else
+# /etc/haproxy/haproxy.cfg; checked, then HAProxy in the foreground.
+set -eu
+cfg=/etc/haproxy/haproxy.cfg
+if [ -n "${HAPROXY_CONFIG:-}" ]; then
+  cfg=/tmp/haproxy.cfg
+  printf '%s\n' "$HAPROXY_CONFIG" >"$cfg"
+fi
+/usr/sbin/haproxy -c -q -f "$cfg"
+exec /usr/sbin/haproxy -db -f "$cfg" "$@"
+ENTRY
+  key="$(cat "$bin" /bin/busybox "$work/haproxy-conf/entrypoint.sh" | sha256sum | cut -c1-16)"
+  if [ "$(docker image inspect -f '{{index .Config.Labels "dev.trawler.key"}}' "$image" 2>/dev/null)" = "$key" ]; then
+    echo "$image is already built" >&2
+    return 0
+  fi
+  start="$(date +%s)"
+  root="$work/haproxy"
+  mkdir -p "$root/usr/sbin" "$root/usr/bin" "$root/etc/haproxy" "$root/run/haproxy"
+  usrlinks "$root"
+  basefs "$root"
+  list="$(libs "$bin")"
+  for f in $list; do
+    place "$f" "$root"
+  done
+  cp -L --preserve=mode "$bin" "$root/usr/sbin/haproxy"
+  cp /bin/busybox "$root/busybox"
+  ln -s ../../busybox "$root/usr/bin/sh"
+  cp "$work/haproxy-conf/entrypoint.sh" "$root/entrypoint.sh"
+  chmod 755 "$root/entrypoint.sh"
+  pack "$root" "$image" \
+    --change 'LABEL dev.trawler.image=haproxy' \
+    --change "LABEL dev.trawler.key=$key" \
+    --change 'ENTRYPOINT ["/entrypoint.sh"]'
+  docker image prune -f --filter label=dev.trawler.image=haproxy >/dev/null
+  report "$image" "$start"
+}
+
+for what in "$@"; do
+  case "$what" in
+    browser) browser ;;
+    trawler) trawler ;;
+    minio) minio ;;
+    sandbox) sandbox ;;
+    postgres) postgres_image ;;
+    haproxy) haproxy_image ;;
+    all)
+      browser; minio
+      # On a fresh machine install-deps.sh builds the images before npm ci
+      # has installed playwright-core: the sandbox then waits for its next run
+      # (make images, the docker tests).
+      if [ -f test/node/node_modules/playwright-core/package.json ]; then
+        sandbox
+      else
+        echo "images.sh: trawler/sandbox skipped: test/node/node_modules/playwright-core is missing (make test-deps installs it)" >&2
+      fi
+      trawler ;;
+  esac
+done

@@ -9,13 +9,14 @@
 #                          three Debian documentation packages with PDF manuals (bash-doc,
 #                          debian-faq, xorg-docs: real PDFs the parse tests compare with pdftotext),
 #                          tinyproxy and microsocks (real HTTP and SOCKS5 upstream proxies for the egress
-#                          proxy's tests)
+#                          proxy's tests), HAProxy and PostgreSQL (the multi-node tests and rig: scripts/pgtest.sh
+#                          runs throwaway clusters, scripts/images.sh builds their images from them)
 #   install-deps.sh bench  Chromium, ffmpeg, python3.11-doc (the transform corpus), the Docker engine,
 #                          poppler-utils and the PDF manuals (the parse phase), tinyproxy (the egress phase)
 set -euo pipefail
 want=(chromium ffmpeg)
 manuals=(poppler-utils bash-doc debian-faq xorg-docs)
-[ "${1:-run}" = test ] && want+=(nodejs npm python3.11-doc docker.io docker-compose busybox-static tesseract-ocr tesseract-ocr-eng tinyproxy microsocks "${manuals[@]}")
+[ "${1:-run}" = test ] && want+=(nodejs npm python3.11-doc docker.io docker-compose busybox-static tesseract-ocr tesseract-ocr-eng tinyproxy microsocks haproxy postgresql "${manuals[@]}")
 [ "${1:-run}" = bench ] && want+=(python3.11-doc docker.io busybox-static tinyproxy "${manuals[@]}")
 missing=()
 for p in "${want[@]}"; do
@@ -35,6 +36,8 @@ for p in "${want[@]}"; do
     debian-faq) [ -f /usr/share/doc/debian/FAQ/debian-faq.en.pdf.gz ] || missing+=(debian-faq) ;;
     tinyproxy) command -v tinyproxy >/dev/null 2>&1 || missing+=(tinyproxy) ;;
     microsocks) command -v microsocks >/dev/null 2>&1 || missing+=(microsocks) ;;
+    haproxy) [ -x /usr/sbin/haproxy ] || missing+=(haproxy) ;;
+    postgresql) ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql) ;;
     xorg-docs) [ -f /usr/share/doc/xorg-docs/icccm/icccm.pdf.gz ] || missing+=(xorg-docs) ;;
   esac
 done

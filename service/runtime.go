@@ -139,7 +139,10 @@ func newProfileStore(ctx context.Context, cfg *config.Config) (profiles.Store, e
 		time.Sleep(500 * time.Millisecond)
 	}
 	if !ok {
-		if err := client.MakeBucket(ctx, bucket, minio.MakeBucketOptions{Region: cfg.S3.Region}); err != nil {
+		// Nodes starting together race to create it: one that finds it made
+		// meanwhile (by itself, on another node) goes on.
+		if err := client.MakeBucket(ctx, bucket, minio.MakeBucketOptions{Region: cfg.S3.Region}); err != nil &&
+			minio.ToErrorResponse(err).Code != "BucketAlreadyOwnedByYou" {
 			return nil, fmt.Errorf("TRAWLER_PROFILES %s: creating the bucket: %w", cfg.Profiles, err)
 		}
 	}
