@@ -80,14 +80,14 @@ test-docker: build
 # (HAProxy in front of two nodes on the docker runtime, PostgreSQL, MinIO),
 # drives it through the load balancer with Playwright and the Firecrawl SDK,
 # kills the node running a crawl, and tears it down (TestClusterRig, which
-# skips wherever trawler/postgres and trawler/haproxy are not built).
+# runs only here: TRAWLER_TEST_CLUSTER=1).
 test-cluster:
 	bash scripts/images.sh browser trawler minio postgres haproxy
-	$(GO) test -count=1 -run '^TestClusterRig$$' -timeout 10m ./deploy
+	TRAWLER_TEST_CLUSTER=1 $(GO) test -count=1 -run '^TestClusterRig$$' -timeout 10m ./deploy
 
 bench: deps build
 	@scripts/install-deps.sh bench
-	$(GO) run ./cmd/bench
+	scripts/pgtest.sh $(GO) run ./cmd/bench
 
 # images builds the browser, service and MinIO images offline with docker
 # import (scripts/images.sh); deploy/*.Dockerfile are the registry route.
