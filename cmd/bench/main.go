@@ -16,7 +16,7 @@
 // MB are MiB (2^20 bytes).
 //
 // Phases (-only create,memory,cdp,leaks,transform,scrape,concurrent,crawl,
-// docker,profiles,liveview,parse,search runs a subset):
+// docker,profiles,liveview,parse,search,cluster runs a subset):
 //
 //   - create: p50 of POST /v2/browser over HTTP, 15 samples (after one
 //     warm-up) with one warm browser ready (TRAWLER_WARM_BROWSERS=1) and
@@ -105,6 +105,18 @@
 //     process's RSS with it open are taken too; then crawl pages/s with the
 //     index on over off (TRAWLER_SEARCH_INDEX=false), and the crawled pages
 //     searched through POST /v2/search.
+//   - cluster: on the PostgreSQL server of TRAWLER_TEST_DATABASE_URL
+//     (scripts/pgtest.sh, which make bench runs the bench under; without
+//     it the phase is skipped), a fresh database per service: the crawl
+//     phase's crawl of python3.11-doc on SQLite and on PostgreSQL,
+//     alternately, twice each (pages/s, PostgreSQL over SQLite); two
+//     crawls of it at once (two teams, maxAge 0) on one node with the
+//     whole pool against two nodes sharing one database with half of it
+//     each, one crawl to each (pages/s of both, two nodes over one); and
+//     two trawler serve processes on one database with a 5 s lease: the
+//     time from a SIGKILL of the node running a crawl of a slow loopback
+//     site to the other node recording its pages again, against the lease
+//     plus 2 s. See clusterbench.go.
 //
 // Before exiting, the services are closed and the bench fails if any
 // process they or the chromedp baseline started (found by an environment
@@ -167,7 +179,7 @@ func main() {
 	// crawl and search phases are about half of it).
 	ctx, cancel := context.WithTimeout(ctx, 25*time.Minute)
 	b := &bench{log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
-	flag.StringVar(&b.only, "only", "", "run only these phases, comma-separated: create, memory, cdp, leaks, transform, scrape, concurrent, crawl, docker, profiles, liveview, parse, search, model, changes, branding, audio, docs, egress, execute")
+	flag.StringVar(&b.only, "only", "", "run only these phases, comma-separated: create, memory, cdp, leaks, transform, scrape, concurrent, crawl, docker, profiles, liveview, parse, search, model, changes, branding, audio, docs, egress, execute, cluster")
 	flag.IntVar(&b.concurrentPool, "concurrent-pool", concurrentPool, "pool size of the concurrent phase")
 	flag.StringVar(&b.crawlProfile, "crawl-cpuprofile", "", "write a CPU profile of the timed crawl (the crawl phase's first) to this file")
 	flag.Parse()
@@ -278,6 +290,7 @@ func (b *bench) run(ctx context.Context) error {
 		{"docs", b.docsSearch},
 		{"egress", b.egressOverhead},
 		{"execute", b.executeNode},
+		{"cluster", b.clusterPerformance},
 	}
 	for _, ph := range phases {
 		if !b.selected(ph.name) {
