@@ -17,7 +17,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -279,20 +278,11 @@ func (b *bench) clusterRound(ctx context.Context, name string, nodes int, root s
 // crawl's documents back.
 func (b *bench) timedCrawls(ctx context.Context, name string, views []*instance, root string, site *countingSite, pg *pgAdmin, scrapeOptions map[string]any) (storeRun, error) {
 	var r storeRun
-	for _, v := range views {
-		if err := v.waitWarm(ctx); err != nil {
-			return r, err
-		}
-	}
-	time.Sleep(time.Second) // let the warm browsers finish their start-up work
-	runtime.GC()
-	debug.FreeOSMemory()
-	ctx, cancel := context.WithTimeout(ctx, crawlTimeout)
-	defer cancel()
-	body, err := json.Marshal(map[string]any{"url": root, "limit": crawlLimit, "scrapeOptions": scrapeOptions})
+	ctx, cancel, body, err := readyToCrawl(ctx, views, root, scrapeOptions)
 	if err != nil {
 		return r, err
 	}
+	defer cancel()
 	before, cpu0 := site.snapshot(), pg.cpu()
 	t := time.Now()
 	ids := make([]string, len(views))

@@ -211,19 +211,11 @@ func (b *bench) crawlOnce(ctx context.Context, name, root string, site *counting
 	r.workers, r.chromium = cfg.JobWorkers, cfg.ChromiumPath
 	logf("%s: pool size %d (TRAWLER_POOL_SIZE), %d lanes (TRAWLER_JOB_WORKERS: pages crawled at once), team concurrency %d, host concurrency %d, %d warm browser",
 		name, cfg.PoolSize, cfg.JobWorkers, cfg.TeamConcurrency, cfg.HostConcurrency, cfg.WarmBrowsers)
-	if err := in.waitWarm(ctx); err != nil {
-		return r, err
-	}
-	time.Sleep(time.Second) // let the warm browser finish its start-up work
-	runtime.GC()
-	debug.FreeOSMemory()
-
-	ctx, cancel := context.WithTimeout(ctx, crawlTimeout)
-	defer cancel()
-	body, err := json.Marshal(map[string]any{"url": root, "limit": crawlLimit, "scrapeOptions": scrapeOptions})
+	ctx, cancel, body, err := readyToCrawl(ctx, []*instance{in}, root, scrapeOptions)
 	if err != nil {
 		return r, err
 	}
+	defer cancel()
 	var mem *memSampler
 	if memory == withMemory {
 		mem = startMemSampler(in.dataDir, 100*time.Millisecond)
@@ -515,4 +507,23 @@ func firstErr(s string) string {
 		return ""
 	}
 	return " (first: " + truncate(s, 160) + ")"
+}
+
+// readyToCrawl waits for the services' warm browsers and a quiet moment,
+// collects garbage, and returns the crawl's deadline and its POST body.
+func readyToCrawl(ctx context.Context, services []*instance, root string, scrapeOptions map[string]any) (context.Context, context.CancelFunc, []byte, error) {
+	for _, in := range services {
+		if err := in.waitWarm(ctx); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	time.Sleep(time.Second) // let the warm browsers finish their start-up work
+	runtime.GC()
+	debug.FreeOSMemory()
+	body, err := json.Marshal(map[string]any{"url": root, "limit": crawlLimit, "scrapeOptions": scrapeOptions})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, crawlTimeout)
+	return ctx, cancel, body, nil
 }
