@@ -70,9 +70,14 @@ func (j *job) runnableLocked(now time.Time) (ok bool, wait time.Duration) {
 	return true, 0
 }
 
-// endedLocked reports whether a scraping job has nothing left to do.
+// endedLocked reports whether a scraping job has nothing left to do. A
+// job this node stopped working on (the service is closing, or another
+// node holds its lease) never has: the pages it dropped are still queued
+// in the store, for whoever resumes it. (Its last page recorded as the
+// others were dropped used to end it as completed, without them.)
 func (j *job) endedLocked() bool {
-	return j.status == StatusScraping && len(j.queue) == 0 && len(j.inflight) == 0 && !j.discovering
+	return j.status == StatusScraping && j.ctx.Err() == nil && len(j.queue) == 0 && len(j.inflight) == 0 &&
+		!j.discovering
 }
 
 // watcher is one live subscriber (the WebSocket of /v2/crawl/{id}).

@@ -74,7 +74,7 @@ func TestExtractMovesToAnotherNode(t *testing.T) {
 	st := b.waitExtract(keyAcme, id)
 	require.Equal(t, "completed", st.str("status"), "%s", st.Raw)
 	assert.Equal(t, decoded(t, productsAnswer), st.Body["data"])
-	assert.Contains(t, lastRequest(t, m).User(), "The **Slow** widget costs 30 euros.")
+	assert.Contains(t, lastRequest(t, m).User(), "The **Slow** widget costs 30 euros.", "%s", st.Raw)
 	assert.Len(t, m.Requests(), 1, "model calls")
 	assertOneBatch(t, b)
 }
