@@ -399,26 +399,40 @@ func (b *browser) demux(attached io.Reader, stdout *io.PipeWriter) {
 // not, and returns how many it removed. It is meant for the service's start,
 // before it runs browsers of its own: it would remove those too.
 func (r *Runtime) Reap(ctx context.Context) (int, error) {
-	list, err := r.cli.ContainerList(ctx, container.ListOptions{
+	return r.ReapInstance(ctx, r.cfg.Instance)
+}
+
+// ReapInstance force-removes every browser container of the service
+// instance named instance on this engine: another node's, once that node is
+// known to be dead (its containers are orphans nobody will stop).
+func (r *Runtime) ReapInstance(ctx context.Context, instance string) (int, error) {
+	return reapLabelled(ctx, r.cli, "browser", labelBrowser, instance)
+}
+
+// reapLabelled force-removes the containers of one kind (what, for errors)
+// that carry label=1 and instance's labelInstance, and returns how many it
+// removed.
+func reapLabelled(ctx context.Context, cli *client.Client, what, label, instance string) (int, error) {
+	list, err := cli.ContainerList(ctx, container.ListOptions{
 		All: true,
 		Filters: filters.NewArgs(
-			filters.Arg("label", labelBrowser+"=1"),
-			filters.Arg("label", labelInstance+"="+r.cfg.Instance),
+			filters.Arg("label", label+"=1"),
+			filters.Arg("label", labelInstance+"="+instance),
 		),
 	})
 	if err != nil {
-		return 0, fmt.Errorf("listing browser containers: %w", err)
+		return 0, fmt.Errorf("listing %s containers: %w", what, err)
 	}
 	n := 0
 	var errs []error
 	for _, c := range list {
-		err := r.cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
+		err := cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
 		switch {
 		case err == nil:
 			n++
-		case cerrdefs.IsNotFound(err): // gone meanwhile
+		case cerrdefs.IsNotFound(err), cerrdefs.IsConflict(err): // gone, or going, meanwhile
 		default:
-			errs = append(errs, fmt.Errorf("removing browser container %s: %w", shortID(c.ID), err))
+			errs = append(errs, fmt.Errorf("removing %s container %s: %w", what, shortID(c.ID), err))
 		}
 	}
 	return n, errors.Join(errs...)

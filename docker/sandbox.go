@@ -2,7 +2,6 @@ package docker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,7 +11,6 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
 
@@ -249,29 +247,14 @@ func (s *Sandboxes) remove(id string) {
 // how many it removed: those a service that died (kill -9) left running.
 // It is meant for the service's start, before it runs sandboxes of its own.
 func (s *Sandboxes) Reap(ctx context.Context) (int, error) {
-	list, err := s.cli.ContainerList(ctx, container.ListOptions{
-		All: true,
-		Filters: filters.NewArgs(
-			filters.Arg("label", labelSandbox+"=1"),
-			filters.Arg("label", labelInstance+"="+s.cfg.Instance),
-		),
-	})
-	if err != nil {
-		return 0, fmt.Errorf("listing sandbox containers: %w", err)
-	}
-	n := 0
-	var errs []error
-	for _, c := range list {
-		err := s.cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
-		switch {
-		case err == nil:
-			n++
-		case cerrdefs.IsNotFound(err), cerrdefs.IsConflict(err): // gone, or going, meanwhile
-		default:
-			errs = append(errs, fmt.Errorf("removing sandbox container %s: %w", shortID(c.ID), err))
-		}
-	}
-	return n, errors.Join(errs...)
+	return s.ReapInstance(ctx, s.cfg.Instance)
+}
+
+// ReapInstance force-removes every sandbox container of the service
+// instance named instance on this engine: another node's, once that node is
+// known to be dead.
+func (s *Sandboxes) ReapInstance(ctx context.Context, instance string) (int, error) {
+	return reapLabelled(ctx, s.cli, "sandbox", labelSandbox, instance)
 }
 
 // attachedStreams is a sandbox's session seen from Trawler: the

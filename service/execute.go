@@ -19,15 +19,17 @@ var _ execute.Containers = (*docker.Sandboxes)(nil)
 // (the CDP proxy), and a function that waits for its runs and releases
 // what it holds. In mode docker it first removes the sandboxes an earlier
 // run of this instance left. hide makes a local run's CDP endpoint
-// unreachable from the browsers' pages.
-func newExecute(ctx context.Context, cfg *config.Config, cdp http.Handler, hide func(string) func(), log *slog.Logger) (*execute.Service, func(), error) {
+// unreachable from the browsers' pages. In mode docker it also returns
+// the sandboxes, whose ReapInstance clears a dead node's.
+func newExecute(ctx context.Context, cfg *config.Config, cdp http.Handler, hide func(string) func(), log *slog.Logger) (*execute.Service, func(), instanceReaper, error) {
 	ec := execute.Config{Mode: execute.Mode(cfg.Execute.Mode), CDP: cdp, MaxRuns: cfg.PoolSize, QueueWait: cfg.QueueWait, Log: log}
 	closeAll := func() {}
+	var reaper instanceReaper
 	switch ec.Mode {
 	case execute.Docker:
 		boxes, err := docker.NewSandboxes(docker.SandboxConfig{Image: cfg.Execute.Image, Instance: cfg.Instance, Log: log})
 		if err != nil {
-			return nil, nil, fmt.Errorf("TRAWLER_EXECUTE=docker: %w", err)
+			return nil, nil, nil, fmt.Errorf("TRAWLER_EXECUTE=docker: %w", err)
 		}
 		if n, err := boxes.Reap(ctx); err != nil {
 			log.Warn("reaping execute sandboxes of an earlier run", "err", err)
@@ -35,6 +37,7 @@ func newExecute(ctx context.Context, cfg *config.Config, cdp http.Handler, hide 
 			log.Warn("reaped execute sandboxes left by an earlier run", "sandboxes", n)
 		}
 		ec.Containers = boxes
+		reaper = boxes
 		closeAll = func() { boxes.Close() }
 	case execute.Node:
 		ec.Dir = filepath.Join(cfg.DataDir, "execute")
@@ -44,10 +47,10 @@ func newExecute(ctx context.Context, cfg *config.Config, cdp http.Handler, hide 
 	svc, err := execute.New(ec)
 	if err != nil {
 		closeAll()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	return svc, func() {
 		svc.Close()
 		closeAll()
-	}, nil
+	}, reaper, nil
 }

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"crypto/subtle"
+	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -175,4 +176,54 @@ func denyNodes(ctx context.Context, st *store.Store, proxy *egress.Proxy, denied
 		denied[u.Host] = true
 	}
 	return nil
+}
+
+// instanceReaper removes the containers of a service instance (a node) on
+// this node's container engine.
+type instanceReaper interface {
+	ReapInstance(ctx context.Context, instance string) (int, error)
+}
+
+// lostNodesWindow is how long ago a node may have been last seen for its
+// containers to be looked for: a node's restart under its name clears
+// them too.
+const lostNodesWindow = 24 * time.Hour
+
+// reapLost removes the containers of the nodes last seen before before:
+// their browsers and sandboxes run on, orphaned, on an engine this node
+// shares (a compose rig, one Docker host), holding memory and pool places
+// nobody will give back. Each lost node is reaped once per time it was
+// last seen; a failure is tried again at the next heartbeat.
+func (s *Service) reapLost(ctx context.Context, before time.Time) {
+	if len(s.reapers) == 0 {
+		return
+	}
+	lost, err := s.Store.LostNodes(ctx, before, before.Add(-lostNodesWindow))
+	if err != nil {
+		s.log.Error("reading the nodes that stopped", "err", err)
+		return
+	}
+	for _, n := range lost {
+		if s.reaped[n.ID].Equal(n.SeenAt) {
+			continue
+		}
+		removed := 0
+		var failed error
+		for _, r := range s.reapers {
+			k, err := r.ReapInstance(ctx, n.ID)
+			removed += k
+			failed = errors.Join(failed, err)
+		}
+		if removed > 0 {
+			s.log.Warn("removed the containers of a node that stopped", "node", n.ID, "containers", removed)
+		}
+		if failed != nil {
+			s.log.Error("removing the containers of a node that stopped", "node", n.ID, "err", failed)
+			continue
+		}
+		if s.reaped == nil {
+			s.reaped = map[string]time.Time{}
+		}
+		s.reaped[n.ID] = n.SeenAt
+	}
 }

@@ -70,10 +70,16 @@ type Service struct {
 	// closeExecute waits for the execute endpoint's runs (which end with
 	// their sessions) and releases its sandboxes' engine connection.
 	closeExecute func()
-	cancel       context.CancelFunc
-	handler      http.Handler
-	stop         chan struct{}
-	wg           sync.WaitGroup
+	// reapers remove a dead node's containers from this node's container
+	// engine (the docker runtime's browsers, the execute sandboxes);
+	// reaped is when each node reaped was last seen, so that it is reaped
+	// once.
+	reapers []instanceReaper
+	reaped  map[string]time.Time
+	cancel  context.CancelFunc
+	handler http.Handler
+	stop    chan struct{}
+	wg      sync.WaitGroup
 	// denied are the node hosts (host:port) the browsers may not reach.
 	deniedMu sync.Mutex
 	denied   map[string]bool
@@ -222,7 +228,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 	}
 	urls := wire.PublicURL{Base: cfg.PublicURL, Trusted: cfg.TrustedProxies}
 	proxy := cdpproxy.New(mgr, urls, log)
-	executor, closeExecute, err := newExecute(ctx, cfg, proxy, out.proxy.Hide, log)
+	executor, closeExecute, boxes, err := newExecute(ctx, cfg, proxy, out.proxy.Hide, log)
 	if err != nil {
 		return fail(err)
 	}
@@ -263,6 +269,11 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 	s := &Service{Config: cfg, Store: st, Pool: pool, Sessions: mgr, Proxy: proxy, Crawler: crawler, Extract: extracts, Webhooks: hooks,
 		Profiles: profileStore, Egress: out.proxy, Model: llm, search: found, docs: docs, log: log, stop: make(chan struct{}), closeRuntime: closeRuntime}
 	s.closeExecute = closeExecute
+	for _, r := range []any{rt.Runtime, boxes} {
+		if r, ok := r.(instanceReaper); ok {
+			s.reapers = append(s.reapers, r)
+		}
+	}
 	bg, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.wg.Add(4)
@@ -346,6 +357,7 @@ func (s *Service) heartbeat() {
 		} else if n > 0 {
 			s.log.Warn("ended the sessions of a node that stopped", "sessions", n)
 		}
+		s.reapLost(ctx, now.Add(-lease))
 		cancel()
 	}
 }

@@ -141,6 +141,31 @@ func (s *Store) NodeURLs(ctx context.Context, since time.Time) (map[string]strin
 	return out, rows.Err()
 }
 
+// LostNode is a node that stopped saying it is alive: when it was last
+// seen.
+type LostNode struct {
+	ID     string
+	SeenAt time.Time
+}
+
+// LostNodes returns the nodes other than s's last seen before before and
+// not before since: the dead nodes whose leftovers (their browser
+// containers) another node may clear.
+func (s *Store) LostNodes(ctx context.Context, before, since time.Time) ([]LostNode, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, seen_at FROM nodes WHERE id <> ? AND seen_at < ? AND seen_at >= ?
+		ORDER BY id`, s.node, millis(before), millis(since))
+	if err != nil {
+		return nil, fmt.Errorf("reading the lost nodes: %w", err)
+	}
+	return scanAll(rows, func(r interface{ Scan(...any) error }) (LostNode, error) {
+		var n LostNode
+		var seen int64
+		err := r.Scan(&n.ID, &seen)
+		n.SeenAt = time.UnixMilli(seen)
+		return n, err
+	})
+}
+
 // EndLostSessions marks destroyed, with reason, the active sessions of
 // every other node last seen before before (its browsers went with it),
 // billed like EndActiveSessions; it returns how many it ended.

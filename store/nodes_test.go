@@ -159,6 +159,18 @@ func TestSessionsEndWithTheirNode(t *testing.T) {
 	n, err = a.EndLostSessions(ctx, now, "node lost", nil)
 	require.NoError(t, err)
 	assert.Zero(t, n, "a node's own sessions are not lost to it")
+
+	lost, err := b.LostNodes(ctx, now.Add(-30*time.Second), now.Add(-time.Hour))
+	require.NoError(t, err)
+	require.Len(t, lost, 1, "nodes lost to node b")
+	assert.Equal(t, "n0", lost[0].ID)
+	assert.WithinDuration(t, now.Add(-time.Minute), lost[0].SeenAt, time.Millisecond)
+	lost, err = a.LostNodes(ctx, now.Add(-30*time.Second), now.Add(-time.Hour))
+	require.NoError(t, err)
+	assert.Empty(t, lost, "node b is alive, and node a is not lost to itself")
+	lost, err = b.LostNodes(ctx, now.Add(-30*time.Second), now.Add(-59*time.Second))
+	require.NoError(t, err)
+	assert.Empty(t, lost, "node a, lost before since")
 }
 
 // The index log is read in seq order by each node's index: a reader that
