@@ -113,13 +113,19 @@ func (s *Service) lostLease(j *job, err error) bool {
 }
 
 // followEvery is how often a job another node runs is read from the store
-// for a watcher here.
-const followEvery = 500 * time.Millisecond
+// for a watcher here, when the store has no change notices;
+// followNoticed is how often it is read besides its notices.
+const (
+	followEvery   = 500 * time.Millisecond
+	followNoticed = 5 * time.Second
+)
 
 // watchElsewhere follows a job that is scraping on another node: its
-// documents and its end come from the store, read every followEvery, as
-// events numbered like the running node's. running is false when the job
-// is not scraping (or not there at all).
+// documents and its end come from the store, read at each of the job's
+// change notices (PostgreSQL's NOTIFY, from any node) and every
+// followNoticed besides, or every followEvery without notices, as events
+// numbered like the running node's. running is false when the job is not
+// scraping (or not there at all).
 func (s *Service) watchElsewhere(ctx context.Context, team, kind, id string) (events <-chan Event, stop func(), running bool) {
 	row, err := s.Store.Job(ctx, team, kind, id)
 	if err != nil || row.Status != StatusScraping {
@@ -129,7 +135,13 @@ func (s *Service) watchElsewhere(ctx context.Context, team, kind, id string) (ev
 	fctx, cancel := context.WithCancel(ctx)
 	go func() {
 		defer close(ch)
-		t := time.NewTicker(followEvery)
+		changed, unsubscribe := s.Store.JobChanges(id)
+		defer unsubscribe()
+		every := followEvery
+		if changed != nil {
+			every = followNoticed
+		}
+		t := time.NewTicker(every)
 		defer t.Stop()
 		var seq int64
 		for {
@@ -166,6 +178,7 @@ func (s *Service) watchElsewhere(ctx context.Context, team, kind, id string) (ev
 			select {
 			case <-fctx.Done():
 				return
+			case <-changed:
 			case <-t.C:
 			}
 		}

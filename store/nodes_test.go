@@ -251,3 +251,57 @@ func TestIndexLogPrunedUpToTheSlowestNode(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, rows, "rows every node applied")
 }
+
+// On PostgreSQL, a node hears of a page recorded with a document and of
+// the end of a job another node runs, as soon as it is committed, and of
+// no other job; on SQLite (one node alone) there are no notices.
+func TestJobChangesCrossNodes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	nodes := openNodes(t, 2, time.Minute)
+	a, b := nodes[0], nodes[1]
+	now := time.Now()
+	for _, id := range []string{"watched", "other"} {
+		require.NoError(t, a.CreateJob(ctx, Job{ID: id, Team: "acme", Kind: "crawl", Status: "scraping", Request: []byte(`{}`),
+			CreatedAt: now, ExpiresAt: now.Add(time.Hour)}, []JobURL{
+			{Key: "0", URL: "http://a.test/0", State: URLQueued}, {Key: "1", URL: "http://a.test/1", Seq: 1, State: URLQueued}}, nil))
+	}
+	changed, stop := b.JobChanges("watched")
+	defer stop()
+	if a.dialect.name == "sqlite" {
+		assert.Nil(t, changed, "notices on SQLite")
+		return
+	}
+	// The listener's first connection wakes every subscriber once.
+	heard := func() bool {
+		select {
+		case <-changed:
+			return true
+		case <-time.After(5 * time.Second):
+			return false
+		}
+	}
+	require.True(t, heard(), "no wake-up when the listener connected")
+	quiet := func(what string) {
+		select {
+		case <-changed:
+			t.Errorf("a notice for %s", what)
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+
+	_, err := a.FinishJobURL(ctx, "other", JobURL{Key: "0", State: URLDone, Document: []byte(`{}`)}, true, nil, 1, nil)
+	require.NoError(t, err)
+	quiet("another job's page")
+	_, err = a.FinishJobURL(ctx, "watched", JobURL{Key: "0", State: URLFailed, Error: "boom"}, false, nil, 0, nil)
+	require.NoError(t, err)
+	quiet("a page without a document")
+	_, err = a.FinishJobURL(ctx, "watched", JobURL{Key: "1", State: URLDone, Document: []byte(`{}`)}, true, nil, 1, nil)
+	require.NoError(t, err)
+	assert.True(t, heard(), "no notice of the watched job's page")
+	require.NoError(t, a.FinishJob(ctx, "watched", "completed", "", now, now.Add(time.Hour), nil))
+	assert.True(t, heard(), "no notice of the watched job's end")
+	stop()
+	require.NoError(t, a.FinishJob(ctx, "other", "completed", "", now, now.Add(time.Hour), nil))
+	quiet("after the subscription stopped")
+}

@@ -33,7 +33,7 @@ func OpenURL(ctx context.Context, url string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("connecting to the database at %s: %w", where, err)
 	}
-	s := &Store{db: db, dialect: postgresDialect}
+	s := &Store{db: db, dialect: postgresDialect, notices: newNotices(cfg)}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("migrating the database at %s: %w", where, err)
@@ -279,6 +279,22 @@ var postgresMigrations = []string{
 		held BIGINT NOT NULL,
 		PRIMARY KEY (node, kind, key)
 	);`,
+	// Job change notices (notices.go): a page with a document recorded, a
+	// job ended. NOTIFY delivers them at the commit, once per job and
+	// transaction.
+	`CREATE FUNCTION trawler_job_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+	BEGIN
+		IF TG_TABLE_NAME = 'jobs' THEN
+			PERFORM pg_notify('` + jobsChannel + `', NEW.id);
+		ELSE
+			PERFORM pg_notify('` + jobsChannel + `', NEW.job_id);
+		END IF;
+		RETURN NULL;
+	END $$;
+	CREATE TRIGGER job_urls_done AFTER UPDATE OF done_seq ON job_urls FOR EACH ROW
+		WHEN (NEW.done_seq IS NOT NULL) EXECUTE FUNCTION trawler_job_changed();
+	CREATE TRIGGER jobs_ended AFTER UPDATE OF status ON jobs FOR EACH ROW
+		WHEN (OLD.status = 'scraping' AND NEW.status <> 'scraping') EXECUTE FUNCTION trawler_job_changed();`,
 }
 
 // rebind turns the ? placeholders of query into PostgreSQL's $1, $2, ...;

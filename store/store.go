@@ -43,6 +43,9 @@ type Store struct {
 	node    string
 	nodeURL string
 	lease   time.Duration
+	// notices are PostgreSQL's job change notices (notices.go); nil on
+	// SQLite.
+	notices *notices
 }
 
 // migrations are SQLite's, applied in order, each once; never edit a
@@ -299,6 +302,8 @@ var migrations = []string{
 		held INTEGER NOT NULL,
 		PRIMARY KEY (node, kind, key)
 	);`,
+	// PostgreSQL's job change notices (notices.go); one node alone needs none.
+	`SELECT 1`,
 }
 
 // Open opens (creating if needed) the SQLite database at path and migrates
@@ -324,7 +329,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 }
 
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	s.notices.close()
+	return s.db.Close()
+}
 
 // migrate applies the migrations the database lacks, one transaction
 // each.

@@ -17,12 +17,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/gorilla/websocket"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
 
 	"github.com/trawler-dev/trawler/cmd/bench/transform"
@@ -416,6 +418,17 @@ func (b *bench) failover(ctx context.Context, pg *pgAdmin) error {
 	if err != nil {
 		return fmt.Errorf("failover: node A: %w", err)
 	}
+	// The crawl's WebSocket on node A (which runs it) and on node B (which
+	// follows it through the database) until the kill: how late B's
+	// watcher gets each document.
+	onA, err := watchArrivals(ctx, a.api, "/v2/crawl/"+id)
+	if err != nil {
+		return fmt.Errorf("failover: watching on node A: %w", err)
+	}
+	onB, err := watchArrivals(ctx, nb.api, "/v2/crawl/"+id)
+	if err != nil {
+		return fmt.Errorf("failover: watching on node B: %w", err)
+	}
 	var done int
 	if err := pollEvery(ctx, 60*time.Second, fmt.Sprintf("node A to complete %d pages", failoverKillAt), func() (bool, error) {
 		st, err := a.api.crawlStatus(ctx, id)
@@ -424,6 +437,12 @@ func (b *bench) failover(ctx context.Context, pg *pgAdmin) error {
 	}); err != nil {
 		return fmt.Errorf("failover: %w", err)
 	}
+	lags := lagsBehind(onB.stop(), onA.stop())
+	if len(lags) == 0 {
+		return errors.New("failover: the watchers on node A and node B got no document in common")
+	}
+	logf("failover: node B's watcher got %d documents %s after node A's (median; p90 %s, max %s)", len(lags),
+		median(lags).Round(time.Millisecond), pct(lags, 0.9).Round(time.Millisecond), slices.Max(lags).Round(time.Millisecond))
 	logf("failover: node A completed %d pages in %s; killing it with SIGKILL", done, time.Since(start).Round(time.Millisecond))
 	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		return err
@@ -488,6 +507,7 @@ func (b *bench) failover(ctx context.Context, pg *pgAdmin) error {
 	}
 	a.tail(5)
 	nb.tail(5)
+	figure("cluster_watch_lag_ms", ms(median(lags)), "ms")
 	figure("failover_resume_s", resumed.Seconds(), "s")
 	figure("failover_lease_s", failoverLease.Seconds(), "s")
 	figure("failover_resume_over_lease_plus_2s", resumed.Seconds()/(failoverLease+2*time.Second).Seconds(), "x")
@@ -831,4 +851,64 @@ func (p *pgAdmin) cpu() cpuSpent {
 	}
 	c.postgres = time.Duration(ticks) * time.Second / clockTicks
 	return c
+}
+
+// arrivals is when a job's WebSocket watcher got each document, by source
+// URL.
+type arrivals struct {
+	ws   *websocket.Conn
+	done chan struct{}
+	at   map[string]time.Time
+}
+
+// watchArrivals follows the job WebSocket at path of in until stop.
+func watchArrivals(ctx context.Context, in *instance, path string) (*arrivals, error) {
+	h := http.Header{}
+	if b, ok := in.client.Transport.(bearer); ok {
+		h.Set("Authorization", "Bearer "+b.key)
+	}
+	ws, _, err := websocket.DefaultDialer.DialContext(ctx, "ws"+strings.TrimPrefix(in.base, "http")+path, h)
+	if err != nil {
+		return nil, err
+	}
+	a := &arrivals{ws: ws, done: make(chan struct{}), at: map[string]time.Time{}}
+	go func() {
+		defer close(a.done)
+		for {
+			var m struct {
+				Type string `json:"type"`
+				Data struct {
+					Metadata struct {
+						SourceURL string `json:"sourceURL"`
+					} `json:"metadata"`
+				} `json:"data"`
+			}
+			if err := ws.ReadJSON(&m); err != nil {
+				return
+			}
+			if m.Type == "document" {
+				a.at[m.Data.Metadata.SourceURL] = time.Now()
+			}
+		}
+	}()
+	return a, nil
+}
+
+// stop closes the watcher and returns what it got.
+func (a *arrivals) stop() map[string]time.Time {
+	a.ws.Close()
+	<-a.done
+	return a.at
+}
+
+// lagsBehind returns, for each document both watchers got, how much later
+// follower got it than leader.
+func lagsBehind(follower, leader map[string]time.Time) []time.Duration {
+	var out []time.Duration
+	for u, t := range leader {
+		if f, ok := follower[u]; ok {
+			out = append(out, f.Sub(t))
+		}
+	}
+	return out
 }
