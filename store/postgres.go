@@ -295,6 +295,16 @@ var postgresMigrations = []string{
 		WHEN (NEW.done_seq IS NOT NULL) EXECUTE FUNCTION trawler_job_changed();
 	CREATE TRIGGER jobs_ended AFTER UPDATE OF status ON jobs FOR EACH ROW
 		WHEN (OLD.status = 'scraping' AND NEW.status <> 'scraping') EXECUTE FUNCTION trawler_job_changed();`,
+	// Pages and documents are stored compressed with LZ4 rather than
+	// PostgreSQL's default pglz: a crawl writes a page's HTML and its
+	// document (tens of KB each) at every page, and pglz spent most of the
+	// server's CPU on them. (Values written before keep pglz; both read.)
+	`ALTER TABLE page_cache ALTER COLUMN body SET COMPRESSION lz4;
+	ALTER TABLE scrapes ALTER COLUMN document SET COMPRESSION lz4;
+	ALTER TABLE job_urls ALTER COLUMN document SET COMPRESSION lz4;
+	ALTER TABLE webhook_events ALTER COLUMN payload SET COMPRESSION lz4;
+	ALTER TABLE extracts ALTER COLUMN result SET COMPRESSION lz4;
+	ALTER TABLE page_versions ALTER COLUMN markdown SET COMPRESSION lz4;`,
 }
 
 // rebind turns the ? placeholders of query into PostgreSQL's $1, $2, ...;

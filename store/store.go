@@ -304,6 +304,9 @@ var migrations = []string{
 	);`,
 	// PostgreSQL's job change notices (notices.go); one node alone needs none.
 	`SELECT 1`,
+	// PostgreSQL's LZ4 compression of pages and documents; SQLite stores
+	// them as they are.
+	`SELECT 1`,
 }
 
 // Open opens (creating if needed) the SQLite database at path and migrates

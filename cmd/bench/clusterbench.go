@@ -799,6 +799,27 @@ func (p *pgAdmin) logActivity(ctx context.Context, name, dbURL string, pages int
 	per := func(n int64) float64 { return float64(n) / float64(pages) }
 	logf("%s: the database per page completed, from the services' start to their close: %.1f transactions committed (%.2f rolled back), rows inserted %.1f, updated %.1f, deleted %.1f, returned by scans %.0f, fetched by index %.1f",
 		name, per(commits), per(rollbacks), per(inserted), per(updated), per(deleted), per(returned), per(fetched))
+	db, err := sql.Open("pgx", dbURL)
+	if err != nil {
+		return
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(ctx, `SELECT relname, n_tup_ins, n_tup_upd + n_tup_hot_upd FROM pg_stat_user_tables
+		WHERE n_tup_ins + n_tup_upd > 0 ORDER BY n_tup_ins + n_tup_upd DESC LIMIT 6`)
+	if err != nil {
+		logf("%s: reading pg_stat_user_tables: %v", name, err)
+		return
+	}
+	defer rows.Close()
+	var tables []string
+	for rows.Next() {
+		var rel string
+		var ins, upd int64
+		if rows.Scan(&rel, &ins, &upd) == nil {
+			tables = append(tables, fmt.Sprintf("%s %.1f/%.1f", rel, per(ins), per(upd)))
+		}
+	}
+	logf("%s: rows inserted/updated per page, by table: %s", name, strings.Join(tables, ", "))
 }
 
 // cpuSpent is CPU time used by this process and by the PostgreSQL server.
