@@ -51,6 +51,7 @@ test-fuzz:
 # starts on loopback and removes.
 test-postgres:
 	scripts/pgtest.sh bash -c '$(GO) test -race -count=1 ./store/... && \
+		$(GO) test -count=1 ./index && \
 		$(GO) test -count=1 -run "^TestNodesShareJobsAndSessions$$" ./cmd/trawler && \
 		$(GO) test -count=1 -run "^(TestTeamLimitHoldsAcrossNodes|TestExtractMovesToAnotherNode)$$" ./service'
 

@@ -50,6 +50,9 @@ type Doc struct {
 	// Private: fetched from a non-public address; hidden while the network
 	// guard is on.
 	Private bool
+	// seq is the index log row the document was made for (0 when none: a
+	// rebuild's); the index in PostgreSQL keeps each page's newest.
+	seq int64
 }
 
 // Image is one image of a page.

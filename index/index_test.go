@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/trawler-dev/trawler/index"
+	"github.com/trawler-dev/trawler/store"
+	"github.com/trawler-dev/trawler/test/pgdb"
 )
 
 // corpus is a small set of pages with known words, two teams.
@@ -34,16 +36,41 @@ func corpus(now time.Time) []index.Doc {
 	}
 }
 
-func openCorpus(t *testing.T) *index.Index {
-	t.Helper()
-	ix, err := index.Open(filepath.Join(t.TempDir(), "ix"))
-	require.NoError(t, err)
-	t.Cleanup(func() { ix.Close() })
-	require.NoError(t, ix.Put(corpus(time.Now()), nil, 0))
-	return ix
+// backends runs f on each backend the machine has: bleve's files, and
+// PostgreSQL when a test server is there (make test-postgres): the same
+// documents and queries must give the same answers on both.
+func backends(t *testing.T, f func(t *testing.T, open func(t *testing.T) index.Backend)) {
+	t.Run("bleve", func(t *testing.T) {
+		f(t, func(t *testing.T) index.Backend {
+			ix, err := index.Open(filepath.Join(t.TempDir(), "ix"))
+			require.NoError(t, err)
+			t.Cleanup(func() { ix.Close() })
+			return ix
+		})
+	})
+	t.Run("postgres", func(t *testing.T) {
+		if !pgdb.Enabled() {
+			t.Skip(pgdb.Env + " is not set: make test-postgres runs the index on PostgreSQL")
+		}
+		f(t, func(t *testing.T) index.Backend {
+			st, err := store.OpenURL(context.Background(), pgdb.For(t, t.Name()))
+			require.NoError(t, err)
+			t.Cleanup(func() { st.Close() })
+			return index.OpenPG(st.Postgres())
+		})
+	})
 }
 
-func search(t *testing.T, ix *index.Index, team, q string, mod ...func(*index.Request)) []string {
+// eachCorpus runs f on the corpus indexed by each backend.
+func eachCorpus(t *testing.T, f func(t *testing.T, ix index.Backend)) {
+	backends(t, func(t *testing.T, open func(t *testing.T) index.Backend) {
+		ix := open(t)
+		require.NoError(t, ix.Put(corpus(time.Now()), nil, 0))
+		f(t, ix)
+	})
+}
+
+func search(t *testing.T, ix index.Backend, team, q string, mod ...func(*index.Request)) []string {
 	t.Helper()
 	parsed, err := index.ParseQuery(q)
 	require.NoError(t, err)
@@ -63,8 +90,9 @@ func search(t *testing.T, ix *index.Index, team, q string, mod ...func(*index.Re
 	return urls
 }
 
-func TestOperators(t *testing.T) {
-	ix := openCorpus(t)
+func TestOperators(t *testing.T) { eachCorpus(t, testOperators) }
+
+func testOperators(t *testing.T, ix index.Backend) {
 	task := "https://docs.python.org/3/library/asyncio-task.html"
 	blog := "https://www.python.org/blog/release.html"
 	pdf := "https://example.org/paper.pdf"
@@ -98,15 +126,17 @@ func TestOperators(t *testing.T) {
 	}
 }
 
-func TestTeamsSeeOnlyTheirOwn(t *testing.T) {
-	ix := openCorpus(t)
+func TestTeamsSeeOnlyTheirOwn(t *testing.T) { eachCorpus(t, testTeamsSeeOnlyTheirOwn) }
+
+func testTeamsSeeOnlyTheirOwn(t *testing.T, ix index.Backend) {
 	require.Equal(t, []string{"https://team-b.example/secret.html"}, search(t, ix, "b", "coroutines"))
 	require.Empty(t, search(t, ix, "a", "zebrafish"))
 	require.Empty(t, search(t, ix, "c", "coroutines"))
 }
 
-func TestFiltersAndSources(t *testing.T) {
-	ix := openCorpus(t)
+func TestFiltersAndSources(t *testing.T) { eachCorpus(t, testFiltersAndSources) }
+
+func testFiltersAndSources(t *testing.T, ix index.Backend) {
 	now := time.Now()
 	// Categories.
 	require.ElementsMatch(t, []string{"https://github.com/python/cpython/issues/1"},
@@ -134,8 +164,9 @@ func TestFiltersAndSources(t *testing.T) {
 	require.Empty(t, search(t, ix, "a", "intranet", func(r *index.Request) { r.PublicOnly = true }))
 }
 
-func TestRefetchReplacesAndSnippets(t *testing.T) {
-	ix := openCorpus(t)
+func TestRefetchReplacesAndSnippets(t *testing.T) { eachCorpus(t, testRefetchReplacesAndSnippets) }
+
+func testRefetchReplacesAndSnippets(t *testing.T, ix index.Backend) {
 	u := "https://docs.python.org/3/library/asyncio-task.html"
 	require.NoError(t, ix.Put([]index.Doc{{Team: "a", URL: u, Title: "Coroutines and Tasks",
 		Markdown: "Everything was rewritten: now about kumquats, and the [link](https://x.test/y \"t\") text.",

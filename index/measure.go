@@ -24,7 +24,7 @@ type Relevance struct {
 
 // Measure runs every judged query as team's web search and scores the
 // answers; the relevance test and make bench share it.
-func Measure(ctx context.Context, ix *Index, team string, judged []Judged, base string) Relevance {
+func Measure(ctx context.Context, ix Backend, team string, judged []Judged, base string) Relevance {
 	var r Relevance
 	for _, j := range judged {
 		q, err := ParseQuery(j.Query)

@@ -14,6 +14,7 @@ import (
 	"github.com/trawler-dev/trawler/index"
 	"github.com/trawler-dev/trawler/scrape"
 	"github.com/trawler-dev/trawler/store"
+	"github.com/trawler-dev/trawler/test/pgdb"
 )
 
 // pythonDocs is Debian's python3.11-doc, the real corpus relevance is
@@ -49,7 +50,7 @@ func loadQueries(t testing.TB) []relevanceQuery {
 
 // indexPythonDocs indexes every page of the corpus for team, through the
 // converter the service uses.
-func indexPythonDocs(t testing.TB, ix *index.Index, team string) int {
+func indexPythonDocs(t testing.TB, ix index.Backend, team string) int {
 	var docs []index.Doc
 	err := filepath.WalkDir(pythonDocs, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".html") {
@@ -100,6 +101,27 @@ func TestRelevanceOnPythonDocs(t *testing.T) {
 	t.Logf("%d queries: MRR@10 %.3f, recall@10 %.3f", len(queries), m.MRR, m.Recall)
 	require.GreaterOrEqual(t, m.MRR, 0.55)
 	require.GreaterOrEqual(t, m.Recall, 0.88)
+
+	// The index in PostgreSQL ranks within 0.05 of it, on the same pages
+	// and questions.
+	if !pgdb.Enabled() {
+		t.Log(pgdb.Env + " is not set: make test-postgres measures the index in PostgreSQL too")
+		return
+	}
+	st, err := store.OpenURL(context.Background(), pgdb.For(t, "relevance"))
+	require.NoError(t, err)
+	defer st.Close()
+	pg := index.OpenPG(st.Postgres())
+	require.Equal(t, n, indexPythonDocs(t, pg, "t1"))
+	indexPythonDocs(t, pg, "t2") // another team's copy: its statistics are its own
+	start := time.Now()
+	mp := index.Measure(context.Background(), pg, "t1", queries2(queries), docsBase)
+	for _, miss := range mp.Misses {
+		t.Logf("postgres miss: %s", miss)
+	}
+	t.Logf("PostgreSQL: MRR@10 %.3f, recall@10 %.3f (%d queries in %s)", mp.MRR, mp.Recall, len(queries), time.Since(start).Round(time.Millisecond))
+	require.InDelta(t, m.MRR, mp.MRR, 0.05, "MRR@10 in PostgreSQL against the embedded index")
+	require.GreaterOrEqual(t, mp.Recall, 0.88)
 }
 
 func queries2(qs []relevanceQuery) []index.Judged {

@@ -108,22 +108,30 @@ func (ix *Index) Search(ctx context.Context, r Request) ([]Hit, error) {
 		return nil, fmt.Errorf("searching the index: %w", err)
 	}
 	needles := snippetNeedles(r.Query.Words())
-	var hits []Hit
-	seen := map[string]bool{}
+	hits := make([]Hit, 0, len(res.Hits))
 	for _, m := range res.Hits {
-		h := hitOf(m, r.Categories, needles)
+		hits = append(hits, hitOf(m, r.Categories, needles))
+	}
+	return keepHits(r, hits), nil
+}
+
+// keepHits returns the first r.Limit of hits, best first, each image once.
+func keepHits(r Request, hits []Hit) []Hit {
+	var out []Hit
+	seen := map[string]bool{}
+	for _, h := range hits {
 		if r.Source == SourceImages {
 			if seen[h.ImageURL] {
 				continue
 			}
 			seen[h.ImageURL] = true
 		}
-		hits = append(hits, h)
-		if len(hits) == r.Limit {
+		out = append(out, h)
+		if len(out) == r.Limit {
 			break
 		}
 	}
-	return hits, nil
+	return out
 }
 
 // rerankDepth is how many of the best pages by their words alone the
@@ -443,13 +451,7 @@ func hitOf(m *search.DocumentMatch, categories []string, needles []string) Hit {
 	when := func(f string) time.Time { t, _ := time.Parse(time.RFC3339, str(f)); return t }
 	h := Hit{URL: str(fURL), Title: str(fTitle), Fetched: when(fFetched), Published: when(fPublished),
 		ImageURL: str(fImageURL), ImageWidth: num(fWidth), ImageHeight: num(fHeight)}
-	if h.ImageURL != "" {
-		h.Title = firstNonEmpty(str(fAlt), h.Title)
-	}
-	h.Description = snippet(str(fBody), needles)
-	if h.Description == "" {
-		h.Description = firstNonEmpty(str(fDescription), lead(str(fBody)))
-	}
+	h.describe(str(fAlt), str(fDescription), str(fBody), needles)
 	var have []string
 	switch c := m.Fields[fCategory].(type) {
 	case string:
@@ -461,13 +463,31 @@ func hitOf(m *search.DocumentMatch, categories []string, needles []string) Hit {
 			}
 		}
 	}
-	for _, c := range categories {
+	h.Category = firstOf(categories, have)
+	return h
+}
+
+// describe sets an image hit's title to its alt text, when it has one,
+// and a hit's description to a snippet of body around needles, else to
+// the page's description or the start of its text.
+func (h *Hit) describe(alt, description, body string, needles []string) {
+	if h.ImageURL != "" {
+		h.Title = firstNonEmpty(alt, h.Title)
+	}
+	h.Description = snippet(body, needles)
+	if h.Description == "" {
+		h.Description = firstNonEmpty(description, lead(body))
+	}
+}
+
+// firstOf returns the first of wanted that have holds, or "".
+func firstOf(wanted, have []string) string {
+	for _, c := range wanted {
 		if slices.Contains(have, c) {
-			h.Category = c
-			break
+			return c
 		}
 	}
-	return h
+	return ""
 }
 
 func firstNonEmpty(s ...string) string {

@@ -24,7 +24,7 @@ const logBatch = 200
 // index log in order, rebuilds the index from the cache when it is missing
 // or cannot be caught up, and prunes the log rows the index has persisted.
 type Syncer struct {
-	Index   *Index
+	Index   Backend
 	Store   *store.Store
 	Convert Convert
 	Log     *slog.Logger
@@ -38,6 +38,10 @@ type Syncer struct {
 	// offered are documents the scrape already made of the page it cached,
 	// by log row: applying that row then reads and converts nothing.
 	offered map[int64]Doc
+	// direct are the documents offered to a shared index, to write at
+	// once; directCh tells writeOffered of them.
+	direct   []Doc
+	directCh chan struct{}
 }
 
 // maxOffered bounds the documents held for rows not yet applied; past it,
@@ -51,20 +55,55 @@ type status struct {
 }
 
 // NewSyncer returns a syncer; Run starts it.
-func NewSyncer(ix *Index, st *store.Store, convert Convert, log *slog.Logger) *Syncer {
+func NewSyncer(ix Backend, st *store.Store, convert Convert, log *slog.Logger) *Syncer {
 	return &Syncer{Index: ix, Store: st, Convert: convert, Log: log, notify: make(chan struct{}, 1),
-		urgent: make(chan struct{}, 1), moved: make(chan struct{}), offered: map[int64]Doc{}}
+		urgent: make(chan struct{}, 1), moved: make(chan struct{}), offered: map[int64]Doc{}, directCh: make(chan struct{}, 1)}
 }
 
 // Offer hands over the document of the page that log row seq cached, as
 // the scrape made it, and tells the syncer of the row.
 func (s *Syncer) Offer(seq int64, d Doc) {
+	d.seq = seq
 	s.mu.Lock()
+	if s.Index.shared() {
+		// Written at once (writeOffered), so that the other nodes find
+		// the page there and do not convert it themselves.
+		if len(s.direct) < maxOffered {
+			s.direct = append(s.direct, d)
+		}
+		s.mu.Unlock()
+		select {
+		case s.directCh <- struct{}{}:
+		default:
+		}
+		return
+	}
 	if len(s.offered) < maxOffered && seq > s.applied.Load() {
 		s.offered[seq] = d
 	}
 	s.mu.Unlock()
 	s.Notify()
+}
+
+// writeOffered writes the offered documents to a shared index as they
+// come, until ctx ends. A document it could not write is left to the log:
+// the row's page is then converted from the store.
+func (s *Syncer) writeOffered(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.directCh:
+		}
+		s.mu.Lock()
+		docs := s.direct
+		s.direct = nil
+		s.mu.Unlock()
+		if err := s.Index.Put(docs, nil, 0); err != nil && ctx.Err() == nil {
+			s.Log.Warn("writing the pages this node cached to the search index; the log will bring them", "err", err)
+		}
+		s.Notify()
+	}
 }
 
 // takeOffered removes and returns the documents offered for rows.
@@ -93,6 +132,14 @@ func (s *Syncer) Notify() {
 // index holds nothing the store has, or when the rows it would need to
 // catch up are gone.
 func (s *Syncer) Run(ctx context.Context) {
+	if s.Index.shared() {
+		done := make(chan struct{})
+		defer func() { <-done }()
+		go func() {
+			defer close(done)
+			s.writeOffered(ctx)
+		}()
+	}
 	marker, err := s.Index.marker()
 	if err != nil {
 		s.Log.Error("reading the search index's position; rebuilding it", "err", err)
@@ -171,10 +218,13 @@ func (s *Syncer) needsRebuild(ctx context.Context, marker int64) (bool, string) 
 	switch {
 	case marker > last:
 		return true, "the index is ahead of the store"
-	case marker == 0:
+	case marker == 0 && !s.Index.shared():
 		n, err := s.Store.CountPages(ctx)
 		return err == nil && n > 0, "the index is new or was lost"
 	}
+	// (A shared index is the database's own: new, it is caught up from the
+	// log, which holds every page unless pruned; nodes writing the pages
+	// they cache fill it meanwhile.)
 	rows, err := s.Store.IndexLog(ctx, marker, 1)
 	if err == nil && len(rows) > 0 && rows[0].Seq > marker+1 {
 		return true, "the log rows the index needs were pruned"
@@ -232,6 +282,23 @@ func (s *Syncer) rebuild(ctx context.Context) error {
 
 // apply applies the next rows of the log and returns how many it read.
 func (s *Syncer) apply(ctx context.Context) (int, error) {
+	if s.Index.shared() {
+		// The rows another node applied are not converted again.
+		marker, err := s.Index.marker()
+		if err != nil {
+			return 0, err
+		}
+		if marker > s.applied.Load() {
+			s.setApplied(marker)
+			s.mu.Lock()
+			for seq := range s.offered {
+				if seq <= marker {
+					delete(s.offered, seq)
+				}
+			}
+			s.mu.Unlock()
+		}
+	}
 	rows, err := s.Store.IndexLog(ctx, s.applied.Load(), logBatch)
 	if err != nil || len(rows) == 0 {
 		return 0, err
@@ -248,10 +315,21 @@ func (s *Syncer) apply(ctx context.Context) (int, error) {
 		final[t] = r
 	}
 	offered := s.takeOffered(rows)
+	finals := make([]store.IndexEntry, 0, len(order))
+	for _, t := range order {
+		finals = append(finals, final[t])
+	}
+	indexed, err := s.Index.indexed(ctx, finals)
+	if err != nil {
+		return 0, err
+	}
 	var docs []Doc
 	var gone [][2]string
 	for _, t := range order {
 		r := final[t]
+		if indexed[r.Seq] {
+			continue // written from this row or a later one (by the node that cached it)
+		}
 		if d, ok := offered[r.Seq]; ok {
 			docs = append(docs, d)
 			continue
@@ -272,6 +350,7 @@ func (s *Syncer) apply(ctx context.Context) (int, error) {
 			return 0, err
 		}
 		if d, ok := s.convert(ctx, p); ok {
+			d.seq = r.Seq
 			docs = append(docs, d)
 		} else {
 			gone = append(gone, [2]string{t.team, t.url})

@@ -8,15 +8,20 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/trawler-dev/trawler/index"
 	"github.com/trawler-dev/trawler/scrape"
 	"github.com/trawler-dev/trawler/store"
+	"github.com/trawler-dev/trawler/test/pgdb"
 	"github.com/trawler-dev/trawler/test/polltest"
 )
 
@@ -172,4 +177,109 @@ func TestOfferedDocumentsAreIndexedAsGiven(t *testing.T) {
 	// No offer (a restart, a full hand-over): the cache entry is converted.
 	n.cachePage(t, "a", "plain", "converted from the store", time.Now())
 	require.Equal(t, []string{"http://site.test/plain"}, n.find(t, "a", `"converted from the store"`))
+}
+
+// Two nodes on one PostgreSQL database share its index: each finds what
+// the other cached; a page the node that cached it offered is written by
+// that node at once and converted by no one, one it did not offer by
+// whichever node applies its log row first, once; a page cached again
+// replaces its old text everywhere.
+func TestNodesShareTheIndexInPostgres(t *testing.T) {
+	if !pgdb.Enabled() {
+		t.Skip(pgdb.Env + " is not set: make test-postgres runs the index on PostgreSQL")
+	}
+	db := pgdb.For(t, "shared-index")
+	type pgNode struct {
+		st        *store.Store
+		ix        *index.PG
+		syncer    *index.Syncer
+		converted atomic.Int64
+	}
+	start := func(name string) *pgNode {
+		st, err := store.OpenURL(context.Background(), db)
+		require.NoError(t, err)
+		st.SetNode(name, "", time.Minute)
+		n := &pgNode{st: st, ix: index.OpenPG(st.Postgres())}
+		convert := func(ctx context.Context, p store.CachedPage) (index.Doc, bool, error) {
+			n.converted.Add(1)
+			return scrape.IndexDoc(ctx, p)
+		}
+		n.syncer = index.NewSyncer(n.ix, st, convert, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { n.syncer.Run(ctx); close(done) }()
+		t.Cleanup(func() { cancel(); <-done; st.Close() })
+		return n
+	}
+	a := start("a")
+	page := func(path, words string) store.CachedPage {
+		u := "http://site.test/" + path
+		body := fmt.Sprintf("<html><head><title>%s</title></head><body><main><p>%s</p></main></body></html>", path, words)
+		return store.CachedPage{Team: "t", Key: u, URL: u, FinalURL: u, CreatedAt: time.Now(), StatusCode: 200,
+			ContentType: "text/html", Body: []byte(body)}
+	}
+	find := func(n *pgNode, q string) []string {
+		polltest.Until(t, 30*time.Second, "the index to hold what the store holds", func() bool {
+			return n.syncer.CatchUp(context.Background(), time.Second) == ""
+		})
+		parsed, err := index.ParseQuery(q)
+		require.NoError(t, err)
+		hits, err := n.ix.Search(context.Background(), index.Request{Team: "t", Query: parsed, Limit: 100})
+		require.NoError(t, err)
+		var out []string
+		for _, h := range hits {
+			out = append(out, strings.TrimPrefix(h.URL, "http://site.test/"))
+		}
+		slices.Sort(out)
+		return out
+	}
+	// A node's syncer applies the log once at its start, whatever it was
+	// told: node a's first page, not offered, is indexed before the rest.
+	_, err := a.st.PutPage(context.Background(), page("first", "the first page"))
+	require.NoError(t, err)
+	require.Equal(t, []string{"first"}, find(a, "first"))
+	a.converted.Store(0)
+	// Node a caches ten pages and offers their documents, as a scrape does.
+	var want []string
+	for i := range 10 {
+		p := page(fmt.Sprintf("a%d", i), "harbour seals and common words")
+		seq, err := a.st.PutPage(context.Background(), p)
+		require.NoError(t, err)
+		d, ok, err := scrape.IndexDoc(context.Background(), p)
+		require.True(t, ok)
+		require.NoError(t, err)
+		a.syncer.Offer(seq, d)
+		want = append(want, fmt.Sprintf("a%d", i))
+	}
+	polltest.Until(t, 30*time.Second, "node a to write the pages it cached", func() bool {
+		n, err := a.ix.Count()
+		return err == nil && n == 11
+	})
+	// Node b starts: it finds node a's pages in the index and its log rows
+	// applied, and converts none of them.
+	b := start("b")
+	// Node b caches five without offering them (as after a restart).
+	for i := range 5 {
+		_, err := b.st.PutPage(context.Background(), page(fmt.Sprintf("b%d", i), "grey seals and common words"))
+		require.NoError(t, err)
+		b.syncer.Notify()
+		want = append(want, fmt.Sprintf("b%d", i))
+	}
+	slices.Sort(want)
+	require.Equal(t, want, find(b, "common words"), "node b's search")
+	require.Equal(t, want, find(a, "common words"), "node a's search")
+	require.Len(t, find(a, "harbour"), 10)
+	require.Len(t, find(b, "grey"), 5)
+	assert.Zero(t, a.converted.Load(), "pages node a converted from the store")
+	assert.EqualValues(t, 5, b.converted.Load(), "pages node b converted from the store (its own, once each)")
+
+	// Node b caches one of node a's pages again, with other words.
+	_, err = b.st.PutPage(context.Background(), page("a3", "walruses only"))
+	require.NoError(t, err)
+	b.syncer.Notify()
+	require.Equal(t, []string{"a3"}, find(a, "walruses"))
+	require.NotContains(t, find(a, "harbour"), "a3", "the old text of a page cached again")
+	n, err := a.ix.Count()
+	require.NoError(t, err)
+	assert.EqualValues(t, 16, n, "documents: one per page")
 }

@@ -16,7 +16,7 @@ const catchUpWait = time.Second
 
 // IndexSource searches the embedded index: the team's own fetched pages.
 type IndexSource struct {
-	Index  *index.Index
+	Index  index.Backend
 	Syncer *index.Syncer
 	// PublicOnly hides pages fetched from non-public addresses (the network
 	// guard is on).

@@ -18,12 +18,13 @@ import (
 // the cache, and the search service over both; index and syncer are nil
 // with TRAWLER_SEARCH_INDEX=false, service with no source at all.
 type searchParts struct {
-	index   *index.Index
+	index   index.Backend
 	syncer  *index.Syncer
 	service *search.Service
 }
 
-// newSearch opens the index under the data directory and builds the
+// newSearch opens the index (bleve's files under the data directory, or
+// PostgreSQL's tables when the store is there) and builds the
 // sources TRAWLER_SEARCH_PROVIDERS lists. The scraper tells the syncer of
 // each page it caches.
 func newSearch(cfg *config.Config, st *store.Store, scraper *scrape.Service, log *slog.Logger) (*searchParts, error) {
@@ -31,9 +32,17 @@ func newSearch(cfg *config.Config, st *store.Store, scraper *scrape.Service, log
 	var idx search.Source
 	specs := cfg.SearchProviders
 	if cfg.SearchIndex {
-		ix, err := index.Open(filepath.Join(cfg.DataDir, "search.bleve"))
-		if err != nil {
-			return nil, err
+		// On PostgreSQL the index is the database's, shared by every node;
+		// on SQLite it is bleve's files in the data directory.
+		var ix index.Backend
+		if db := st.Postgres(); db != nil {
+			ix = index.OpenPG(db)
+		} else {
+			bl, err := index.Open(filepath.Join(cfg.DataDir, "search.bleve"))
+			if err != nil {
+				return nil, err
+			}
+			ix = bl
 		}
 		p.index, p.syncer = ix, index.NewSyncer(ix, st, scrape.IndexDoc, log)
 		scraper.OnCached = func(seq int64, d *index.Doc) {

@@ -305,6 +305,50 @@ var postgresMigrations = []string{
 	ALTER TABLE webhook_events ALTER COLUMN payload SET COMPRESSION lz4;
 	ALTER TABLE extracts ALTER COLUMN result SET COMPRESSION lz4;
 	ALTER TABLE page_versions ALTER COLUMN markdown SET COMPRESSION lz4;`,
+	// The search index (package index, pg.go): a row per page and per
+	// image of a page, its words as a tsvector of the index's own analysis
+	// (each prefixed with its field's letter, A-D), its pairs of words as
+	// another, and each word's count per field (JSON), which scoring reads.
+	`CREATE TABLE search_docs (
+		team_id TEXT NOT NULL,
+		id TEXT NOT NULL,
+		kind TEXT NOT NULL,
+		page_url TEXT NOT NULL,
+		url TEXT NOT NULL,
+		hosts TEXT[] NOT NULL,
+		ext TEXT[] NOT NULL,
+		categories TEXT[] NOT NULL,
+		link_hosts TEXT[] NOT NULL,
+		title TEXT NOT NULL,
+		description TEXT NOT NULL,
+		body TEXT NOT NULL,
+		image_url TEXT NOT NULL,
+		alt TEXT NOT NULL,
+		width BIGINT NOT NULL,
+		height BIGINT NOT NULL,
+		fetched BIGINT NOT NULL,
+		published BIGINT,
+		date BIGINT NOT NULL,
+		private BOOLEAN NOT NULL,
+		lengths INTEGER[] NOT NULL,
+		terms TSVECTOR NOT NULL,
+		pairs TSVECTOR NOT NULL,
+		term_counts JSONB NOT NULL,
+		src_seq BIGINT NOT NULL,
+		PRIMARY KEY (team_id, id)
+	);
+	ALTER TABLE search_docs ALTER COLUMN body SET COMPRESSION lz4;
+	ALTER TABLE search_docs ALTER COLUMN term_counts SET COMPRESSION lz4;
+	CREATE INDEX search_docs_page ON search_docs(team_id, page_url);
+	CREATE INDEX search_docs_kind ON search_docs(team_id, kind);
+	CREATE INDEX search_docs_terms ON search_docs USING GIN (terms);
+	CREATE INDEX search_docs_pairs ON search_docs USING GIN (pairs);
+	CREATE INDEX search_docs_hosts ON search_docs USING GIN (hosts);
+	CREATE TABLE search_state (
+		id INTEGER PRIMARY KEY,
+		applied BIGINT NOT NULL
+	);
+	INSERT INTO search_state (id, applied) VALUES (1, 0);`,
 }
 
 // rebind turns the ? placeholders of query into PostgreSQL's $1, $2, ...;
@@ -397,3 +441,13 @@ func (r *rebindConn) Ping(ctx context.Context) error { return r.c.Ping(ctx) }
 func (r *rebindConn) ResetSession(ctx context.Context) error { return r.c.ResetSession(ctx) }
 
 func (r *rebindConn) CheckNamedValue(v *driver.NamedValue) error { return r.c.CheckNamedValue(v) }
+
+// Postgres returns the database when s is on PostgreSQL, nil on SQLite:
+// for the search index, which lives in PostgreSQL's own tables
+// (search_docs) when the store does.
+func (s *Store) Postgres() *sql.DB {
+	if s.dialect != postgresDialect {
+		return nil
+	}
+	return s.db
+}

@@ -307,6 +307,8 @@ var migrations = []string{
 	// PostgreSQL's LZ4 compression of pages and documents; SQLite stores
 	// them as they are.
 	`SELECT 1`,
+	// PostgreSQL's search index; on SQLite the index is bleve's files.
+	`SELECT 1`,
 }
 
 // Open opens (creating if needed) the SQLite database at path and migrates

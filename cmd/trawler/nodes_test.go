@@ -166,6 +166,20 @@ func TestNodesShareJobsAndSessions(t *testing.T) {
 	assert.Equal(t, want, len(docs), "documents (before the kill: %v)", before)
 	assert.EqualValues(t, want, st["creditsUsed"], "the crawl's creditsUsed")
 
+	// Node B's search finds the crawl's pages, those node A cached among
+	// them: on PostgreSQL the index is the database's.
+	asyncio := base + "/library/asyncio-task.html"
+	polltest.Until(t, 30*time.Second, "node B's search to find the crawl's pages", func() bool {
+		r := b.post(t, "/v2/search", map[string]any{"query": "asyncio coroutines and tasks", "limit": 5})
+		data, _ := r["data"].(map[string]any)
+		web, _ := data["web"].([]any)
+		for _, w := range web {
+			if u, _ := w.(map[string]any)["url"].(string); u == asyncio {
+				return true
+			}
+		}
+		return false
+	})
 	polltest.Until(t, 90*time.Second, "every page's webhook event and the completed one", func() bool {
 		hooks.mu.Lock()
 		defer hooks.mu.Unlock()
