@@ -182,3 +182,18 @@ func testRefetchReplacesAndSnippets(t *testing.T, ix index.Backend) {
 	require.NoError(t, err)
 	require.EqualValues(t, 6+2, n, "one entry per team and URL, plus the two images")
 }
+
+// Queries with the characters of tsquery's and bleve's own syntax are
+// searched as words, on both backends, never as syntax.
+func TestQueriesWithSyntaxCharacters(t *testing.T) {
+	eachCorpus(t, func(t *testing.T, ix index.Backend) {
+		for _, q := range []string{`it's`, `'coroutines'`, `a\b`, `coroutines & | ! <-> :* ( )`, `"don't" -'x'`,
+			`intitle:"it's" inurl:a'b`, `coroutines:*`, "\x00coroutines", "caf\xe9 coroutines", `+coroutines -"`} {
+			parsed, err := index.ParseQuery(q)
+			require.NoError(t, err, "%q", q)
+			_, err = ix.Search(context.Background(), index.Request{Team: "a", Query: parsed, Limit: 10})
+			require.NoError(t, err, "%q", q)
+		}
+		require.Contains(t, search(t, ix, "a", "coroutines & | ! <->"), "https://docs.python.org/3/library/asyncio-task.html")
+	})
+}
