@@ -410,38 +410,32 @@ func (w *sqlWhere) textCond(t Term, ws string) string {
 	return "(" + strings.Join(any, " OR ") + ")"
 }
 
-// Search runs r and returns at most r.Limit hits, best first.
-func (p *PG) Search(ctx context.Context, r Request) ([]Hit, error) {
-	kind, boosts := kindPage, pageBoosts
-	textWeights, notWeights, urlWeight, titleWeight := "ABCD", "ACD", "B", "A"
-	if r.Source == SourceImages {
-		kind, boosts = kindImage, imageBoosts
-		notWeights, urlWeight, titleWeight = "ABD", "C", "B"
-	}
+// pgKind is what differs between the documents of a source: their kind,
+// the boosts of their fields, and which fields (weights) an operator looks
+// in.
+type pgKind struct {
+	kind                      string
+	boosts                    [4]float64
+	not, inURL, inTitle, text string
+}
+
+var (
+	pgPages  = pgKind{kind: kindPage, boosts: pageBoosts, not: "ACD", inURL: "B", inTitle: "A", text: "ABCD"}
+	pgImages = pgKind{kind: kindImage, boosts: imageBoosts, not: "ABD", inURL: "C", inTitle: "B", text: "ABCD"}
+)
+
+// filters adds to f the conditions of r other than its words: those that
+// leave the statistics (document frequencies) alone, which are the
+// team's, over every document with the words.
+func (f *sqlWhere) filters(r Request, k pgKind) {
 	q := r.Query
-	var w sqlWhere
-	w.add("team_id = %s", pgText(r.Team))
-	w.add("kind = %s", kind)
-	var words []string
-	for _, t := range q.Terms {
-		words = append(words, t.Text)
-	}
-	analyzed := analyzeList(strings.Join(words, " "))
-	stems := slices.Compact(slices.Sorted(slices.Values(analyzed)))
-	if len(stems) > 0 {
-		w.add("terms @@ %s::tsquery", tsAny(stems, textWeights))
-	}
-	// Filters past this point leave the statistics (document frequencies)
-	// alone: they are the team's, over every document with the words.
-	var f sqlWhere
-	f.args = w.args
 	for _, t := range q.Terms {
 		if t.Phrase {
-			f.conds = append(f.conds, f.textCond(t, textWeights))
+			f.conds = append(f.conds, f.textCond(t, k.text))
 		}
 	}
 	for _, t := range q.Not {
-		f.conds = append(f.conds, "NOT "+f.textCond(t, notWeights))
+		f.conds = append(f.conds, "NOT "+f.textCond(t, k.not))
 	}
 	anyOf := func(col string, vals []string, neg bool) {
 		if len(vals) == 0 {
@@ -455,10 +449,7 @@ func (p *PG) Search(ctx context.Context, r Request) ([]Hit, error) {
 	}
 	anyOf("hosts", lower(q.Sites), false)
 	anyOf("hosts", lower(r.IncludeHosts), false)
-	for _, h := range lower(q.NotSites) {
-		anyOf("hosts", []string{h}, true)
-	}
-	for _, h := range lower(r.ExcludeHosts) {
+	for _, h := range append(lower(q.NotSites), lower(r.ExcludeHosts)...) {
 		anyOf("hosts", []string{h}, true)
 	}
 	anyOf("ext", lower(q.FileTypes), false)
@@ -467,26 +458,27 @@ func (p *PG) Search(ctx context.Context, r Request) ([]Hit, error) {
 	}
 	anyOf("categories", r.Categories, false)
 	for _, u := range q.InURL {
-		f.conds = append(f.conds, f.textCond(Term{Text: u}, urlWeight))
+		f.conds = append(f.conds, f.textCond(Term{Text: u}, k.inURL))
 	}
 	for _, u := range q.NotInURL {
-		f.conds = append(f.conds, "NOT "+f.textCond(Term{Text: u}, urlWeight))
+		f.conds = append(f.conds, "NOT "+f.textCond(Term{Text: u}, k.inURL))
 	}
 	for _, t := range q.InTitle {
-		f.conds = append(f.conds, f.textCond(Term{Text: t, Phrase: true}, titleWeight))
+		f.conds = append(f.conds, f.textCond(Term{Text: t, Phrase: true}, k.inTitle))
 	}
 	for _, t := range q.NotInTitle {
-		f.conds = append(f.conds, "NOT "+f.textCond(Term{Text: t, Phrase: true}, titleWeight))
+		f.conds = append(f.conds, "NOT "+f.textCond(Term{Text: t, Phrase: true}, k.inTitle))
 	}
 	if len(q.Related) > 0 {
 		// The pages that link to the domains, and the pages of the hosts
-		// the domains' pages link to; not the domains' own.
+		// the domains' pages link to; not the domains' own. ($1 is the
+		// team.)
 		related := f.arg(pgArray(lower(q.Related)))
 		f.conds = append(f.conds, fmt.Sprintf(`(link_hosts && %[1]s::text[] OR hosts && ARRAY(
 			SELECT h FROM search_docs s, unnest(s.link_hosts) h WHERE s.team_id = $1 AND s.kind = 'page'
 			AND s.hosts && %[1]s::text[] GROUP BY h ORDER BY count(*) DESC LIMIT 100)) AND NOT hosts && %[1]s::text[]`, related))
 	}
-	if kind == kindImage {
+	if k.kind == kindImage {
 		if s := q.ImageSize; s != nil {
 			f.conds = append(f.conds, fmt.Sprintf("width = %s AND height = %s", f.arg(s.Width), f.arg(s.Height)))
 		}
@@ -506,13 +498,80 @@ func (p *PG) Search(ctx context.Context, r Request) ([]Hit, error) {
 	if r.PublicOnly {
 		f.conds = append(f.conds, "NOT private")
 	}
+}
+
+// Search runs r and returns at most r.Limit hits, best first.
+func (p *PG) Search(ctx context.Context, r Request) ([]Hit, error) {
+	k := pgPages
+	if r.Source == SourceImages {
+		k = pgImages
+	}
+	var words []string
+	for _, t := range r.Query.Terms {
+		words = append(words, t.Text)
+	}
+	analyzed := analyzeList(strings.Join(words, " "))
+	stems := slices.Compact(slices.Sorted(slices.Values(analyzed)))
+	kept, err := p.scored(ctx, r, k, stems)
+	if err != nil {
+		return nil, err
+	}
+	byScore := func(a, b pgCandidate) int {
+		return cmp.Or(cmp.Compare(b.score, a.score), cmp.Compare(b.fetched, a.fetched), strings.Compare(a.id, b.id))
+	}
+	sortBy := byScore
+	switch {
+	case r.Source == SourceNews:
+		sortBy = func(a, b pgCandidate) int { return cmp.Or(cmp.Compare(b.published, a.published), byScore(a, b)) }
+	case r.SortByDate:
+		sortBy = func(a, b pgCandidate) int { return cmp.Or(cmp.Compare(b.date, a.date), byScore(a, b)) }
+	}
+	slices.SortFunc(kept, byScore)
+	if k.kind == kindPage && len(analyzed) > 1 && len(kept) > 0 && !r.SortByDate && r.Source != SourceNews {
+		top := kept[:min(len(kept), max(r.Limit, rerankDepth))]
+		st, err := p.stats(ctx, pgText(r.Team), k.kind)
+		if err != nil {
+			return nil, err
+		}
+		if err := p.rerank(ctx, pgText(r.Team), top, analyzed, st); err != nil {
+			return nil, err
+		}
+		slices.SortFunc(top, byScore)
+		kept = top
+	}
+	slices.SortFunc(kept, sortBy)
+	size := r.Limit
+	if k.kind == kindImage {
+		size = r.Limit * 4
+	}
+	return p.hits(ctx, r, kept[:min(len(kept), size)])
+}
+
+// scored returns the documents that answer r, scored by their words: the
+// team's documents of the kind with any of stems (every one when there are
+// none), of which those that pass r's filters; the others count in the
+// words' document frequencies only.
+func (p *PG) scored(ctx context.Context, r Request, k pgKind, stems []string) ([]pgCandidate, error) {
+	var f sqlWhere
+	f.add("team_id = %s", pgText(r.Team))
+	f.add("kind = %s", k.kind)
+	where := slices.Clone(f.conds)
+	if len(stems) > 0 {
+		where = append(where, "terms @@ "+f.arg(tsAny(stems, k.text))+"::tsquery")
+	}
+	f.conds = nil
+	f.filters(r, k)
 	keep := "TRUE"
 	if len(f.conds) > 0 {
 		keep = strings.Join(f.conds, " AND ")
 	}
+	if len(stems) == 0 {
+		// No words: no statistics to keep, the filters select.
+		where, keep = append(where, keep), "TRUE"
+	}
 	stemsArg := f.arg(pgArray(fieldKeys(stems, weights)))
 	rows, err := p.db.QueryContext(ctx, `SELECT id, fetched, COALESCE(published, 0), date, lengths,
-		`+countsOf("term_counts", stemsArg)+`, `+keep+` FROM search_docs WHERE `+strings.Join(w.conds, " AND "), f.args...)
+		`+countsOf("term_counts", stemsArg)+`, `+keep+` FROM search_docs WHERE `+strings.Join(where, " AND "), f.args...)
 	if err != nil {
 		return nil, fmt.Errorf("searching the index: %w", err)
 	}
@@ -533,44 +592,21 @@ func (p *PG) Search(ctx context.Context, r Request) ([]Hit, error) {
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("searching the index: %w", err)
 	}
-	st, err := p.stats(ctx, pgText(r.Team), kind)
+	if len(stems) == 0 {
+		return cands, nil
+	}
+	st, err := p.stats(ctx, pgText(r.Team), k.kind)
 	if err != nil {
 		return nil, err
 	}
 	kept := cands[:0]
 	for _, c := range cands {
-		if !c.keep {
-			continue
+		if c.keep {
+			c.score = bm25(c.tf, c.lengths, stems, df, st, k.boosts)
+			kept = append(kept, c)
 		}
-		c.score = bm25(c.tf, c.lengths, stems, df, st, boosts)
-		kept = append(kept, c)
 	}
-	byScore := func(a, b pgCandidate) int {
-		return cmp.Or(cmp.Compare(b.score, a.score), cmp.Compare(b.fetched, a.fetched), strings.Compare(a.id, b.id))
-	}
-	sortBy := byScore
-	switch {
-	case r.Source == SourceNews:
-		sortBy = func(a, b pgCandidate) int { return cmp.Or(cmp.Compare(b.published, a.published), byScore(a, b)) }
-	case r.SortByDate:
-		sortBy = func(a, b pgCandidate) int { return cmp.Or(cmp.Compare(b.date, a.date), byScore(a, b)) }
-	}
-	slices.SortFunc(kept, byScore)
-	if kind == kindPage && len(analyzed) > 1 && len(kept) > 0 && !r.SortByDate && r.Source != SourceNews {
-		top := kept[:min(len(kept), max(r.Limit, rerankDepth))]
-		if err := p.rerank(ctx, pgText(r.Team), top, analyzed, st); err != nil {
-			return nil, err
-		}
-		slices.SortFunc(top, byScore)
-		kept = top
-	}
-	slices.SortFunc(kept, sortBy)
-	size := r.Limit
-	if kind == kindImage {
-		size = r.Limit * 4
-	}
-	kept = kept[:min(len(kept), size)]
-	return p.hits(ctx, r, kept)
+	return kept, nil
 }
 
 // pgCandidate is a document that has the query's words.

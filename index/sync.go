@@ -289,14 +289,7 @@ func (s *Syncer) apply(ctx context.Context) (int, error) {
 			return 0, err
 		}
 		if marker > s.applied.Load() {
-			s.setApplied(marker)
-			s.mu.Lock()
-			for seq := range s.offered {
-				if seq <= marker {
-					delete(s.offered, seq)
-				}
-			}
-			s.mu.Unlock()
+			s.setApplied(marker) // (offered documents go straight to it: writeOffered)
 		}
 	}
 	rows, err := s.Store.IndexLog(ctx, s.applied.Load(), logBatch)
