@@ -52,7 +52,7 @@ test-fuzz:
 test-postgres:
 	scripts/pgtest.sh bash -c '$(GO) test -race -count=1 ./store/... && \
 		$(GO) test -count=1 ./index && \
-		$(GO) test -count=1 -run "^TestNodesShareJobsAndSessions$$" ./cmd/trawler && \
+		$(GO) test -count=1 -run "^(TestNodesShareJobsAndSessions|TestNodesShareHostPoliteness)$$" ./cmd/trawler && \
 		$(GO) test -count=1 -run "^(TestTeamLimitHoldsAcrossNodes|TestExtractMovesToAnotherNode)$$" ./service'
 
 # test-postgres-all runs the whole Go suite on PostgreSQL: every service a

@@ -39,6 +39,17 @@ func (s *Service) renewLeases() {
 		s.Log.Error("renewing job leases", "err", err)
 		return
 	}
+	// Politeness per host is shared while other nodes are alive.
+	if others, err := s.Store.OthersAlive(ctx, asked.Add(-s.Lease)); err != nil {
+		s.Log.Error("reading the nodes", "err", err)
+	} else {
+		s.hostsShared.Store(others)
+	}
+	if s.hostsShared.Load() {
+		if err := s.Store.RenewHosts(ctx, asked.Add(s.Lease)); err != nil {
+			s.Log.Error("renewing host places", "err", err)
+		}
+	}
 	s.mu.Lock()
 	var lost []*job
 	for id, j := range s.jobs {

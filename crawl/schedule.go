@@ -61,8 +61,21 @@ func (s *Service) next(w *scrape.Worker) (*job, *store.JobURL, context.Context) 
 			if d > 0 && (wait == 0 || d < wait) {
 				wait = d
 			}
-			if ok && s.hostInflight[hostOf(j.queue[0].URL)] >= s.HostConcurrency {
-				ok = false
+			if ok {
+				host := hostOf(j.queue[0].URL)
+				full, held := s.hostFull[host]
+				switch {
+				case held && full.After(now):
+					ok = false
+					if d := full.Sub(now); wait == 0 || d < wait {
+						wait = d
+					}
+				case s.hostInflight[host] >= s.HostConcurrency:
+					ok = false
+				}
+				if held && !full.After(now) {
+					delete(s.hostFull, host)
+				}
 			}
 			served := j.lastServed
 			j.mu.Unlock()
@@ -115,7 +128,7 @@ func (s *Service) next(w *scrape.Worker) (*job, *store.JobURL, context.Context) 
 // one is converted, as the site's politeness allows.
 func (s *Service) page(ctx context.Context, w *scrape.Worker, j *job, u *store.JobURL) {
 	host := hostOf(u.URL)
-	released := false
+	released, placed := false, false
 	release := func() {
 		if released {
 			return
@@ -126,8 +139,20 @@ func (s *Service) page(ctx context.Context, w *scrape.Worker, j *job, u *store.J
 		s.teamInflight[j.team]--
 		s.broadcastLocked()
 		s.mu.Unlock()
+		if placed {
+			if err := s.Store.GiveHost(context.Background(), host); err != nil {
+				s.Log.Warn("giving back a host's place", "host", host, "err", err)
+			}
+		}
 	}
 	defer release()
+	if s.hostsShared.Load() {
+		var full bool
+		if placed, full = s.takeHost(ctx, host); full {
+			s.requeue(j, u) // the nodes hold the host's places: later
+			return
+		}
+	}
 	pu, err := url.Parse(u.URL)
 	if err != nil {
 		s.record(j, u, nil, err)
@@ -199,4 +224,29 @@ func (s *Service) requeue(j *job, u *store.JobURL) {
 	j.queue = append([]*store.JobURL{u}, j.queue...)
 	j.mu.Unlock()
 	s.broadcast()
+}
+
+// hostRetry is how long a host whose places other nodes hold is left
+// alone before its page is tried again.
+const hostRetry = 100 * time.Millisecond
+
+// takeHost takes a place of host in the store, shared by the nodes, and
+// reports whether it did, or whether the nodes hold them all: the host is
+// then held back for hostRetry. A store that cannot say leaves the node's
+// own limit alone to hold (neither).
+func (s *Service) takeHost(ctx context.Context, host string) (took, full bool) {
+	now := time.Now()
+	ok, err := s.Store.TakeHost(ctx, host, s.HostConcurrency, now, now.Add(max(s.Lease, time.Second)))
+	if err != nil {
+		if ctx.Err() == nil {
+			s.Log.Warn("taking a host's place; keeping to this node's own limit", "host", host, "err", err)
+		}
+		return false, false
+	}
+	if !ok {
+		s.mu.Lock()
+		s.hostFull[host] = now.Add(hostRetry)
+		s.mu.Unlock()
+	}
+	return ok, !ok
 }

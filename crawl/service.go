@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -56,11 +57,17 @@ type Service struct {
 	changed      chan struct{}
 	hostInflight map[string]int
 	teamInflight map[string]int
-	closed       bool
-	stop         context.CancelFunc
-	base         context.Context
-	wg           sync.WaitGroup
-	client       *http.Client
+	// hostsShared is set while other nodes share the store: a page then
+	// also takes a place of its host there (store.TakeHost), so that the
+	// nodes together keep to HostConcurrency. hostFull holds back, until
+	// its time, a host whose places other nodes hold.
+	hostsShared atomic.Bool
+	hostFull    map[string]time.Time
+	closed      bool
+	stop        context.CancelFunc
+	base        context.Context
+	wg          sync.WaitGroup
+	client      *http.Client
 	// finishing bounds the fetched pages being finished (transformed and
 	// recorded) at once, one per core: the lanes fetch on meanwhile.
 	finishing chan struct{}
@@ -71,7 +78,7 @@ type Service struct {
 func (s *Service) Start(ctx context.Context) error {
 	s.jobs = map[string]*job{}
 	s.changed = make(chan struct{})
-	s.hostInflight, s.teamInflight = map[string]int{}, map[string]int{}
+	s.hostInflight, s.teamInflight, s.hostFull = map[string]int{}, map[string]int{}, map[string]time.Time{}
 	s.base, s.stop = context.WithCancel(context.Background())
 	s.client = s.Guard.Client(20*time.Second, netguard.SkipTLSVerify)
 	s.finishing = make(chan struct{}, runtime.NumCPU())
@@ -88,6 +95,9 @@ func (s *Service) Start(ctx context.Context) error {
 	running, err := s.Store.ClaimJobs(ctx, true, now, now.Add(s.Lease))
 	if err != nil {
 		return err
+	}
+	if others, err := s.Store.OthersAlive(ctx, now.Add(-s.Lease)); err == nil && s.Lease > 0 {
+		s.hostsShared.Store(others)
 	}
 	for _, row := range running {
 		if err := s.resume(ctx, row); err != nil {

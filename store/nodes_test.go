@@ -305,3 +305,44 @@ func TestJobChangesCrossNodes(t *testing.T) {
 	require.NoError(t, a.FinishJob(ctx, "other", "completed", "", now, now.Add(time.Hour), nil))
 	quiet("after the subscription stopped")
 }
+
+// The nodes together hold at most a host's limit of its places; a place
+// given back is free for any node, and a dead node's places lapse.
+func TestHostPlacesAcrossNodes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	nodes := openNodes(t, 2, time.Minute)
+	a, b := nodes[0], nodes[1]
+	now := time.Now()
+	until := now.Add(time.Minute)
+	take := func(s *Store, host string) bool {
+		ok, err := s.TakeHost(ctx, host, 2, now, until)
+		require.NoError(t, err)
+		return ok
+	}
+	assert.True(t, take(a, "h.test"), "node a's first place")
+	assert.True(t, take(b, "h.test"), "node b's first place")
+	assert.False(t, take(a, "h.test"), "a third place of a host with a limit of 2")
+	assert.True(t, take(a, "other.test"), "another host's place")
+	require.NoError(t, b.GiveHost(ctx, "h.test"))
+	assert.True(t, take(a, "h.test"), "the place node b gave back")
+	assert.False(t, take(b, "h.test"), "node a holds both")
+
+	// Node a stops renewing: a minute later its places lapse.
+	later := now.Add(2 * time.Minute)
+	ok, err := b.TakeHost(ctx, "h.test", 2, later, later.Add(time.Minute))
+	require.NoError(t, err)
+	assert.True(t, ok, "a place of a node whose places lapsed")
+	require.NoError(t, b.RenewHosts(ctx, later.Add(time.Hour)))
+	ok, err = b.TakeHost(ctx, "h.test", 1, later.Add(30*time.Minute), later.Add(time.Hour))
+	require.NoError(t, err)
+	assert.False(t, ok, "node b's renewed place still counts")
+
+	require.NoError(t, a.Heartbeat(ctx, now))
+	alive, err := b.OthersAlive(ctx, now.Add(-time.Second))
+	require.NoError(t, err)
+	assert.True(t, alive, "node a, seen just now, for node b")
+	alive, err = a.OthersAlive(ctx, now.Add(-time.Second))
+	require.NoError(t, err)
+	assert.False(t, alive, "node b never said it is alive")
+}

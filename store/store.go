@@ -309,6 +309,14 @@ var migrations = []string{
 	`SELECT 1`,
 	// PostgreSQL's search index; on SQLite the index is bleve's files.
 	`SELECT 1`,
+	// Politeness per host across nodes (hosts.go).
+	`CREATE TABLE host_places (
+		host TEXT NOT NULL,
+		node TEXT NOT NULL,
+		held INTEGER NOT NULL,
+		until INTEGER NOT NULL,
+		PRIMARY KEY (host, node)
+	);`,
 }
 
 // Open opens (creating if needed) the SQLite database at path and migrates

@@ -13,6 +13,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -381,4 +382,68 @@ func allDocuments(t *testing.T, p *proc, path string) []map[string]any {
 			return out
 		}
 	}
+}
+
+// TestNodesShareHostPoliteness runs a crawl of one site on each of two
+// nodes sharing a database, at once: together they keep to the site's
+// limit of pages in flight (TRAWLER_HOST_CONCURRENCY), not each to its
+// own, and both crawls complete.
+func TestNodesShareHostPoliteness(t *testing.T) {
+	if !pgdb.Enabled() {
+		t.Skip(pgdb.Env + " is not set: make test-postgres runs this test on a throwaway PostgreSQL")
+	}
+	const limit, pages = 2, 30
+	var inflight, most atomic.Int64
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var i int
+		if r.URL.Path != "/" {
+			if _, err := fmt.Sscanf(r.URL.Path, "/p/%d", &i); err != nil || i >= pages {
+				http.NotFound(w, r)
+				return
+			}
+		}
+		n := inflight.Add(1)
+		defer inflight.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		time.Sleep(150 * time.Millisecond)
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, "<html><head><title>Page %d</title></head><body><main><h1>Page %d</h1><p>%s</p>", i, i,
+			strings.Repeat("Words of a page of a site two nodes crawl at once. ", 8))
+		if r.URL.Path == "/" {
+			for k := range pages {
+				fmt.Fprintf(w, `<a href="/p/%d">page %d</a> `, k, k)
+			}
+		}
+		fmt.Fprint(w, "</main></body></html>")
+	}))
+	t.Cleanup(site.Close)
+	db := pgdb.For(t, "politeness")
+	const lease = 3 * time.Second
+	t.Setenv("TRAWLER_ALLOW_PRIVATE_NETWORKS", "true")
+	env := []string{"TRAWLER_DATABASE_URL=" + db, "TRAWLER_NODE_LEASE=" + lease.String(),
+		"TRAWLER_HOST_CONCURRENCY=" + fmt.Sprint(limit), "TRAWLER_POOL_SIZE=4", "TRAWLER_JOB_WORKERS=3"}
+	a := startBinary(t, t.TempDir(), freeAddr(t), env...)
+	b := startBinary(t, t.TempDir(), freeAddr(t), env...)
+	// Each node learns at its next renewal (a third of the lease) that
+	// another is alive.
+	time.Sleep(lease/3 + time.Second)
+
+	crawl := map[string]any{"url": site.URL + "/", "sitemap": "skip", "limit": pages + 1}
+	ids := map[*proc]string{}
+	for _, p := range []*proc{a, b} {
+		id, _ := p.post(t, "/v2/crawl", crawl)["id"].(string)
+		require.NotEmpty(t, id, "no crawl id")
+		ids[p] = id
+	}
+	for p, id := range ids {
+		polltest.Until(t, 60*time.Second, "both crawls to complete", func() bool {
+			st := p.call(t, "GET", "/v2/crawl/"+id)
+			return st["status"] == "completed"
+		})
+		st := p.call(t, "GET", "/v2/crawl/"+id+"?limit=100")
+		assert.EqualValues(t, pages+1, st["completed"], "pages of the crawl on %s", p.addr)
+	}
+	t.Logf("at most %d of the site's pages were in flight at once (limit %d, two nodes)", most.Load(), limit)
+	assert.LessOrEqual(t, most.Load(), int64(limit), "the site's pages in flight at once across the nodes")
 }
