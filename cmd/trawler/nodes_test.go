@@ -66,7 +66,8 @@ func (h *hookReceiver) count(typ string) int {
 }
 
 // TestNodesShareJobsAndSessions runs two nodes on one PostgreSQL database,
-// each with its own data directory, as two machines would: either answers
+// each with its own data directory, as two machines would: a session of
+// one is driven through the other, whose activity keeps it alive; either answers
 // for the other's crawl; a cancel sent to the one that does not run the
 // crawl stops it on the one that does; and when a node is killed with
 // SIGKILL mid-crawl, the other takes the crawl over once the node's lease
@@ -89,6 +90,7 @@ func TestNodesShareJobsAndSessions(t *testing.T) {
 	time.Sleep(lease/3 + time.Second)
 
 	sessionsAcrossNodes(t, a, b, secret)
+	activityAcrossNodes(t, a, b)
 
 	// A cancel reaching the other node.
 	slow, slowHits := chainSite(t, 200, 300*time.Millisecond)
@@ -337,6 +339,37 @@ func sessionsAcrossNodes(t *testing.T, a, b *proc, secret string) {
 }
 
 // tokenOf returns the token query parameter of a cdpUrl.
+// activityAcrossNodes drives a session of node a with an activityTtl of
+// 10 s through node b for longer than that: the activity node b forwards
+// keeps it alive, and node a ends it its activityTtl after the last.
+func activityAcrossNodes(t *testing.T, a, b *proc) {
+	const idle = 10 * time.Second
+	sess := a.post(t, "/v2/browser", map[string]any{"activityTtl": int(idle / time.Second)})
+	id, _ := sess["id"].(string)
+	cdpURL, _ := sess["cdpUrl"].(string)
+	require.NotEmpty(t, id, "no session: %v", sess)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := cdp.Dial(ctx, strings.Replace(cdpURL, a.addr, b.addr, 1))
+	require.NoError(t, err, "connecting to node a's session through node b")
+	var last time.Time
+	for end := time.Now().Add(idle + 4*time.Second); time.Now().Before(end); time.Sleep(time.Second) {
+		require.NoError(t, conn.Call(ctx, "", "Target.getTargets", nil, nil), "a command through node b")
+		last = time.Now()
+	}
+	conn.Close()
+	assert.Equal(t, "active", a.call(t, "GET", "/v2/browser/"+id)["status"], "the session after %s of activity through node b", idle+4*time.Second)
+	var ended map[string]any
+	polltest.Until(t, idle+20*time.Second, "node a to end the idle session", func() bool {
+		ended = b.call(t, "GET", "/v2/browser/"+id)
+		return ended["status"] == "destroyed"
+	})
+	after := time.Since(last)
+	t.Logf("the session driven through node b ended %.1f s after its last activity (activityTtl %s)", after.Seconds(), idle)
+	assert.GreaterOrEqual(t, after, idle-time.Second, "the session ended before its activityTtl passed")
+	assert.Contains(t, fmt.Sprint(ended["endReason"]), "activityTtl", "the session's end reason: %v", ended)
+}
+
 func tokenOf(t *testing.T, cdpURL string) string {
 	u, err := url.Parse(cdpURL)
 	require.NoError(t, err)
