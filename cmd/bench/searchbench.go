@@ -112,11 +112,66 @@ func (b *bench) searchPerformance(ctx context.Context, _ *instance) error {
 	if err := ix.close(); err != nil {
 		return err
 	}
+	if err := searchPostgres(ctx, docs, judged, rel); err != nil {
+		return err
+	}
 
 	if err := b.searchBigIndex(ctx, filepath.Join(dir, "big"), docs, judged); err != nil {
 		return err
 	}
 	return b.crawlWithIndex(ctx, judged, rel.Recall)
+}
+
+// searchPostgres indexes docs into the index in PostgreSQL (that of a
+// store on TRAWLER_DATABASE_URL, where nodes share it) on a database of
+// its own, and measures it on the judged queries as the embedded index
+// was (embedded): relevance within 0.05 of it is the goal. Skipped
+// without a test server (make bench runs under scripts/pgtest.sh).
+func searchPostgres(ctx context.Context, docs []index.Doc, judged []index.Judged, embedded index.Relevance) error {
+	admin := os.Getenv(testDatabaseEnv)
+	if admin == "" {
+		logf("search: the index in PostgreSQL is not measured: %s is not set (make bench sets it)", testDatabaseEnv)
+		return nil
+	}
+	pg, err := openPGAdmin(ctx, admin)
+	if err != nil {
+		return err
+	}
+	defer pg.close()
+	dbURL, err := pg.create(ctx)
+	if err != nil {
+		return err
+	}
+	st, err := store.OpenURL(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ix := index.OpenPG(st.Postgres())
+	cpu0 := pg.cpu()
+	t := time.Now()
+	for i := 0; i < len(docs); i += 100 {
+		if err := ix.Put(docs[i:min(i+100, len(docs))], nil, 0); err != nil {
+			return fmt.Errorf("indexing in PostgreSQL: %w", err)
+		}
+	}
+	wall, cpu := time.Since(t), pg.cpu().since(cpu0)
+	logf("search: PostgreSQL %s indexed %d documents in %s (this process %.1f s of CPU, the server %.1f s)", pg.version,
+		len(docs), wall.Round(time.Millisecond), cpu.self.Seconds(), cpu.postgres.Seconds())
+	rel := index.Measure(ctx, ix, searchTeam, judged, searchBase)
+	queries, err := timeQueries(ctx, ix, judged)
+	if err != nil {
+		return fmt.Errorf("the index in PostgreSQL: %w", err)
+	}
+	logf("search: in PostgreSQL: MRR@10 %.3f (embedded %.3f), recall@10 %.3f (embedded %.3f); %d queries: p50 %.2f p90 %.2f p99 %.2f ms",
+		rel.MRR, embedded.MRR, rel.Recall, embedded.Recall, len(queries), ms(median(queries)), ms(pct(queries, 0.9)),
+		ms(pct(queries, 0.99)))
+	figure("search_pg_index_docs_per_s", rate(len(docs), wall), "docs/s")
+	figure("search_pg_mrr_at_10", rel.MRR, "x")
+	figure("search_pg_mrr_minus_embedded", rel.MRR-embedded.MRR, "x")
+	figure("search_pg_query_p50_ms", ms(median(queries)), "ms")
+	figure("search_pg_query_p99_ms", ms(pct(queries, 0.99)), "ms")
+	return nil
 }
 
 // loadJudged reads index/testdata/python-queries.tsv: a query, a tab, and
@@ -253,7 +308,7 @@ func indexOnly(dir string, docs []index.Doc) error {
 // timeQueries runs every query of judged as a web search of limit 10 (the
 // parse included, as a request pays it), one untimed round and then
 // searchRounds timed ones, and returns the times.
-func timeQueries(ctx context.Context, ix *index.Index, judged []index.Judged) ([]time.Duration, error) {
+func timeQueries(ctx context.Context, ix index.Backend, judged []index.Judged) ([]time.Duration, error) {
 	var out []time.Duration
 	each := make([][]time.Duration, len(judged))
 	for round := 0; round <= searchRounds; round++ {
