@@ -70,6 +70,15 @@ func (j *job) runnableLocked(now time.Time) (ok bool, wait time.Duration) {
 	return true, 0
 }
 
+// drainedLocked tells a cancel waiting for the job's pages in flight
+// (drained) that none is left, if so.
+func (j *job) drainedLocked() {
+	if len(j.inflight) == 0 && j.drained != nil {
+		close(j.drained)
+		j.drained = nil
+	}
+}
+
 // endedLocked reports whether a scraping job has nothing left to do. A
 // job this node stopped working on (the service is closing, or another
 // node holds its lease) never has: the pages it dropped are still queued

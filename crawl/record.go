@@ -115,10 +115,7 @@ func (s *Service) record(j *job, u *store.JobURL, doc *scrape.Document, scrapeEr
 	if out.State == store.URLDone {
 		j.publishLocked(Event{Type: "document", Doc: raw, Seq: seq})
 	}
-	if len(j.inflight) == 0 && j.drained != nil {
-		close(j.drained)
-		j.drained = nil
-	}
+	j.drainedLocked()
 	j.mu.Unlock()
 	// The lanes waiting for a page are told: the page's links may be there
 	// to take, and its place among the job's pages in flight is free. (A

@@ -209,19 +209,19 @@ func (s *Service) page(ctx context.Context, w *scrape.Worker, j *job, u *store.J
 func (s *Service) drop(j *job, u *store.JobURL) {
 	j.mu.Lock()
 	delete(j.inflight, u.Key)
-	drained := len(j.inflight) == 0 && j.drained != nil
-	if drained {
-		close(j.drained)
-		j.drained = nil
-	}
+	j.drainedLocked()
 	j.mu.Unlock()
 	s.broadcast() // its place among the job's pages in flight is free
 }
 
+// requeue puts an in-flight page back at the head of its job's queue (a
+// cancel waiting for the job's pages in flight is told when it was the
+// last).
 func (s *Service) requeue(j *job, u *store.JobURL) {
 	j.mu.Lock()
 	delete(j.inflight, u.Key)
 	j.queue = append([]*store.JobURL{u}, j.queue...)
+	j.drainedLocked()
 	j.mu.Unlock()
 	s.broadcast()
 }
