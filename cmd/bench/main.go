@@ -291,6 +291,7 @@ func (b *bench) run(ctx context.Context) error {
 		{"egress", b.egressOverhead},
 		{"execute", b.executeNode},
 		{"cluster", b.clusterPerformance},
+		{"queue", b.queueComparison},
 	}
 	for _, ph := range phases {
 		if !b.selected(ph.name) {
