@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"sync"
 	"time"
 
@@ -59,8 +58,25 @@ type PoolOptions struct {
 	// MaxShare is how many shareable leases may hold one browser at once;
 	// 0 means 4.
 	MaxShare int
-	Log      *slog.Logger
+	// Places, when set, counts each team's browsers across the nodes that
+	// share a store, for its limit: a lease holds one of its team's places
+	// there, from before its browser is handed over until it ends.
+	Places Places
+	Log    *slog.Logger
 }
+
+// Places counts a team's browsers on every node sharing a store.
+type Places interface {
+	// Take takes one of team's places unless the nodes hold limit of them
+	// already (false, taking nothing).
+	Take(ctx context.Context, team string, limit int) (bool, error)
+	// Give gives back a place Take took.
+	Give(team string)
+}
+
+// placeRetry is how often a request that the nodes together hold back
+// asks the store again: another node giving a place back wakes nobody here.
+const placeRetry = 100 * time.Millisecond
 
 // Pool owns every browser. A Lease borrows one; the pool closes it.
 type Pool struct {
@@ -78,10 +94,6 @@ type Pool struct {
 	idle      []*pooled
 	leases    map[*Lease]struct{}
 	perTeam   map[string]int
-	// elsewhere is how many browsers each team holds on the other nodes
-	// sharing the store, as last read (SetElsewhere): they count against
-	// the team's limit here too.
-	elsewhere map[string]int
 	// perTeamSlots counts the places each team holds without a browser
 	// (AcquireSlot).
 	perTeamSlots map[string]int
@@ -178,7 +190,33 @@ func (p *Pool) Acquire(ctx context.Context, req LeaseRequest) (*Lease, error) {
 	deadline := time.NewTimer(p.opts.QueueWait)
 	defer deadline.Stop()
 	var limited time.Time // when the team's limit first held the request back
+	// place: the request takes one of its team's places in the store first,
+	// and holds it while it waits for room in the pool; its lease keeps it,
+	// or it is given back if the request gets none.
+	place := p.opts.Places != nil && req.TeamLimit > 0
+	placed := false
+	defer func() {
+		if placed {
+			p.opts.Places.Give(req.Team)
+		}
+	}()
 	for {
+		var retry <-chan time.Time
+		if place && !placed {
+			ok, err := p.opts.Places.Take(ctx, req.Team, req.TeamLimit)
+			switch {
+			case err != nil && ctx.Err() != nil:
+				return nil, ctx.Err()
+			case err != nil:
+				// The store cannot say: this node's own count holds the limit.
+				p.log.Warn("taking a team's place; keeping to this node's own count", "team", req.Team, "err", err)
+				place = false
+			case ok:
+				placed = true
+			default:
+				retry = time.After(placeRetry)
+			}
+		}
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
@@ -186,7 +224,7 @@ func (p *Pool) Acquire(ctx context.Context, req LeaseRequest) (*Lease, error) {
 		}
 		var reason string
 		switch {
-		case req.TeamLimit > 0 && p.perTeam[req.Team]+p.elsewhere[req.Team] >= req.TeamLimit:
+		case retry != nil || req.TeamLimit > 0 && p.perTeam[req.Team] >= req.TeamLimit:
 			reason = fmt.Sprintf("team concurrency limit of %d browsers reached", req.TeamLimit)
 			if limited.IsZero() {
 				limited = time.Now()
@@ -199,7 +237,7 @@ func (p *Pool) Acquire(ctx context.Context, req LeaseRequest) (*Lease, error) {
 			// already running opens another context sooner than a new one
 			// starts.
 			l := p.leaseLocked(p.taken, req)
-			l.teamWait = since(limited)
+			l.teamWait, l.placed, placed = since(limited), placed, false
 			p.taken = nil
 			p.fillLocked()
 			p.mu.Unlock()
@@ -230,22 +268,23 @@ func (p *Pool) Acquire(ctx context.Context, req LeaseRequest) (*Lease, error) {
 				return nil, ErrPoolClosed
 			}
 			l := p.leaseLocked(pb, req)
-			l.teamWait = since(limited)
+			l.teamWait, l.placed, placed = since(limited), placed, false
 			p.mu.Unlock()
 			return l, nil
 		default:
 			reason = fmt.Sprintf("all %d browsers of the pool are in use", p.opts.Size)
 		}
-		if err := p.waitLocked(ctx, deadline.C, reason, nil); err != nil {
+		if err := p.waitLocked(ctx, deadline.C, retry, reason, nil); err != nil {
 			return nil, err
 		}
 	}
 }
 
-// waitLocked waits for the pool to change, ctx to end or deadline to pass
-// (a *BusyError with reason), with p.mu held on entry and not on return.
-// The wait counts among the pool's waiters, and in *also when given.
-func (p *Pool) waitLocked(ctx context.Context, deadline <-chan time.Time, reason string, also *int) error {
+// waitLocked waits for the pool to change, retry to fire (when not nil),
+// ctx to end or deadline to pass (a *BusyError with reason), with p.mu
+// held on entry and not on return. The wait counts among the pool's
+// waiters, and in *also when given.
+func (p *Pool) waitLocked(ctx context.Context, deadline, retry <-chan time.Time, reason string, also *int) error {
 	p.waiters++
 	if also != nil {
 		*also++
@@ -255,6 +294,7 @@ func (p *Pool) waitLocked(ctx context.Context, deadline <-chan time.Time, reason
 	var err error
 	select {
 	case <-ch:
+	case <-retry:
 	case <-deadline:
 		err = &BusyError{Reason: reason, RetryAfter: p.retryAfter()}
 	case <-ctx.Done():
@@ -301,7 +341,7 @@ func (p *Pool) Reserve(ctx context.Context) (*Reservation, error) {
 			p.idle = p.idle[1:]
 			p.destroy(pb)
 		}
-		if err := p.waitLocked(ctx, deadline.C, fmt.Sprintf("all %d browsers of the pool are in use", p.opts.Size), &p.reserving); err != nil {
+		if err := p.waitLocked(ctx, deadline.C, nil, fmt.Sprintf("all %d browsers of the pool are in use", p.opts.Size), &p.reserving); err != nil {
 			return nil, err
 		}
 	}
@@ -360,7 +400,7 @@ func (p *Pool) AcquireSlot(ctx context.Context, team string, limit int) (release
 		if limited.IsZero() {
 			limited = time.Now()
 		}
-		if err := p.waitLocked(ctx, deadline.C, fmt.Sprintf("team concurrency limit of %d scrapes without a browser reached", limit), nil); err != nil {
+		if err := p.waitLocked(ctx, deadline.C, nil, fmt.Sprintf("team concurrency limit of %d scrapes without a browser reached", limit), nil); err != nil {
 			return nil, 0, err
 		}
 	}
@@ -397,31 +437,6 @@ func since(t time.Time) time.Duration {
 		return 0
 	}
 	return time.Since(t)
-}
-
-// TeamCounts returns how many browsers each team holds here now (or is
-// starting), for the other nodes sharing the store.
-func (p *Pool) TeamCounts() map[string]int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return maps.Clone(p.perTeam)
-}
-
-// SetElsewhere records how many browsers each team holds on the other
-// nodes; a team whose count fell wakes its requests waiting here.
-func (p *Pool) SetElsewhere(counts map[string]int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	fell := false
-	for team, n := range p.elsewhere {
-		if counts[team] < n {
-			fell = true
-		}
-	}
-	p.elsewhere = counts
-	if fell {
-		p.broadcastLocked()
-	}
 }
 
 // TeamLeases is how many browsers team holds now (or is starting).
@@ -607,6 +622,9 @@ func (p *Pool) endLocked(l *Lease, cause error) bool {
 	if p.perTeam[l.Team] <= 0 {
 		delete(p.perTeam, l.Team)
 	}
+	if l.placed {
+		go p.opts.Places.Give(l.Team) // off the lock: it is a write to the store
+	}
 	if l.timer != nil {
 		l.timer.Stop()
 	}
@@ -677,6 +695,7 @@ type Lease struct {
 	done     chan struct{}
 	cause    error // set before done is closed
 	teamWait time.Duration
+	placed   bool // holds one of its team's places in the store (PoolOptions.Places)
 }
 
 // TeamWait is how long Acquire held the lease back because its team was

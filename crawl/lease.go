@@ -46,7 +46,7 @@ func (s *Service) renewLeases() {
 		s.hostsShared.Store(others)
 	}
 	if s.hostsShared.Load() {
-		if err := s.Store.RenewHosts(ctx, asked.Add(s.Lease)); err != nil {
+		if err := s.Store.RenewPlaces(ctx, asked.Add(s.Lease)); err != nil {
 			s.Log.Error("renewing host places", "err", err)
 		}
 	}

@@ -140,7 +140,7 @@ func (s *Service) page(ctx context.Context, w *scrape.Worker, j *job, u *store.J
 		s.broadcastLocked()
 		s.mu.Unlock()
 		if placed {
-			if err := s.Store.GiveHost(context.Background(), host); err != nil {
+			if err := s.Store.GivePlace(context.Background(), store.HostPlace(host)); err != nil {
 				s.Log.Warn("giving back a host's place", "host", host, "err", err)
 			}
 		}
@@ -236,7 +236,7 @@ const hostRetry = 100 * time.Millisecond
 // own limit alone to hold (neither).
 func (s *Service) takeHost(ctx context.Context, host string) (took, full bool) {
 	now := time.Now()
-	ok, err := s.Store.TakeHost(ctx, host, s.HostConcurrency, now, now.Add(max(s.Lease, time.Second)))
+	ok, err := s.Store.TakePlace(ctx, store.HostPlace(host), s.HostConcurrency, now, now.Add(max(s.Lease, time.Second)))
 	if err != nil {
 		if ctx.Err() == nil {
 			s.Log.Warn("taking a host's place; keeping to this node's own limit", "host", host, "err", err)

@@ -58,7 +58,7 @@ type Service struct {
 	hostInflight map[string]int
 	teamInflight map[string]int
 	// hostsShared is set while other nodes share the store: a page then
-	// also takes a place of its host there (store.TakeHost), so that the
+	// also takes a place of its host there (store.TakePlace), so that the
 	// nodes together keep to HostConcurrency. hostFull holds back, until
 	// its time, a host whose places other nodes hold.
 	hostsShared atomic.Bool

@@ -213,8 +213,12 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 	} else if n > 0 {
 		log.Warn("reaped browsers left by an earlier run", "browsers", n)
 	}
-	pool := browsers.NewPool(rt, browsers.PoolOptions{Size: cfg.PoolSize, Warm: cfg.WarmBrowsers,
-		QueueWait: cfg.QueueWait, Log: log, MaxShare: cfg.ScrapesPerBrowser})
+	poolOpts := browsers.PoolOptions{Size: cfg.PoolSize, Warm: cfg.WarmBrowsers,
+		QueueWait: cfg.QueueWait, Log: log, MaxShare: cfg.ScrapesPerBrowser}
+	if st.Postgres() != nil {
+		poolOpts.Places = &teamPlaces{store: st, lease: cfg.NodeLease, log: log}
+	}
+	pool := browsers.NewPool(rt, poolOpts)
 	undo = append(undo, pool.Close)
 	mgr, err := sessions.NewManager(ctx, pool, st, log)
 	if err != nil {
@@ -349,7 +353,7 @@ func (s *Service) heartbeat() {
 		ctx, cancel := context.WithTimeout(context.Background(), lease/3)
 		now := time.Now()
 		s.denyNodes()
-		s.shareCounts(ctx, now)
+		s.renewPlaces(ctx, now)
 		if err := s.Store.Heartbeat(ctx, now); err != nil {
 			s.log.Error("recording the node's heartbeat", "err", err)
 		} else if n, err := s.Sessions.EndLost(ctx, now.Add(-lease)); err != nil {
@@ -362,20 +366,37 @@ func (s *Service) heartbeat() {
 	}
 }
 
-// shareCounts publishes how many browsers each team holds here, and hands
-// the pool what the other nodes alive hold: a team's limit counts its
-// browsers on every node, as of the last heartbeat of each.
-func (s *Service) shareCounts(ctx context.Context, now time.Time) {
-	if err := s.Store.PublishCounts(ctx, store.CountTeamBrowsers, s.Pool.TeamCounts()); err != nil {
-		s.log.Error("publishing the node's team browsers", "err", err)
+// renewPlaces keeps the team places this node's leases hold in a shared
+// store valid for another lease.
+func (s *Service) renewPlaces(ctx context.Context, now time.Time) {
+	if s.Store.Postgres() == nil {
 		return
 	}
-	elsewhere, err := s.Store.CountsElsewhere(ctx, store.CountTeamBrowsers, now.Add(-s.Config.NodeLease))
-	if err != nil {
-		s.log.Error("reading the other nodes' team browsers", "err", err)
-		return
+	if err := s.Store.RenewPlaces(ctx, now.Add(s.Config.NodeLease)); err != nil {
+		s.log.Error("renewing the node's places", "err", err)
 	}
-	s.Pool.SetElsewhere(elsewhere)
+}
+
+// teamPlaces counts each team's browsers in the store the nodes share
+// (store.TakePlace), so that a team's limit holds across the nodes at each
+// request.
+type teamPlaces struct {
+	store *store.Store
+	lease time.Duration
+	log   *slog.Logger
+}
+
+func (t *teamPlaces) Take(ctx context.Context, team string, limit int) (bool, error) {
+	now := time.Now()
+	return t.store.TakePlace(ctx, store.TeamPlace(team), limit, now, now.Add(t.lease))
+}
+
+func (t *teamPlaces) Give(team string) {
+	ctx, cancel := context.WithTimeout(context.Background(), t.lease/3)
+	defer cancel()
+	if err := t.store.GivePlace(ctx, store.TeamPlace(team)); err != nil {
+		t.log.Warn("giving back a team's place", "team", team, "err", err)
+	}
 }
 
 // denyNodes makes the addresses of the nodes sharing the store, as far as

@@ -32,10 +32,10 @@ type dialect struct {
 	// one job take their numbers one after the other. SQLite needs none:
 	// it has one writer at a time.
 	lockJob string
-	// lockHost, when set, runs first in a transaction that takes a place
-	// of a host (one argument: the host), so that nodes taking places of
-	// one host count them one after the other. SQLite needs none.
-	lockHost string
+	// lockPlace, when set, runs first in a transaction that takes a place
+	// (one argument: its key), so that nodes taking places of one key
+	// count them one after the other. SQLite needs none.
+	lockPlace string
 	// indexLogLock, when set, runs in a transaction just before it adds
 	// to index_log, and holds every other such transaction until it ends:
 	// the index applies the log in seq order, so a row must not be

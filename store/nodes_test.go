@@ -316,7 +316,7 @@ func TestHostPlacesAcrossNodes(t *testing.T) {
 	now := time.Now()
 	until := now.Add(time.Minute)
 	take := func(s *Store, host string) bool {
-		ok, err := s.TakeHost(ctx, host, 2, now, until)
+		ok, err := s.TakePlace(ctx, HostPlace(host), 2, now, until)
 		require.NoError(t, err)
 		return ok
 	}
@@ -324,17 +324,20 @@ func TestHostPlacesAcrossNodes(t *testing.T) {
 	assert.True(t, take(b, "h.test"), "node b's first place")
 	assert.False(t, take(a, "h.test"), "a third place of a host with a limit of 2")
 	assert.True(t, take(a, "other.test"), "another host's place")
-	require.NoError(t, b.GiveHost(ctx, "h.test"))
+	ok, err := a.TakePlace(ctx, TeamPlace("h.test"), 1, now, until)
+	require.NoError(t, err)
+	assert.True(t, ok, "a team's place is not a host's of the same name")
+	require.NoError(t, b.GivePlace(ctx, HostPlace("h.test")))
 	assert.True(t, take(a, "h.test"), "the place node b gave back")
 	assert.False(t, take(b, "h.test"), "node a holds both")
 
 	// Node a stops renewing: a minute later its places lapse.
 	later := now.Add(2 * time.Minute)
-	ok, err := b.TakeHost(ctx, "h.test", 2, later, later.Add(time.Minute))
+	ok, err = b.TakePlace(ctx, HostPlace("h.test"), 2, later, later.Add(time.Minute))
 	require.NoError(t, err)
 	assert.True(t, ok, "a place of a node whose places lapsed")
-	require.NoError(t, b.RenewHosts(ctx, later.Add(time.Hour)))
-	ok, err = b.TakeHost(ctx, "h.test", 1, later.Add(30*time.Minute), later.Add(time.Hour))
+	require.NoError(t, b.RenewPlaces(ctx, later.Add(time.Hour)))
+	ok, err = b.TakePlace(ctx, HostPlace("h.test"), 1, later.Add(30*time.Minute), later.Add(time.Hour))
 	require.NoError(t, err)
 	assert.False(t, ok, "node b's renewed place still counts")
 

@@ -52,7 +52,7 @@ var postgresDialect = &dialect{
 	lastIndexSeq: `SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM index_log_seq`,
 	creditMonth:  `to_char(to_timestamp(created_at / 1000) AT TIME ZONE 'UTC', 'YYYY-MM')`,
 	lockJob:      `SELECT 1 FROM jobs WHERE id = ? FOR NO KEY UPDATE`,
-	lockHost:     `SELECT pg_advisory_xact_lock(hashtext('trawler.host ' || ?))`,
+	lockPlace:    `SELECT pg_advisory_xact_lock(hashtext('trawler.host ' || ?))`,
 	indexLogLock: `SELECT pg_advisory_xact_lock(hashtext('trawler.store.index_log'))`,
 	uniqueViolation: func(err error) bool {
 		var pgErr *pgconn.PgError
@@ -350,7 +350,7 @@ var postgresMigrations = []string{
 		applied BIGINT NOT NULL
 	);
 	INSERT INTO search_state (id, applied) VALUES (1, 0);`,
-	// Politeness per host across nodes (hosts.go).
+	// Politeness per host across nodes (places.go).
 	`CREATE TABLE host_places (
 		host TEXT NOT NULL,
 		node TEXT NOT NULL,
@@ -358,6 +358,9 @@ var postgresMigrations = []string{
 		until BIGINT NOT NULL,
 		PRIMARY KEY (host, node)
 	);`,
+	// Team limits count places too (places.go), no longer what each node
+	// published at its heartbeat.
+	`DROP TABLE node_counts;`,
 }
 
 // rebind turns the ? placeholders of query into PostgreSQL's $1, $2, ...;

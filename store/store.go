@@ -309,7 +309,7 @@ var migrations = []string{
 	`SELECT 1`,
 	// PostgreSQL's search index; on SQLite the index is bleve's files.
 	`SELECT 1`,
-	// Politeness per host across nodes (hosts.go).
+	// Politeness per host across nodes (places.go).
 	`CREATE TABLE host_places (
 		host TEXT NOT NULL,
 		node TEXT NOT NULL,
@@ -317,6 +317,9 @@ var migrations = []string{
 		until INTEGER NOT NULL,
 		PRIMARY KEY (host, node)
 	);`,
+	// Team limits count places too (places.go), no longer what each node
+	// published at its heartbeat.
+	`DROP TABLE node_counts;`,
 }
 
 // Open opens (creating if needed) the SQLite database at path and migrates
