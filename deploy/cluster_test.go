@@ -240,6 +240,7 @@ func TestClusterRig(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	var driven struct {
 		Sessions []string `json:"sessions"`
+		Idle     string   `json:"idle"`
 		Crawl    string   `json:"crawl"`
 	}
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &driven); err != nil {
@@ -296,6 +297,19 @@ func TestClusterRig(t *testing.T) {
 	}
 	if want := rigSessions * rigConnects; local+forwarded != want {
 		t.Errorf("the balancer logged %d CDP connections, want %d", local+forwarded, want)
+	}
+	// The idle session's connections alternated between the nodes: some
+	// reached it through the node it did not run on.
+	idleNode := nodeOf("browser_sessions", driven.Idle)
+	idleVia := map[string]int{}
+	for _, m := range served.FindAllStringSubmatch(logs, -1) {
+		if m[3] == driven.Idle {
+			idleVia[m[1]]++
+		}
+	}
+	t.Logf("the idle session ran on %s; its CDP connections by the node they reached: %v", idleNode, idleVia)
+	if len(idleVia) != 2 {
+		t.Errorf("want the idle session's connections on both nodes, its own and the other: %v", idleVia)
 	}
 	t.Logf("the SDK's crawl %s ran on %s", driven.Crawl, nodeOf("jobs", driven.Crawl))
 

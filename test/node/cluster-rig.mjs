@@ -6,8 +6,10 @@
 // it completes, every page once. Settings: TRAWLER_URL (the balancer),
 // TRAWLER_KEY, SITE_URL (/title/NAME answers <title>rig NAME</title>,
 // /c/0 starts the crawl's chain of CRAWL_PAGES pages), SESSIONS and
-// CONNECTS (per session). Prints one JSON line, {"sessions":[ids],
-// "crawl":id}, last; exits non-zero on any failure.
+// CONNECTS (per session). Then a session with an activityTtl of 10 s,
+// driven past it, which must end 10 s after its last activity. Prints one
+// JSON line, {"sessions":[ids],"idle":id,"crawl":id}, last; exits non-zero
+// on any failure.
 
 import assert from 'node:assert/strict';
 import Firecrawl from '@mendable/firecrawl-js';
@@ -62,6 +64,43 @@ for (const id of ids) {
 }
 log(`${ids.length} sessions deleted through the balancer`);
 
+// A session with an activityTtl of 10 s, driven for longer than that by
+// connections the balancer alternates between the nodes (nothing else goes
+// through it meanwhile), stays alive on that activity and ends its
+// activityTtl after the last of it.
+const idleTtl = 10;
+const idle = await fc.browser({ ttl: 300, activityTtl: idleTtl });
+const idleStart = Date.now();
+let lastActivity;
+for (let k = 0; k < 4; k++) {
+  const browser = await chromium.connectOverCDP(idle.cdpUrl, { timeout: 30_000 });
+  const context = browser.contexts()[0];
+  const page = context.pages()[0] ?? await context.newPage();
+  await page.goto(`${site}/title/idle-${k}`, { timeout: 30_000 });
+  await new Promise((r) => setTimeout(r, 3_000));
+  assert.equal(await page.title(), `rig idle-${k}`, `the title on connection ${k} to the idle session`);
+  lastActivity = Date.now();
+  await browser.close();
+}
+const describe = async (id) => {
+  const res = await fetch(`${apiUrl}/v2/browser/${id}`, { headers: { Authorization: `Bearer ${apiKey}` } });
+  const body = await res.json();
+  assert.equal(res.status, 200, `describing session ${id}: ${JSON.stringify(body)}`);
+  return body.data ?? body;
+};
+let idleDesc = await describe(idle.id);
+assert.equal(idleDesc.status, 'active', `the session after ${((Date.now() - idleStart) / 1000).toFixed(1)} s of activity, with an activityTtl of ${idleTtl} s`);
+for (const deadline = Date.now() + 40_000; idleDesc.status === 'active';) {
+  assert.ok(Date.now() < deadline, `the idle session was not ended 40 s after its last activity: ${JSON.stringify(idleDesc)}`);
+  await new Promise((r) => setTimeout(r, 250));
+  idleDesc = await describe(idle.id);
+}
+const idleAfter = (Date.now() - lastActivity) / 1000;
+assert.equal(idleDesc.status, 'destroyed', `the idle session: ${JSON.stringify(idleDesc)}`);
+assert.match(String(idleDesc.endReason), /activityTtl/, `the idle session's end reason`);
+assert.ok(idleAfter >= idleTtl - 1, `the idle session ended ${idleAfter.toFixed(1)} s after its last activity, before its activityTtl`);
+log(`session ${idle.id} (activityTtl ${idleTtl} s): alive after ${((lastActivity - idleStart) / 1000).toFixed(1)} s of activity, ended ${idleAfter.toFixed(1)} s after the last`);
+
 const job = await fc.startCrawl(`${site}/c/0`, { limit: 100, sitemap: 'skip', crawlEntireDomain: true, scrapeOptions: { formats: ['markdown'] } });
 assert.ok(job.id, `the crawl was not started: ${JSON.stringify(job)}`);
 let st;
@@ -88,4 +127,4 @@ for (const d of all.data) {
   if (d.metadata?.statusCode === 200) assert.match(d.markdown ?? '', /Chained page/, `the markdown of ${d.metadata.sourceURL}`);
 }
 log(`crawl ${job.id} completed through the balancer: ${all.data.length} documents, each page once`);
-console.log(JSON.stringify({ sessions: ids, crawl: job.id }));
+console.log(JSON.stringify({ sessions: ids, idle: idle.id, crawl: job.id }));
