@@ -277,6 +277,7 @@ func (b *bench) run(ctx context.Context) error {
 		{"transform", b.transformThroughput},
 		{"scrape", b.scrapeLatency},
 		{"concurrent", b.concurrentScrape},
+		{"rendercost", b.renderCost},
 		{"crawl", b.crawlThroughput},
 		{"docker", b.dockerRuntime},
 		{"profiles", b.profileSaveRestore},

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/trawler-dev/trawler/cdp"
+)
+
+// The rendercost phase measures what a rendered page costs the browser, in
+// CPU, two ways, on the test site's client-rendered page: in a browser
+// context and tab of its own, as a one-off scrape renders it, and as the
+// next page of a tab that rendered the page before, as a crawl's lane does.
+// The gap between them is what a one-off scrape could save by reusing a
+// renderer (issue 20): the rest of a render is the page.
+
+const renderCostPages = 10
+
+func (b *bench) renderCost(ctx context.Context, in *instance) error {
+	site := b.siteURL()
+	c, err := in.create(ctx)
+	if err != nil {
+		return err
+	}
+	defer in.remove(context.WithoutCancel(ctx), c.ID)
+	s, err := in.session(ctx, c.ID)
+	if err != nil {
+		return err
+	}
+	pgid, _, err := browserPID(in.browsersDir(), s.BrowserID())
+	if err != nil {
+		return err
+	}
+	conn, err := s.CDP().Dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	load := func(ctx context.Context, session, u string) error {
+		if err := conn.Call(ctx, session, "Page.navigate", map[string]any{"url": u}, nil); err != nil {
+			return err
+		}
+		return waitRendered(ctx, conn, session, u)
+	}
+	// fresh renders each page in a browser context of its own.
+	fresh := func(i int) error {
+		var bc struct {
+			BrowserContextID string `json:"browserContextId"`
+		}
+		if err := conn.Call(ctx, "", "Target.createBrowserContext", map[string]any{"disposeOnDetach": true}, &bc); err != nil {
+			return err
+		}
+		defer conn.Call(context.WithoutCancel(ctx), "", "Target.disposeBrowserContext", map[string]any{"browserContextId": bc.BrowserContextID}, nil)
+		session, err := attachBlank(ctx, conn, bc.BrowserContextID)
+		if err != nil {
+			return err
+		}
+		return load(ctx, session, fmt.Sprintf("%s/app/%d", site, 3000+i))
+	}
+	var bc struct {
+		BrowserContextID string `json:"browserContextId"`
+	}
+	if err := conn.Call(ctx, "", "Target.createBrowserContext", map[string]any{"disposeOnDetach": true}, &bc); err != nil {
+		return err
+	}
+	reused, err := attachBlank(ctx, conn, bc.BrowserContextID)
+	if err != nil {
+		return err
+	}
+	if err := load(ctx, reused, site+"/app/2999"); err != nil {
+		return err
+	}
+	same := func(i int) error { return load(ctx, reused, fmt.Sprintf("%s/app/%d", site, 3100+i)) }
+
+	measure := func(name string, render func(int) error) (float64, error) {
+		time.Sleep(500 * time.Millisecond) // let the browser finish earlier work
+		before, t := groupCPU(pgid), time.Now()
+		for i := range renderCostPages {
+			if err := render(i); err != nil {
+				return 0, fmt.Errorf("%s render %d: %w", name, i, err)
+			}
+		}
+		time.Sleep(300 * time.Millisecond) // closed renderers exit and are reaped
+		cpu := groupCPU(pgid) - before
+		per := ms(cpu) / renderCostPages
+		logf("rendercost: %s: %d pages in %s, %.0f ms of the browser's CPU each", name, renderCostPages, time.Since(t).Round(time.Millisecond), per)
+		return per, nil
+	}
+	var freshMS, sameMS []float64
+	for range 2 {
+		f, err := measure("a context and tab each", fresh)
+		if err != nil {
+			return err
+		}
+		r, err := measure("the next page of one tab", same)
+		if err != nil {
+			return err
+		}
+		freshMS, sameMS = append(freshMS, f), append(sameMS, r)
+	}
+	f, r := min(freshMS[0], freshMS[1]), min(sameMS[0], sameMS[1])
+	figure("render_fresh_context_cpu_ms", f, "ms")
+	figure("render_same_tab_cpu_ms", r, "ms")
+	figure("render_fresh_over_same_tab_cpu", f/r, "x")
+	return nil
+}
+
+// attachBlank opens a blank tab in browser context bc and returns its
+// session, with the Page domain on.
+func attachBlank(ctx context.Context, conn *cdp.Conn, bc string) (string, error) {
+	var tg struct {
+		TargetID string `json:"targetId"`
+	}
+	if err := conn.Call(ctx, "", "Target.createTarget", map[string]any{"url": "about:blank", "browserContextId": bc}, &tg); err != nil {
+		return "", err
+	}
+	var at struct {
+		SessionID string `json:"sessionId"`
+	}
+	if err := conn.Call(ctx, "", "Target.attachToTarget", map[string]any{"targetId": tg.TargetID, "flatten": true}, &at); err != nil {
+		return "", err
+	}
+	return at.SessionID, nil
+}
+
+// waitRendered waits until the tab shows the client-rendered article of u.
+func waitRendered(ctx context.Context, conn *cdp.Conn, session, u string) error {
+	n := u[strings.LastIndexByte(u, '/')+1:]
+	want := articleMarker(atoi(n))
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		got, err := evaluate(ctx, conn, session, "document.body ? document.body.innerText : ''")
+		if err == nil && strings.Contains(got, want) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not render", u)
+		}
+	}
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}
+
+// groupCPU is the CPU time of process group pgid's members, with what
+// they reaped of their exited children (a browser's closed renderers).
+func groupCPU(pgid int) time.Duration {
+	var ticks int64
+	for _, pid := range groupMembers(pgid) {
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		end := bytes.LastIndexByte(raw, ')')
+		if end < 0 {
+			continue
+		}
+		// After the comm: ... utime(11) stime(12) cutime(13) cstime(14).
+		f := strings.Fields(string(raw[end+1:]))
+		if len(f) < 15 {
+			continue
+		}
+		for _, v := range f[11:15] {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			ticks += n
+		}
+	}
+	return time.Duration(ticks) * time.Second / clockTicks
+}
