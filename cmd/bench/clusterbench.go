@@ -886,16 +886,8 @@ func (p *pgAdmin) cpu() cpuSpent {
 			c.procs++
 		}
 	}
-	if raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", master)); err == nil {
-		if end := bytes.LastIndexByte(raw, ')'); end >= 0 {
-			// After the comm: ... utime(11) stime(12) cutime(13) cstime(14).
-			if f := strings.Fields(string(raw[end+1:])); len(f) > 14 {
-				cu, _ := strconv.ParseInt(f[13], 10, 64)
-				cs, _ := strconv.ParseInt(f[14], 10, 64)
-				ticks += cu + cs
-			}
-		}
-	}
+	// The backends that came and went, reaped by the postmaster.
+	ticks += statTicks(master, true) - statTicks(master, false)
 	c.postgres = time.Duration(ticks) * time.Second / clockTicks
 	return c
 }

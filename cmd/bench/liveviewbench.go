@@ -336,23 +336,36 @@ func groupMembers(pgid int) []int {
 func cpuTicks(pids ...int) int64 {
 	var total int64
 	for _, p := range pids {
-		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
-		if err != nil {
-			continue
-		}
-		end := bytes.LastIndexByte(raw, ')')
-		if end < 0 {
-			continue
-		}
-		f := strings.Fields(string(raw[end+1:]))
-		if len(f) < 13 {
-			continue
-		}
-		// After the comm: state(0) ppid pgrp session tty tpgid flags minflt
-		// cminflt majflt cmajflt utime(11) stime(12).
-		u, _ := strconv.ParseInt(f[11], 10, 64)
-		s, _ := strconv.ParseInt(f[12], 10, 64)
-		total += u + s
+		total += statTicks(p, false)
+	}
+	return total
+}
+
+// statTicks is pid's CPU time in clock ticks: its utime+stime, plus the
+// cutime+cstime of the children it reaped when reaped is set.
+func statTicks(pid int, reaped bool) int64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	end := bytes.LastIndexByte(raw, ')')
+	if end < 0 {
+		return 0
+	}
+	// After the comm: state(0) ppid pgrp session tty tpgid flags minflt
+	// cminflt majflt cmajflt utime(11) stime(12) cutime(13) cstime(14).
+	f := strings.Fields(string(raw[end+1:]))
+	if len(f) < 15 {
+		return 0
+	}
+	fields := f[11:13]
+	if reaped {
+		fields = f[11:15]
+	}
+	var total int64
+	for _, v := range fields {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		total += n
 	}
 	return total
 }

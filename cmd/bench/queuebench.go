@@ -146,16 +146,25 @@ func (b *bench) queueComparison(ctx context.Context, _ *instance) error {
 
 const queueJob = "bench-queue-job"
 
+// queueStore opens the store of db as the node that holds the job.
+func queueStore(ctx context.Context, db string) (*store.Store, error) {
+	st, err := store.OpenURL(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	st.SetNode("bench-a", "", time.Hour)
+	return st, nil
+}
+
 // prepareQueueDB migrates the store's schema and River's into db and
 // creates the job with its pages queued, as a crawl's frontier or a
 // batch's URLs are.
 func prepareQueueDB(ctx context.Context, db string) error {
-	st, err := store.OpenURL(ctx, db)
+	st, err := queueStore(ctx, db)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	st.SetNode("bench-a", "", time.Hour)
 	urls := make([]store.JobURL, queuePages)
 	for i := range urls {
 		u := fmt.Sprintf("https://site.test/page/%d", i)
@@ -217,12 +226,11 @@ func checkRecordedOnce(ctx context.Context, db string) error {
 // queueTrawler records the pages through the store, from one node that
 // holds the job, as a crawl's lanes do.
 func queueTrawler(ctx context.Context, db string) error {
-	st, err := store.OpenURL(ctx, db)
+	st, err := queueStore(ctx, db)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	st.SetNode("bench-a", "", time.Hour)
 	if _, err := st.ClaimJobs(ctx, true, time.Now(), time.Now().Add(queueLease)); err != nil {
 		return err
 	}

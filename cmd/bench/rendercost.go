@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -153,23 +151,7 @@ func atoi(s string) int {
 func groupCPU(pgid int) time.Duration {
 	var ticks int64
 	for _, pid := range groupMembers(pgid) {
-		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue
-		}
-		end := bytes.LastIndexByte(raw, ')')
-		if end < 0 {
-			continue
-		}
-		// After the comm: ... utime(11) stime(12) cutime(13) cstime(14).
-		f := strings.Fields(string(raw[end+1:]))
-		if len(f) < 15 {
-			continue
-		}
-		for _, v := range f[11:15] {
-			n, _ := strconv.ParseInt(v, 10, 64)
-			ticks += n
-		}
+		ticks += statTicks(pid, true)
 	}
 	return time.Duration(ticks) * time.Second / clockTicks
 }
