@@ -85,6 +85,11 @@ type Config struct {
 	// at once, each in a browser context of its own
 	// (TRAWLER_SCRAPES_PER_BROWSER, default 4).
 	ScrapesPerBrowser int
+	// ReuseTabs lets a team's single scrapes reuse a tab an earlier one of
+	// the team's used, cleared of everything it left (scrape/recycle.go),
+	// instead of opening a browser context each (TRAWLER_REUSE_TABS,
+	// default true).
+	ReuseTabs bool
 	// TeamConcurrency is how many browsers one team may lease at once
 	// (TRAWLER_TEAM_CONCURRENCY, default 4).
 	TeamConcurrency int
@@ -288,6 +293,7 @@ func defaults() *Config {
 		PoolSize:            8,
 		WarmBrowsers:        1,
 		ScrapesPerBrowser:   4,
+		ReuseTabs:           true,
 		TeamConcurrency:     4,
 		QueueWait:           10 * time.Second,
 		BrowserStartTimeout: 30 * time.Second,
@@ -412,6 +418,7 @@ func (e *envReader) limits(c *Config) {
 	e.integer("TRAWLER_POOL_SIZE", &c.PoolSize)
 	e.integer("TRAWLER_WARM_BROWSERS", &c.WarmBrowsers)
 	e.integer("TRAWLER_SCRAPES_PER_BROWSER", &c.ScrapesPerBrowser)
+	e.boolean("TRAWLER_REUSE_TABS", &c.ReuseTabs)
 	e.integer("TRAWLER_TEAM_CONCURRENCY", &c.TeamConcurrency)
 	e.duration("TRAWLER_QUEUE_WAIT", &c.QueueWait)
 	e.duration("TRAWLER_BROWSER_START_TIMEOUT", &c.BrowserStartTimeout)

@@ -240,6 +240,9 @@ func (p *Proxy) Dial(ctx context.Context, network, addr string) (net.Conn, error
 // directly or through an upstream of r's binding (which is handed the
 // address, not the name, so that nothing resolves the name again).
 func (p *Proxy) dialRoute(ctx context.Context, r *Route, addr string) (net.Conn, error) {
+	if r != nil {
+		r.noteHost(addr)
+	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, err
@@ -376,6 +379,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	t := p.transport
 	if rt := routeOf(r.Context()); rt != nil {
 		t = rt.httpTransport()
+		// Noted per request: the transport reuses its connections.
+		host := r.URL.Host
+		if r.URL.Port() == "" {
+			host = net.JoinHostPort(r.URL.Hostname(), "80")
+		}
+		rt.noteHost(host)
 	}
 	resp, err := t.RoundTrip(out)
 	if err != nil {

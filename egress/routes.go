@@ -42,6 +42,9 @@ type Route struct {
 	transport *http.Transport
 	closed    bool
 	in0, out0 int64 // the counts when the binding began
+	// hosts is every host:port the route was asked to reach since the
+	// last TakeHosts, as the browser named it (before MAP rules).
+	hosts map[string]struct{}
 
 	in, out atomic.Int64
 }
@@ -89,6 +92,31 @@ func (r *Route) Binding() Binding {
 // Bytes are the bytes received from and sent to the network over the
 // route so far.
 func (r *Route) Bytes() (in, out int64) { return r.in.Load(), r.out.Load() }
+
+// TakeHosts returns every host:port the route was asked to reach since
+// the last call (refused ones too), and starts a new list. Every request
+// of a context with its own route (HTTP, CONNECT, WebSocket, preconnects)
+// asks for one, so the list names every origin that can have left state
+// in the context: what a recycled tab clears (scrape/recycle.go).
+func (r *Route) TakeHosts() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]string, 0, len(r.hosts))
+	for h := range r.hosts {
+		out = append(out, h)
+	}
+	r.hosts = nil
+	return out
+}
+
+func (r *Route) noteHost(addr string) {
+	r.mu.Lock()
+	if r.hosts == nil {
+		r.hosts = map[string]struct{}{}
+	}
+	r.hosts[addr] = struct{}{}
+	r.mu.Unlock()
+}
 
 // Upstream is the upstream the route's last connection went through; nil
 // when it went direct.

@@ -58,10 +58,18 @@ type tab struct {
 	// prefetched is a page fetchInPage took that must be rendered: the
 	// tab's next navigation to its URL is answered with it.
 	prefetched *prefetched
-	network    bool           // the Network domain is on
-	taken      chan takenBody // the main document, taken from the network
-	crashed    chan struct{}
-	once       struct{ crashed sync.Once }
+	network    bool // the Network domain is on
+	// origins is the origin of every http(s) request the tab saw,
+	// answered from the network or not (a rendered prefetch), and tops the
+	// site of every main-frame document: with the route's list of hosts,
+	// what a recycled tab clears. clearing: the tab is being cleared, and
+	// refuses every request. opened: the page opened a window.
+	origins, tops map[string]struct{}
+	clearing      bool
+	opened        bool
+	taken         chan takenBody // the main document, taken from the network
+	crashed       chan struct{}
+	once          struct{ crashed sync.Once }
 }
 
 // mainResponse is the main frame's final document response.
@@ -110,8 +118,7 @@ func (t *tab) header(ev *fetchPaused, name string) string {
 // route, when given, is the context's own way through the egress proxy
 // (closed with the tab), with no bypass: loopback goes through it too.
 func blankTab(ctx context.Context, conn *cdp.Conn, route *egress.Route) (*tab, error) {
-	p := &tab{conn: conn, inflight: map[string]struct{}{}, lastNet: time.Now(), route: route,
-		loaded: make(chan struct{}), taken: make(chan takenBody, 1), crashed: make(chan struct{})}
+	p := newTab(conn, route)
 	var bc struct {
 		BrowserContextID string `json:"browserContextId"`
 	}
@@ -135,23 +142,33 @@ func blankTab(ctx context.Context, conn *cdp.Conn, route *egress.Route) (*tab, e
 		return nil, err
 	}
 	p.targetID = tg.TargetID
-	var at struct {
-		SessionID string `json:"sessionId"`
-	}
-	if err := conn.Call(ctx, "", "Target.attachToTarget", map[string]any{"targetId": p.targetID, "flatten": true}, &at); err != nil {
-		p.close()
-		return nil, err
-	}
-	// The handler reads sid on the connection's reader: it is installed
-	// once sid is known (a blank tab with no domain enabled has nothing to
-	// say before).
-	p.sid = at.SessionID
-	conn.OnEvent(p.onEvent)
-	if err := p.call(ctx, "Page.enable", nil, nil); err != nil {
+	if err := p.attach(ctx); err != nil {
 		p.close()
 		return nil, err
 	}
 	return p, nil
+}
+
+func newTab(conn *cdp.Conn, route *egress.Route) *tab {
+	return &tab{conn: conn, inflight: map[string]struct{}{}, lastNet: time.Now(), route: route,
+		loaded: make(chan struct{}), taken: make(chan takenBody, 1), crashed: make(chan struct{})}
+}
+
+// attach opens a CDP session of its own on t's target, with the Page
+// domain on.
+func (t *tab) attach(ctx context.Context) error {
+	var at struct {
+		SessionID string `json:"sessionId"`
+	}
+	if err := t.conn.Call(ctx, "", "Target.attachToTarget", map[string]any{"targetId": t.targetID, "flatten": true}, &at); err != nil {
+		return err
+	}
+	// The handler reads sid on the connection's reader: it is installed
+	// once sid is known (a blank tab with no domain enabled has nothing to
+	// say before).
+	t.sid = at.SessionID
+	t.conn.OnEvent(t.onEvent)
+	return t.call(ctx, "Page.enable", nil, nil)
 }
 
 // reset readies a tab that served one page for the next one, in the same
@@ -357,8 +374,14 @@ func (t *tab) onEvent(ev cdp.Event) {
 		var e struct {
 			RequestID string `json:"requestId"`
 			Type      string `json:"type"`
+			FrameID   string `json:"frameId"`
 		}
-		if json.Unmarshal(ev.Params, &e) == nil && e.Type != "WebSocket" && e.Type != "EventSource" {
+		// A frame's own document is not waited for: a frame of another
+		// site loads in a process of its own, whose end of the request
+		// this session never hears (it would hold the page to the settle
+		// cap); the load event waits for frames anyway.
+		if json.Unmarshal(ev.Params, &e) == nil && e.Type != "WebSocket" && e.Type != "EventSource" &&
+			!(e.Type == "Document" && e.FrameID != t.targetID) {
 			t.mu.Lock()
 			t.inflight[e.RequestID] = struct{}{}
 			t.lastNet = time.Now()
@@ -381,6 +404,10 @@ func (t *tab) onEvent(ev cdp.Event) {
 			close(t.loaded)
 		}
 		t.mu.Unlock()
+	case "Page.windowOpen":
+		t.mu.Lock()
+		t.opened = true
+		t.mu.Unlock()
 	case "Inspector.targetCrashed":
 		t.once.crashed.Do(func() { close(t.crashed) })
 	}
@@ -392,6 +419,12 @@ func (t *tab) onPaused(e *fetchPaused) {
 	defer cancel()
 	isMain := e.ResourceType == "Document" && e.FrameID == t.targetID
 	if e.ResponseStatusCode == 0 && e.ResponseErrorReason == "" {
+		if !t.noteRequest(e.Request.URL, isMain) {
+			// The tab is being cleared for another scrape: nothing the
+			// page left behind (a beacon on unload) may reach the network.
+			t.call(ctx, "Fetch.failRequest", map[string]any{"requestId": e.RequestID, "errorReason": "Aborted"}, nil)
+			return
+		}
 		if !isMain && t.opts.skipsAssets() && isAsset(e.ResourceType) {
 			t.call(ctx, "Fetch.failRequest", map[string]any{"requestId": e.RequestID, "errorReason": "BlockedByClient"}, nil)
 			return

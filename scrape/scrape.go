@@ -69,6 +69,9 @@ type Service struct {
 	// fetched, when that page came from public addresses only
 	// (TRAWLER_SHARED_CACHE). Off, each team reads only its own entries.
 	SharedCache bool
+	// ReuseTabs lets a team's single scrapes reuse a tab, cleared, that an
+	// earlier one of the team's used (recycle.go).
+	ReuseTabs bool
 	// OnCached, when set, is called after a page is written to the cache
 	// (the search index follows the cache), with the cache log's row and,
 	// when the scrape's own transform is the index's document, that
@@ -81,7 +84,8 @@ type Service struct {
 	// the base of their links (media.go).
 	Media MediaOptions
 
-	spares spares
+	spares   spares
+	recycled recycled
 }
 
 // Request is one scrape.
@@ -532,7 +536,21 @@ func (s *Service) fetch(ctx context.Context, req Request, guard *netguard.Cache)
 		}
 	}()
 	b := lease.Browser()
-	t := s.spares.take(b.ID())
+	var t *tab
+	// recycling: the tab is cleared for the team's next scrape instead of
+	// closed (recycle.go).
+	recycling := false
+	if use == nil && s.ReuseTabs {
+		t = s.recycled.get(ctx, b.ID(), req.Team)
+		defer func() {
+			if !recycling {
+				s.recycled.done(b.ID(), req.Team)
+			}
+		}()
+	}
+	if t == nil {
+		t = s.spares.take(b.ID())
+	}
 	if t == nil {
 		conn, err := b.CDP().DialOwn(ctx)
 		if err != nil {
@@ -548,7 +566,15 @@ func (s *Service) fetch(ctx context.Context, req Request, guard *netguard.Cache)
 			return nil, err
 		}
 	}
-	defer t.conn.Close()
+	defer func() {
+		if !recycling {
+			t.conn.Close()
+		}
+	}()
+	var in0, out0 int64
+	if t.route != nil {
+		in0, out0 = t.route.Bytes()
+	}
 	requestID := req.RequestID
 	if requestID == "" {
 		requestID = req.id
@@ -575,8 +601,12 @@ func (s *Service) fetch(ctx context.Context, req Request, guard *netguard.Cache)
 		t.mu.Unlock()
 		req.URL = pre.url
 	}
-	defer t.close()
 	defer func() {
+		if recycling {
+			go s.recycle(t, b.ID(), req.Team)
+			return
+		}
+		t.close()
 		if disposal == browsers.Reuse {
 			s.spares.refill(b.ID(), b.CDP(), s.newRoute)
 		}
@@ -586,7 +616,7 @@ func (s *Service) fetch(ctx context.Context, req Request, guard *netguard.Cache)
 	if pg != nil {
 		pg.private = t.reachedPrivate()
 		pg.teamWait = lease.TeamWait()
-		t.noteRoute(pg, 0, 0)
+		t.noteRoute(pg, in0, out0)
 		pg.warning = joinWarning(pg.warning, routeWarning)
 	}
 	if use != nil && use.Writes() && lease.Cause() == nil {
@@ -601,6 +631,9 @@ func (s *Service) fetch(ctx context.Context, req Request, guard *netguard.Cache)
 	if err == nil || errors.Is(err, ErrPageCrashed) || errors.As(err, new(*ActionError)) {
 		disposal = browsers.Reuse // the browser itself is fine
 	}
+	// A tab that served its scrape well is cleared for the team's next
+	// one; not one that held a profile's state.
+	recycling = s.ReuseTabs && err == nil && use == nil && t.route != nil && lease.Cause() == nil
 	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.DeadlineExceeded) && !errors.Is(cause, context.Canceled) {
 		return nil, &LoadError{URL: req.URL, Reason: cause.Error()}
 	}

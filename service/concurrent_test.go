@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -160,4 +161,111 @@ func TestJobCookiesFollowItsPagesIntoTheBrowser(t *testing.T) {
 	require.Equal(t, "completed", st["status"], "%v", st)
 	require.Len(t, docs, 1)
 	assert.Contains(t, docs[0]["markdown"], "Cookies sent: none.", "a job found the last job's cookies")
+}
+
+// trapSite serves /trap/N, a client-rendered page that reports every kind
+// of state a scrape could leave in a tab or its browser context, then
+// leaves each: cookies, localStorage, sessionStorage, IndexedDB, Cache
+// Storage, a service worker, window.name, a history entry, a beacon on
+// unload whose answer (a little late) sets a cookie, and, in a frame
+// of another site (localhost), that site's partitioned localStorage and
+// IndexedDB.
+func trapSite(t *testing.T) (*httptest.Server, *atomic.Int32) {
+	var s *httptest.Server
+	beacons := new(atomic.Int32)
+	s = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := r.URL.Path[strings.LastIndexByte(r.URL.Path, '/')+1:]
+		switch {
+		case r.URL.Path == "/trap/sw.js":
+			w.Header().Set("Content-Type", "text/javascript")
+			fmt.Fprint(w, "self.addEventListener('fetch', () => {});")
+		case strings.HasPrefix(r.URL.Path, "/beacon/"):
+			beacons.Add(1)
+			time.Sleep(200 * time.Millisecond)
+			http.SetCookie(w, &http.Cookie{Name: "beacon" + n, Value: n, Path: "/"})
+		case strings.HasPrefix(r.URL.Path, "/frame/"):
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprintf(w, `<script>(async () => {
+  const found = 'local ' + (Object.keys(localStorage).join(' ') || 'none') + ' idb ' + ((await indexedDB.databases()).map((d) => d.name).join(' ') || 'none');
+  localStorage.setItem('frame%s', '%s');
+  await new Promise((res) => { indexedDB.open('frame%s').onsuccess = res; });
+  parent.postMessage(found, '*');
+})();</script>`, n, n, n)
+		case strings.HasPrefix(r.URL.Path, "/trap/"):
+			w.Header().Set("Content-Type", "text/html")
+			frame := strings.Replace(s.URL, "127.0.0.1", "localhost", 1) + "/frame/" + n
+			fmt.Fprintf(w, `<title>trap %[1]s</title><div id="root"></div><script>
+(async () => {
+  const framed = new Promise((res) => addEventListener('message', (e) => res(e.data)));
+  const found = ['cookies ' + (document.cookie || 'none'),
+    'local ' + (Object.keys(localStorage).join(' ') || 'none'),
+    'session ' + (Object.keys(sessionStorage).join(' ') || 'none'),
+    'idb ' + ((await indexedDB.databases()).map((d) => d.name).join(' ') || 'none'),
+    'caches ' + ((await caches.keys()).join(' ') || 'none'),
+    'workers ' + ((await navigator.serviceWorker.getRegistrations()).map((r) => r.scope).join(' ') || 'none'),
+    'name ' + (window.name || 'none'), 'history ' + history.length];
+  const f = document.createElement('iframe');
+  f.src = '%[2]s';
+  document.body.appendChild(f);
+  found.push('frame ' + await framed);
+  document.cookie = 'trap%[1]s=%[1]s; path=/';
+  localStorage.setItem('trap%[1]s', '%[1]s');
+  sessionStorage.setItem('trap%[1]s', '%[1]s');
+  await new Promise((res) => { indexedDB.open('trap%[1]s').onsuccess = res; });
+  await caches.open('trap%[1]s');
+  await navigator.serviceWorker.register('/trap/sw.js', {scope: '/trap/'});
+  window.name = 'trap%[1]s';
+  history.pushState({}, '', '#left');
+  addEventListener('pagehide', () => fetch('/beacon/%[1]s', {keepalive: true}));
+  document.getElementById('root').innerHTML = '<h1>Trap %[1]s</h1><p>Found: ' + found.join(' | ') + '</p>';
+})();
+</script>`, n, frame)
+		}
+	}))
+	t.Cleanup(s.Close)
+	return s, beacons
+}
+
+// One-off scrapes of a team reuse a cleared tab (scrape/recycle.go): each
+// scrape of the trap page, one after another on one browser, finds none
+// of the state the ones before it left, and most of them ran in a tab an
+// earlier scrape used; no page's beacon on unload gets out while its tab
+// is cleared. Another team's scrape never gets that tab.
+func TestRecycledTabsKeepNoState(t *testing.T) {
+	site, beacons := trapSite(t)
+	ts := start(t, map[string]string{"TRAWLER_ALLOW_PRIVATE_NETWORKS": "true", "TRAWLER_POOL_SIZE": "1"})
+	scrape := func(key string, n int) string {
+		t.Helper()
+		t0 := time.Now()
+		r := ts.do("POST", "/v2/scrape", key, map[string]any{"url": fmt.Sprintf("%s/trap/%d", site.URL, n), "formats": []string{"markdown"}})
+		require.Equal(t, 200, r.Status, "%s", r.Raw)
+		t.Logf("trap %d in %s", n, time.Since(t0).Round(time.Millisecond))
+		d, _ := r.Body["data"].(map[string]any)
+		md, _ := d["markdown"].(string)
+		require.Contains(t, md, fmt.Sprintf("Trap %d", n), "the trap page was not rendered")
+		i := strings.Index(md, "Found: ")
+		require.GreaterOrEqual(t, i, 0, "%s", md)
+		return strings.TrimSpace(md[i:])
+	}
+	const clean = "Found: cookies none | local none | session none | idb none | caches none | workers none | name none | history "
+	const frame = " | frame local none idb none"
+	var history string
+	for n := 1; n <= 6; n++ {
+		found := scrape(keyAcme, n)
+		require.True(t, strings.HasPrefix(found, clean), "scrape %d found another scrape's state: %s", n, found)
+		h, _, _ := strings.Cut(strings.TrimPrefix(found, clean), " ")
+		if history == "" {
+			history = h
+		}
+		assert.Equal(t, history, h, "scrape %d's history length differs from the first's: %s", n, found)
+		assert.Contains(t, found, frame, "scrape %d's frame found another scrape's state", n)
+		time.Sleep(400 * time.Millisecond) // the tab is cleared after the answer
+	}
+	served := ts.Crawler.Scrape.Recycled()
+	assert.GreaterOrEqual(t, served, int64(4), "few scrapes ran in a recycled tab")
+	t.Logf("%d of 6 scrapes ran in a recycled tab; history length %s", served, history)
+	assert.Zero(t, beacons.Load(), "a page's beacon on unload reached the site while its tab was cleared")
+	found := scrape(keyGlobex, 7)
+	assert.True(t, strings.HasPrefix(found, clean), "globex found state: %s", found)
+	assert.Equal(t, served, ts.Crawler.Scrape.Recycled(), "globex's scrape was given acme's tab")
 }

@@ -239,7 +239,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 	undo = append(undo, closeExecute)
 	llm := newModel(cfg.LLM, st)
 	scraper := &scrape.Service{Pool: pool, Store: st, Log: log, Retention: cfg.ResultRetention, Guard: guard, Profiles: opener,
-		SharedCache: cfg.SharedCache, Model: llm, Egress: out.proxy, UA: ua,
+		SharedCache: cfg.SharedCache, ReuseTabs: cfg.ReuseTabs, Model: llm, Egress: out.proxy, UA: ua,
 		Media: scrape.MediaOptions{Dir: filepath.Join(cfg.DataDir, "media"), Base: urls.For(wire.Request{Host: cfg.Addr})}}
 	hooks := &webhook.Dispatcher{Store: st, Client: guard.Client(10*time.Second, netguard.VerifyTLS), Log: log,
 		Secret: func(team string) string { return cfg.WebhookSecrets[team] }}
@@ -462,6 +462,8 @@ func (s *Service) collectors() []prometheus.Collector {
 		gauge("cdp_connections", "Open CDP client connections.", func() float64 { return float64(s.Proxy.Connections()) }),
 		&sessionCollector{s: s, desc: prometheus.NewDesc("trawler_sessions", "Browser sessions by status.", []string{"status"}, nil)},
 		&egressCollector{p: s.Egress, desc: prometheus.NewDesc("trawler_egress_bytes", "Bytes browsers received (in) and sent (out) through the egress proxy since start, by team.", []string{"team", "direction"}, nil)},
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "trawler", Name: "scrape_recycled_tabs_total", Help: "Single scrapes that ran in a tab of their team's that an earlier scrape used, cleared between."},
+			func() float64 { return float64(s.Crawler.Scrape.Recycled()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "trawler", Name: "renders_total", Help: "Pages rendered by scrapes and jobs since start."},
 			func() float64 { n, _, _ := s.Crawler.Scrape.Renders.Read(); return float64(n) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "trawler", Name: "render_seconds_total", Help: "Time rendered pages took after their navigation committed: settle wait, waitFor, actions and capture."},
