@@ -358,11 +358,17 @@ func (b *bench) concurrentScrape(ctx context.Context, _ *instance) error {
 	size := b.concurrentPool
 	logf("concurrent: pool size %d (TRAWLER_POOL_SIZE; of 2, 4 and 6, 4 was the best-behaved, see concurrentScrape), %d scrapes at once (%d client-rendered)",
 		size, concurrentScrapes, concurrentRendered)
-	wall, failures, _, err := b.burst(ctx, "concurrent", size, withoutMemory)
+	walls, failures, _, err := b.burst(ctx, "concurrent", size, withoutMemory, true, true)
 	if err != nil {
 		return err
 	}
-	_, failures2, peak, err := b.burst(ctx, "concurrent-mem", size, withMemory)
+	// The baseline: the same two bursts with every single scrape in a
+	// browser context of its own (TRAWLER_REUSE_TABS=false).
+	fresh, _, _, err := b.burst(ctx, "concurrent-fresh-tabs", size, withoutMemory, true, false)
+	if err != nil {
+		return err
+	}
+	_, failures2, peak, err := b.burst(ctx, "concurrent-mem", size, withMemory, false, true)
 	if err != nil {
 		return err
 	}
@@ -371,28 +377,40 @@ func (b *bench) concurrentScrape(ctx context.Context, _ *instance) error {
 	if failures2 > 0 {
 		logf("concurrent: %d scrapes of the sampled burst failed too", failures2)
 	}
-	figure("scrape_concurrent_pages_per_s", concurrentScrapes/wall.Seconds(), "pages/s")
+	figure("scrape_concurrent_pages_per_s", concurrentScrapes/walls[0].Seconds(), "pages/s")
+	figure("scrape_concurrent_warm_pages_per_s", concurrentScrapes/walls[1].Seconds(), "pages/s")
+	figure("scrape_concurrent_fresh_tabs_pages_per_s", concurrentScrapes/fresh[0].Seconds(), "pages/s")
+	figure("scrape_concurrent_fresh_tabs_warm_pages_per_s", concurrentScrapes/fresh[1].Seconds(), "pages/s")
+	figure("scrape_concurrent_warm_reuse_over_fresh_tabs", fresh[1].Seconds()/walls[1].Seconds(), "x")
 	figure("scrape_concurrent_failures", float64(failures), "failures")
 	figure("scrape_peak_rss_mb", kbMB(peak.total), "MB")
 	return nil
 }
 
-// burst runs the concurrent scrapes once on a fresh service named name,
-// sampling memory if memory says so, and closes the service.
-func (b *bench) burst(ctx context.Context, name string, size int, memory memorySampling) (time.Duration, int, memPeak, error) {
+// burst runs the concurrent scrapes on a fresh service named name,
+// sampling memory if memory says so, and closes the service. With again,
+// the same mix (of other URLs) is sent a second time, 2 s after the
+// first burst ended: the service is warm then, as a long-running one is,
+// with the browsers and tabs the first burst left. It returns each
+// burst's wall time and the failures of all.
+func (b *bench) burst(ctx context.Context, name string, size int, memory memorySampling, again, reuse bool) ([]time.Duration, int, memPeak, error) {
 	var peak memPeak
-	site := b.siteURL()
-	in, err := b.startWith(ctx, name, 1, size, scrapeEnv(size, 120*time.Second))
+	env := scrapeEnv(size, 120*time.Second)
+	env["TRAWLER_REUSE_TABS"] = strconv.FormatBool(reuse)
+	in, err := b.startWith(ctx, name, 1, size, env)
 	if err != nil {
-		return 0, 0, peak, err
+		return nil, 0, peak, err
 	}
 	defer in.Close()
 	if err := in.waitWarm(ctx); err != nil {
-		return 0, 0, peak, err
+		return nil, 0, peak, err
 	}
 	time.Sleep(time.Second) // let the warm browser finish its start-up work
 	runtime.GC()
 	debug.FreeOSMemory()
+	idle0 := machineBusy()
+	time.Sleep(500 * time.Millisecond)
+	logf("%s: before the burst the machine was %.0f%% busy", name, 100*(machineBusy()-idle0).Seconds()/0.5/float64(runtime.NumCPU()))
 
 	client := &http.Client{Timeout: 150 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: concurrentScrapes}}
 	defer client.CloseIdleConnections()
@@ -400,6 +418,24 @@ func (b *bench) burst(ctx context.Context, name string, size int, memory memoryS
 	if memory == withMemory {
 		mem = startMemSampler(in.dataDir, 100*time.Millisecond)
 	}
+	wall, failures := b.burstRound(ctx, in, client, name, 2000)
+	walls := []time.Duration{wall}
+	if mem != nil {
+		peak = mem.stop()
+	}
+	if again {
+		time.Sleep(2 * time.Second)
+		wall, f := b.burstRound(ctx, in, client, name+"-warm", 3000)
+		walls, failures = append(walls, wall), failures+f
+	}
+	return walls, failures, peak, nil
+}
+
+// burstRound sends the concurrent scrapes once, of pages numbered from
+// base, and logs what they took.
+func (b *bench) burstRound(ctx context.Context, in *instance, client *http.Client, name string, base int) (time.Duration, int) {
+	site := b.siteURL()
+	recycled0 := in.svc.Crawler.Scrape.Recycled()
 	type result struct {
 		d        time.Duration
 		rendered bool
@@ -413,7 +449,7 @@ func (b *bench) burst(ctx context.Context, name string, size int, memory memoryS
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			n := 2000 + i
+			n := base + i
 			path, engine := "articles", "fetch"
 			if i%every == every-1 {
 				path, engine = "app", "browser-render"
@@ -425,13 +461,11 @@ func (b *bench) burst(ctx context.Context, name string, size int, memory memoryS
 		}()
 	}
 	time.Sleep(50 * time.Millisecond) // every goroutine at the barrier
-	t := time.Now()
+	t, busy0, self0 := time.Now(), machineBusy(), selfCPU()
 	close(start)
 	wg.Wait()
 	wall := time.Since(t)
-	if mem != nil {
-		peak = mem.stop()
-	}
+	busy, self := machineBusy()-busy0, selfCPU()-self0
 	failures := 0
 	var sd, rd []time.Duration
 	for i, r := range results {
@@ -450,7 +484,11 @@ func (b *bench) burst(ctx context.Context, name string, size int, memory memoryS
 	logf("%s: %d scrapes in %s (%.2f pages/s), %d failed; latency static p50 %.0f max %.0f ms, rendered p50 %.0f max %.0f ms",
 		name, concurrentScrapes, wall.Round(time.Millisecond), concurrentScrapes/wall.Seconds(), failures,
 		ms(median(sd)), ms(pct(sd, 1)), ms(median(rd)), ms(pct(rd, 1)))
-	return wall, failures, peak, nil
+	logf("%s: the machine's CPU was busy %.1f s of the burst's %.1f (%d cores): this process (Trawler, the site and the client) %.1f s, the rest (browsers) %.1f s",
+		name, busy.Seconds(), wall.Seconds()*float64(runtime.NumCPU()), runtime.NumCPU(), self.Seconds(), (busy - self).Seconds())
+	logf("%s: %d of %d rendered scrapes ran in a tab an earlier scrape of the team used (recycled, cleared between)",
+		name, in.svc.Crawler.Scrape.Recycled()-recycled0, concurrentRendered)
+	return wall, failures
 }
 
 // staticBreakdown is a diagnostic, printed when a warm static scrape takes
@@ -693,4 +731,22 @@ func (d *documentTaker) paused(ctx context.Context, sessionID, requestID string,
 	conn.Call(ctx, sessionID, "Fetch.fulfillRequest", map[string]any{"requestId": requestID, "responseCode": 200,
 		"responseHeaders": []map[string]string{{"name": "Content-Type", "value": "text/html"}},
 		"body":            base64.StdEncoding.EncodeToString([]byte("<!doctype html><title></title>"))}, nil)
+}
+
+// machineBusy is the CPU time the whole machine has spent working (every
+// field of /proc/stat's cpu line but idle and iowait).
+func machineBusy() time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	var ticks int64
+	for i, f := range strings.Fields(line)[1:] {
+		n, _ := strconv.ParseInt(f, 10, 64)
+		if i != 3 && i != 4 && i < 8 { // idle, iowait; guest time is in user already
+			ticks += n
+		}
+	}
+	return time.Duration(ticks) * time.Second / clockTicks
 }
