@@ -169,7 +169,7 @@ func TestJobCookiesFollowItsPagesIntoTheBrowser(t *testing.T) {
 // Storage, a service worker, window.name, a history entry, a beacon on
 // unload whose answer (a little late) sets a cookie, and, in a frame
 // of another site (localhost), that site's partitioned localStorage and
-// IndexedDB.
+// IndexedDB; and the device it is shown on (user agent, width, touch).
 func trapSite(t *testing.T) (*httptest.Server, *atomic.Int32) {
 	var s *httptest.Server
 	beacons := new(atomic.Int32)
@@ -208,6 +208,7 @@ func trapSite(t *testing.T) (*httptest.Server, *atomic.Int32) {
   f.src = '%[2]s';
   document.body.appendChild(f);
   found.push('frame ' + await framed);
+  found.push('device ' + (/Mobile/.test(navigator.userAgent) ? 'mobile' : 'desktop') + ' ' + innerWidth + ' touch ' + navigator.maxTouchPoints);
   document.cookie = 'trap%[1]s=%[1]s; path=/';
   localStorage.setItem('trap%[1]s', '%[1]s');
   sessionStorage.setItem('trap%[1]s', '%[1]s');
@@ -230,14 +231,17 @@ func trapSite(t *testing.T) (*httptest.Server, *atomic.Int32) {
 // scrape of the trap page, one after another on one browser, finds none
 // of the state the ones before it left, and most of them ran in a tab an
 // earlier scrape used; no page's beacon on unload gets out while its tab
-// is cleared. Another team's scrape never gets that tab.
+// is cleared, and a phone's emulation goes with its scrape. Another
+// team's scrape never gets that tab.
 func TestRecycledTabsKeepNoState(t *testing.T) {
 	site, beacons := trapSite(t)
 	ts := start(t, map[string]string{"TRAWLER_ALLOW_PRIVATE_NETWORKS": "true", "TRAWLER_POOL_SIZE": "1"})
 	scrape := func(key string, n int) string {
 		t.Helper()
 		t0 := time.Now()
-		r := ts.do("POST", "/v2/scrape", key, map[string]any{"url": fmt.Sprintf("%s/trap/%d", site.URL, n), "formats": []string{"markdown"}})
+		// The third asks for a phone: the next ones must not be given its
+		// emulation with its tab.
+		r := ts.do("POST", "/v2/scrape", key, map[string]any{"url": fmt.Sprintf("%s/trap/%d", site.URL, n), "formats": []string{"markdown"}, "mobile": n == 3})
 		require.Equal(t, 200, r.Status, "%s", r.Raw)
 		t.Logf("trap %d in %s", n, time.Since(t0).Round(time.Millisecond))
 		d, _ := r.Body["data"].(map[string]any)
@@ -259,6 +263,11 @@ func TestRecycledTabsKeepNoState(t *testing.T) {
 		}
 		assert.Equal(t, history, h, "scrape %d's history length differs from the first's: %s", n, found)
 		assert.Contains(t, found, frame, "scrape %d's frame found another scrape's state", n)
+		device := "device desktop 1920 touch 0"
+		if n == 3 {
+			device = "device mobile 980 touch 5" // no viewport tag: a phone's 980-pixel layout
+		}
+		assert.Contains(t, found, device, "scrape %d", n)
 		time.Sleep(400 * time.Millisecond) // the tab is cleared after the answer
 	}
 	served := ts.Crawler.Scrape.Recycled()
