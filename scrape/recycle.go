@@ -32,9 +32,11 @@ import (
 //     back/forward cache) and window.name is emptied;
 //   - every storage type (localStorage, sessionStorage, IndexedDB, Cache
 //     Storage, service workers, file systems, shared storage, buckets) of
-//     every origin the context reached is cleared: the origins are those
-//     of every host:port its egress route was asked for and every request
-//     the tab saw, so a frame or worker of any site is covered;
+//     every origin the context reached is cleared, its own and as a
+//     frame's partitioned storage under each top-level site the tab
+//     showed: the origins are those of every host:port its egress route
+//     was asked for and every request the tab saw, so a frame or worker
+//     of any site is covered;
 //   - the context's cookies and HTTP cache are cleared;
 //   - the CDP session is detached, which drops its emulation, headers,
 //     interception and scripts; the next scrape attaches afresh;
