@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -14,8 +15,10 @@ import (
 // CPU, two ways, on the test site's client-rendered page: in a browser
 // context and tab of its own, as a one-off scrape renders it, and as the
 // next page of a tab that rendered the page before, as a crawl's lane does.
-// The gap between them is what a one-off scrape could save by reusing a
-// renderer (issue 20): the rest of a render is the page.
+// The gap between them is what a one-off scrape saves by reusing a tab
+// (issue 20): the rest of a render is the page. Then it measures that
+// through the API: rendered single scrapes with the team's tabs reused
+// and cleared, and with a fresh context each.
 
 const renderCostPages = 10
 
@@ -105,7 +108,69 @@ func (b *bench) renderCost(ctx context.Context, in *instance) error {
 	figure("render_fresh_context_cpu_ms", f, "ms")
 	figure("render_same_tab_cpu_ms", r, "ms")
 	figure("render_fresh_over_same_tab_cpu", f/r, "x")
+
+	// The same through the API: rendered single scrapes one after another,
+	// in a tab of the team's reused and cleared (the default), and with a
+	// fresh browser context each (TRAWLER_REUSE_TABS=false). The machine's
+	// CPU is counted, Trawler's and the clearing's included.
+	reuse, err := b.scrapeRenderCost(ctx, "rendercost-reuse", true)
+	if err != nil {
+		return err
+	}
+	freshScrape, err := b.scrapeRenderCost(ctx, "rendercost-fresh", false)
+	if err != nil {
+		return err
+	}
+	figure("render_scrape_reused_tab_cpu_ms", reuse, "ms")
+	figure("render_scrape_fresh_context_cpu_ms", freshScrape, "ms")
+	figure("render_scrape_fresh_over_reused_cpu", freshScrape/reuse, "x")
 	return nil
+}
+
+// scrapeRenderCost sends rendered scrapes one at a time to a fresh
+// service (tabs reused or not) and returns the machine's CPU per scrape,
+// the best of two rounds.
+func (b *bench) scrapeRenderCost(ctx context.Context, name string, reuse bool) (float64, error) {
+	env := scrapeEnv(1, 30*time.Second)
+	env["TRAWLER_REUSE_TABS"] = strconv.FormatBool(reuse)
+	in, err := b.startWith(ctx, name, 1, 1, env)
+	if err != nil {
+		return 0, err
+	}
+	defer in.Close()
+	site := b.siteURL()
+	client := &http.Client{Timeout: 60 * time.Second}
+	defer client.CloseIdleConnections()
+	n := 4000
+	scrape := func() error {
+		n++
+		_, err := in.scrape(ctx, client, fmt.Sprintf("%s/app/%d", site, n), n, "browser-render")
+		return err
+	}
+	for range 2 { // the browser's first renders, and the team's first tab
+		if err := scrape(); err != nil {
+			return 0, err
+		}
+	}
+	best := 0.0
+	for range 2 {
+		time.Sleep(500 * time.Millisecond) // clearing and closed renderers done
+		busy0, t := machineBusy(), time.Now()
+		for range renderCostPages {
+			if err := scrape(); err != nil {
+				return 0, err
+			}
+		}
+		wall := time.Since(t)
+		time.Sleep(300 * time.Millisecond) // the last tab's clearing or closing
+		per := ms(machineBusy()-busy0) / renderCostPages
+		logf("%s: %d rendered scrapes one after another in %s, %.0f ms of the machine's CPU each",
+			name, renderCostPages, wall.Round(time.Millisecond), per)
+		if best == 0 || per < best {
+			best = per
+		}
+	}
+	return best, nil
 }
 
 // attachBlank opens a blank tab in browser context bc and returns its
