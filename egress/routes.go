@@ -3,9 +3,11 @@ package egress
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -101,10 +103,7 @@ func (r *Route) Bytes() (in, out int64) { return r.in.Load(), r.out.Load() }
 func (r *Route) TakeHosts() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]string, 0, len(r.hosts))
-	for h := range r.hosts {
-		out = append(out, h)
-	}
+	out := slices.Collect(maps.Keys(r.hosts))
 	r.hosts = nil
 	return out
 }

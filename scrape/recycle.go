@@ -71,9 +71,9 @@ type recycled struct {
 }
 
 type idleTab struct {
-	t     *tab
-	team  string
-	since time.Time
+	t    *tab
+	team string
+	gone chan struct{} // closed when it leaves the list
 }
 
 type liveKey struct{ browser, team string }
@@ -138,13 +138,15 @@ func (r *recycled) takeLocked(id, team string) *tab {
 		if it.team != team {
 			continue
 		}
-		r.idle[id] = append(tabs[:i:i], tabs[i+1:]...)
+		tabs = append(tabs[:i:i], tabs[i+1:]...)
+		r.idle[id] = tabs
+		close(it.gone)
 		select {
 		case <-it.t.conn.Done():
-			return nil
+			continue
 		case <-it.t.crashed:
 			go it.t.dispose()
-			return nil
+			continue
 		default:
 		}
 		r.served.Add(1)
@@ -161,10 +163,11 @@ func (r *recycled) put(id, team string, t *tab) {
 		r.idle = map[string][]*idleTab{}
 	}
 	r.returnLocked(liveKey{id, team})
-	it := &idleTab{t: t, team: team, since: time.Now()}
+	it := &idleTab{t: t, team: team, gone: make(chan struct{})}
 	r.idle[id] = append(r.idle[id], it)
 	var out []*tab
 	for len(r.idle[id]) > recycleIdle {
+		close(r.idle[id][0].gone)
 		out = append(out, r.idle[id][0].t)
 		r.idle[id] = r.idle[id][1:]
 	}
@@ -178,6 +181,8 @@ func (r *recycled) put(id, team string, t *tab) {
 		select {
 		case <-timer.C:
 		case <-t.conn.Done():
+		case <-it.gone:
+			return // taken, or closed as the oldest
 		}
 		if r.remove(id, it) {
 			t.dispose()
@@ -192,6 +197,7 @@ func (r *recycled) remove(id string, it *idleTab) bool {
 	for i, x := range r.idle[id] {
 		if x == it {
 			r.idle[id] = append(r.idle[id][:i:i], r.idle[id][i+1:]...)
+			close(it.gone)
 			return true
 		}
 	}

@@ -1,8 +1,10 @@
 package scrape
 
 import (
+	"context"
 	"net/url"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -35,4 +37,42 @@ func TestClearedOriginsAndKeys(t *testing.T) {
 		"https://a.cdn.example.org/^31",
 		"https://a.cdn.example.org/^0https://news.example",
 	}, storageKeys("https://a.cdn.example.org", tops), "no key of the frame under its own site")
+}
+
+// A team with recycleLive tabs out on a browser waits for one to come
+// back before opening another; a tab given up wakes it, and another team
+// or another browser does not wait.
+func TestTeamWaitsForItsTabs(t *testing.T) {
+	var r recycled
+	ctx := context.Background()
+	for range recycleLive {
+		assert.Nil(t, r.get(ctx, "b1", "acme"), "no tab is kept yet: open one")
+	}
+	got := make(chan struct{})
+	go func() {
+		r.get(ctx, "b1", "acme")
+		close(got)
+	}()
+	select {
+	case <-got:
+		t.Fatal("a fifth tab was opened at once")
+	case <-time.After(200 * time.Millisecond):
+	}
+	assert.Nil(t, r.get(ctx, "b1", "globex"), "another team waited")
+	assert.Nil(t, r.get(ctx, "b2", "acme"), "another browser waited")
+	r.done("b1", "acme")
+	select {
+	case <-got:
+	case <-time.After(recycleWait / 2):
+		t.Fatal("the waiting scrape was not woken when a tab was given up")
+	}
+	r.mu.Lock()
+	assert.Equal(t, recycleLive, r.live[liveKey{"b1", "acme"}], "the woken scrape holds the place given up")
+	r.mu.Unlock()
+
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	start := time.Now()
+	assert.Nil(t, r.get(cctx, "b1", "acme"))
+	assert.Less(t, time.Since(start), recycleWait/2, "a cancelled request waited")
 }

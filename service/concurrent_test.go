@@ -191,6 +191,12 @@ func trapSite(t *testing.T) (*httptest.Server, *atomic.Int32) {
   await new Promise((res) => { indexedDB.open('frame%s').onsuccess = res; });
   parent.postMessage(found, '*');
 })();</script>`, n, n, n)
+		case strings.HasPrefix(r.URL.Path, "/popup/"):
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprintf(w, `<title>popup %[1]s</title><div id="root"></div><script>
+window.open('/trap/opened');
+document.getElementById('root').innerHTML = '<h1>Popup %[1]s</h1><p>This page opened a window.</p>';
+</script>`, n)
 		case strings.HasPrefix(r.URL.Path, "/trap/"):
 			w.Header().Set("Content-Type", "text/html")
 			frame := strings.Replace(s.URL, "127.0.0.1", "localhost", 1) + "/frame/" + n
@@ -270,6 +276,12 @@ func TestRecycledTabsKeepNoState(t *testing.T) {
 		assert.Contains(t, found, device, "scrape %d", n)
 		time.Sleep(400 * time.Millisecond) // the tab is cleared after the answer
 	}
+	// A frame of another site loads in a process of its own, whose end of
+	// its document request the page's session never hears: the settle
+	// wait must not count it in flight, or every scrape waits the 10 s cap.
+	renders, _, settle := ts.Crawler.Scrape.Renders.Read()
+	require.Positive(t, renders)
+	assert.Less(t, settle/time.Duration(renders), 5*time.Second, "the pages waited for their cross-site frame's document")
 	served := ts.Crawler.Scrape.Recycled()
 	assert.GreaterOrEqual(t, served, int64(4), "few scrapes ran in a recycled tab")
 	t.Logf("%d of 6 scrapes ran in a recycled tab; history length %s", served, history)
@@ -277,4 +289,14 @@ func TestRecycledTabsKeepNoState(t *testing.T) {
 	found := scrape(keyGlobex, 7)
 	assert.True(t, strings.HasPrefix(found, clean), "globex found state: %s", found)
 	assert.Equal(t, served, ts.Crawler.Scrape.Recycled(), "globex's scrape was given acme's tab")
+
+	// A page that opens a window leaves it in its context: that tab is
+	// closed, not kept, and acme's next scrape gets a fresh one.
+	r := ts.do("POST", "/v2/scrape", keyAcme, map[string]any{"url": site.URL + "/popup/8", "formats": []string{"markdown"}})
+	require.Equal(t, 200, r.Status, "%s", r.Raw)
+	assert.Equal(t, served+1, ts.Crawler.Scrape.Recycled(), "the popup page did not run in acme's kept tab")
+	time.Sleep(400 * time.Millisecond)
+	found = scrape(keyAcme, 9)
+	assert.True(t, strings.HasPrefix(found, clean), "scrape 9 found state: %s", found)
+	assert.Equal(t, served+1, ts.Crawler.Scrape.Recycled(), "the tab that opened a window was kept")
 }
