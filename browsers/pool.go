@@ -58,6 +58,12 @@ type PoolOptions struct {
 	// MaxShare is how many shareable leases may hold one browser at once;
 	// 0 means 4.
 	MaxShare int
+	// ShareWait is how long a shareable lease waits for a place in a
+	// browser that MaxShare shareable leases hold before it takes a warm
+	// browser or starts one; 0 means 1 s. Either costs about a second of
+	// CPU (taking the warm browser makes the pool start another for
+	// sessions), more than a one-off render usually takes to end.
+	ShareWait time.Duration
 	// Places, when set, counts each team's browsers across the nodes that
 	// share a store, for its limit: a lease holds one of its team's places
 	// there, from before its browser is handed over until it ends.
@@ -130,6 +136,9 @@ func NewPool(rt Runtime, opts PoolOptions) *Pool {
 	if opts.MaxShare <= 0 {
 		opts.MaxShare = 4
 	}
+	if opts.ShareWait <= 0 {
+		opts.ShareWait = time.Second
+	}
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
@@ -190,6 +199,7 @@ func (p *Pool) Acquire(ctx context.Context, req LeaseRequest) (*Lease, error) {
 	deadline := time.NewTimer(p.opts.QueueWait)
 	defer deadline.Stop()
 	var limited time.Time // when the team's limit first held the request back
+	var shareBy time.Time // until when a shareable request waits for a place in a full browser
 	// place: the request takes one of its team's places in the store first,
 	// and holds it while it waits for room in the pool; its lease keeps it,
 	// or it is given back if the request gets none.
@@ -230,18 +240,26 @@ func (p *Pool) Acquire(ctx context.Context, req LeaseRequest) (*Lease, error) {
 				limited = time.Now()
 			}
 		case p.takeIdleLocked(req.Reusable, req.Shareable) != nil ||
-			req.Shareable && (p.sharedLocked() != nil || p.takeIdleLocked(true, false) != nil):
+			req.Shareable && (p.sharedLocked() != nil || !p.shareWaitLocked(shareBy) && p.takeIdleLocked(true, false) != nil):
 			// A shareable lease takes an idle used browser, else joins a
 			// shared one, and takes a pristine browser (which the pool then
-			// replaces, for sessions) only when neither is there: a browser
-			// already running opens another context sooner than a new one
-			// starts.
+			// replaces, for sessions) only when neither is there and it has
+			// waited ShareWait for a place in a full one: a browser already
+			// running opens another context sooner than a new one starts.
 			l := p.leaseLocked(p.taken, req)
 			l.teamWait, l.placed, placed = since(limited), placed, false
 			p.taken = nil
 			p.fillLocked()
 			p.mu.Unlock()
 			return l, nil
+		case req.Shareable && p.shareWaitLocked(shareBy):
+			if shareBy.IsZero() {
+				shareBy = time.Now().Add(p.opts.ShareWait)
+			}
+			reason = fmt.Sprintf("all %d browsers of the pool are in use", p.opts.Size)
+			if retry == nil {
+				retry = time.After(time.Until(shareBy))
+			}
 		case p.total+p.reserved >= p.opts.Size && !req.Reusable && p.evictUsedLocked():
 			// Room is being made: a used browser is going away.
 			reason = fmt.Sprintf("all %d browsers of the pool are in use", p.opts.Size)
@@ -429,6 +447,27 @@ func (p *Pool) sharedLocked() *pooled {
 	}
 	p.taken = best
 	return best
+}
+
+// shareWaitLocked reports whether a shareable request waits for a place in
+// a browser that shareable leases fill, rather than take a warm browser or
+// start one: while one is full and ShareWait has not passed since the
+// request first found it so (by, zero before).
+func (p *Pool) shareWaitLocked(by time.Time) bool {
+	if !by.IsZero() && !time.Now().Before(by) {
+		return false
+	}
+	for l := range p.leases {
+		pb := l.pb
+		if pb.shared && !pb.retiring && pb.active >= p.opts.MaxShare && pb.uses < p.opts.MaxUses {
+			select {
+			case <-pb.b.Done():
+			default:
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // since is the time passed since t; 0 for the zero t.

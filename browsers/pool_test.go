@@ -281,11 +281,13 @@ func TestShareableLeases(t *testing.T) {
 }
 
 // A shareable lease joins a browser other shareable leases are working in
-// before the pool starts another for it, though the pool has room; a
-// reusable lease that is not shareable never joins one.
+// before the pool starts another for it, though the pool has room; when
+// that browser is full it waits ShareWait for a place there before it takes
+// the warm browser. A reusable lease that is not shareable never joins one.
 func TestShareableLeasesJoinBeforeStarting(t *testing.T) {
 	t.Parallel()
-	p, _ := newPool(t, browsers.PoolOptions{Size: 3, Warm: 1, QueueWait: 5 * time.Second, MaxShare: 2})
+	const shareWait = 400 * time.Millisecond
+	p, _ := newPool(t, browsers.PoolOptions{Size: 3, Warm: 1, QueueWait: 5 * time.Second, MaxShare: 2, ShareWait: shareWait})
 	waitStats(t, p, "a warm browser", func(s browsers.Stats) bool { return s.Idle == 1 })
 	ctx := context.Background()
 	share := browsers.LeaseRequest{Team: "a", Reusable: true, Shareable: true}
@@ -298,18 +300,31 @@ func TestShareableLeasesJoinBeforeStarting(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, l2.Browser() == l1.Browser(), "the second shareable lease took another browser rather than joining the first")
 	require.EqualValues(t, 1, p.Stats().Joined)
-	// The browser is full (MaxShare 2): the third takes the warm browser.
+	// The browser is full (MaxShare 2): the third waits for a place there,
+	// and gets the one given back meanwhile.
+	go func() {
+		time.Sleep(shareWait / 4)
+		l2.Release(browsers.Reuse)
+	}()
+	l2b, err := p.Acquire(ctx, share)
+	require.NoError(t, err)
+	require.True(t, l2b.Browser() == l1.Browser(), "a lease that found the shared browser full did not wait for its place there")
+	require.Equal(t, 1, p.Stats().Idle, "the warm browser was taken")
+	// With no place given back, the next takes the warm browser after
+	// ShareWait.
+	start := time.Now()
 	l3, err := p.Acquire(ctx, share)
 	require.NoError(t, err)
+	require.GreaterOrEqual(t, time.Since(start), shareWait, "a lease took the warm browser without waiting for a place in the full one")
 	require.True(t, l3.Browser() != l1.Browser(), "a third lease joined a browser of MaxShare 2")
 	// A job lease that is not shareable gets a browser of its own.
 	l4, err := p.Acquire(ctx, browsers.LeaseRequest{Team: "a", Reusable: true})
 	require.NoError(t, err)
 	require.True(t, l4.Browser() != l1.Browser() && l4.Browser() != l3.Browser(), "a lease that is not shareable joined a shared browser")
-	for _, l := range []*browsers.Lease{l1, l2, l3, l4} {
+	for _, l := range []*browsers.Lease{l1, l2b, l3, l4} {
 		l.Release(browsers.Reuse)
 	}
-	require.EqualValues(t, 1, p.Stats().Joined)
+	require.EqualValues(t, 2, p.Stats().Joined)
 }
 
 // A team's places without a browser (AcquireSlot) are counted apart from

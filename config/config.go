@@ -90,6 +90,11 @@ type Config struct {
 	// instead of opening a browser context each (TRAWLER_REUSE_TABS,
 	// default true).
 	ReuseTabs bool
+	// SpareTabs is how many blank tabs, each in a fresh browser context,
+	// are kept ready for single scrapes on browsers only jobs use, made
+	// while the browsers are quiet; with warm browsers, a browser with them
+	// is prepared at start (TRAWLER_SPARE_TABS, default 4; 0 for none).
+	SpareTabs int
 	// TeamConcurrency is how many browsers one team may lease at once
 	// (TRAWLER_TEAM_CONCURRENCY, default 4).
 	TeamConcurrency int
@@ -294,6 +299,7 @@ func defaults() *Config {
 		WarmBrowsers:        1,
 		ScrapesPerBrowser:   4,
 		ReuseTabs:           true,
+		SpareTabs:           4,
 		TeamConcurrency:     4,
 		QueueWait:           10 * time.Second,
 		BrowserStartTimeout: 30 * time.Second,
@@ -419,6 +425,7 @@ func (e *envReader) limits(c *Config) {
 	e.integer("TRAWLER_WARM_BROWSERS", &c.WarmBrowsers)
 	e.integer("TRAWLER_SCRAPES_PER_BROWSER", &c.ScrapesPerBrowser)
 	e.boolean("TRAWLER_REUSE_TABS", &c.ReuseTabs)
+	e.integer("TRAWLER_SPARE_TABS", &c.SpareTabs)
 	e.integer("TRAWLER_TEAM_CONCURRENCY", &c.TeamConcurrency)
 	e.duration("TRAWLER_QUEUE_WAIT", &c.QueueWait)
 	e.duration("TRAWLER_BROWSER_START_TIMEOUT", &c.BrowserStartTimeout)
@@ -705,6 +712,9 @@ func (c *Config) Validate() error {
 	if c.ScrapesPerBrowser < 1 || c.ScrapesPerBrowser > 100 {
 		errs = append(errs, fmt.Errorf("TRAWLER_SCRAPES_PER_BROWSER must be between 1 and 100, got %d", c.ScrapesPerBrowser))
 	}
+	if c.SpareTabs < 0 || c.SpareTabs > 64 {
+		errs = append(errs, fmt.Errorf("TRAWLER_SPARE_TABS must be between 0 and 64, got %d", c.SpareTabs))
+	}
 	if c.TeamConcurrency < 1 {
 		errs = append(errs, fmt.Errorf("TRAWLER_TEAM_CONCURRENCY must be at least 1, got %d", c.TeamConcurrency))
 	}
@@ -873,4 +883,11 @@ func findChromium() string {
 		}
 	}
 	return ""
+}
+
+// PreparesScrapeBrowser reports whether the service prepares a browser
+// for single scrapes at start, with SpareTabs tabs ready: only with warm
+// browsers, and room in the pool for it beside them.
+func (c *Config) PreparesScrapeBrowser() bool {
+	return c.SpareTabs > 0 && c.WarmBrowsers > 0 && c.PoolSize > c.WarmBrowsers
 }

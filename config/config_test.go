@@ -17,7 +17,7 @@ func TestDefaults(t *testing.T) {
 	t.Parallel()
 	c, err := FromEnv(env(map[string]string{"TRAWLER_CHROMIUM_PATH": "/bin/sh"}))
 	require.NoError(t, err)
-	if c.Addr != "127.0.0.1:3002" || !c.LocalMode() || c.PoolSize != 8 || c.WarmBrowsers != 1 || c.ScrapesPerBrowser != 4 ||
+	if c.Addr != "127.0.0.1:3002" || !c.LocalMode() || c.PoolSize != 8 || c.WarmBrowsers != 1 || c.ScrapesPerBrowser != 4 || c.SpareTabs != 4 || !c.PreparesScrapeBrowser() ||
 		c.TeamConcurrency != 4 || c.QueueWait != 10*time.Second || c.AllowPrivateNetworks || c.SharedCache || c.PublicURL != nil {
 		t.Fatalf("defaults: %+v", c)
 	}
@@ -74,6 +74,7 @@ func TestErrorsNameTheSetting(t *testing.T) {
 		{"pool size text", map[string]string{"TRAWLER_POOL_SIZE": "many"}, "TRAWLER_POOL_SIZE must be a whole number"},
 		{"warm over size", map[string]string{"TRAWLER_POOL_SIZE": "2", "TRAWLER_WARM_BROWSERS": "3"}, "TRAWLER_WARM_BROWSERS must be between 0 and TRAWLER_POOL_SIZE (2)"},
 		{"scrapes per browser", map[string]string{"TRAWLER_SCRAPES_PER_BROWSER": "0"}, "TRAWLER_SCRAPES_PER_BROWSER must be between 1 and 100"},
+		{"spare tabs", map[string]string{"TRAWLER_SPARE_TABS": "-1"}, "TRAWLER_SPARE_TABS must be between 0 and 64"},
 		{"team concurrency", map[string]string{"TRAWLER_TEAM_CONCURRENCY": "0"}, "TRAWLER_TEAM_CONCURRENCY must be at least 1"},
 		{"queue wait", map[string]string{"TRAWLER_QUEUE_WAIT": "10"}, "TRAWLER_QUEUE_WAIT must be a duration"},
 		{"trusted proxies", map[string]string{"TRAWLER_TRUSTED_PROXIES": "proxy.local"}, "TRAWLER_TRUSTED_PROXIES must list IP addresses or CIDR prefixes"},

@@ -72,6 +72,10 @@ type Service struct {
 	// ReuseTabs lets a team's single scrapes reuse a tab, cleared, that an
 	// earlier one of the team's used (recycle.go).
 	ReuseTabs bool
+	// SpareTabs is how many blank tabs, each in a fresh browser context,
+	// are kept ready in all for one-off scrapes, on browsers only jobs use
+	// (spare.go); 0 keeps none.
+	SpareTabs int
 	// OnCached, when set, is called after a page is written to the cache
 	// (the search index follows the cache), with the cache log's row and,
 	// when the scrape's own transform is the index's document, that
@@ -536,6 +540,8 @@ func (s *Service) fetch(ctx context.Context, req Request, guard *netguard.Cache)
 		}
 	}()
 	b := lease.Browser()
+	s.spares.begin(b.ID())
+	defer s.spares.end(b.ID())
 	var t *tab
 	// recycling: the tab is cleared for the team's next scrape instead of
 	// closed (recycle.go).
@@ -602,14 +608,14 @@ func (s *Service) fetch(ctx context.Context, req Request, guard *netguard.Cache)
 		req.URL = pre.url
 	}
 	defer func() {
+		if disposal == browsers.Reuse {
+			s.spares.refill(b.ID(), b.CDP(), s.newRoute, s.SpareTabs)
+		}
 		if recycling {
 			go s.recycle(t, b.ID(), req.Team)
 			return
 		}
 		t.close()
-		if disposal == browsers.Reuse {
-			s.spares.refill(b.ID(), b.CDP(), s.newRoute)
-		}
 	}()
 
 	pg, err := s.drive(ctx, t, req)

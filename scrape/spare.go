@@ -2,107 +2,221 @@ package scrape
 
 import (
 	"context"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/trawler-dev/trawler/browsers"
 	"github.com/trawler-dev/trawler/cdp"
 	"github.com/trawler-dev/trawler/egress"
 )
 
-// spares keeps one blank tab, in a fresh browser context with its renderer
-// already started, for each browser that jobs use. Starting a renderer is
-// most of a warm scrape's cost (about 150 ms of 200 on a 2-core machine),
-// so it is done after a scrape has answered, ready for the next one on that
-// browser. Only reusable job leases get such browsers from the pool, never
-// an interactive session, so a spare is never seen by a user's CDP client.
+// spares keeps blank tabs ready, each in a fresh browser context with its
+// renderer already started, on the browsers that jobs use. A context and
+// its renderer are most of a one-off render's cost (bench phase
+// rendercost), so they are made while the browser has nothing else to do,
+// ready for the next scrapes. Only reusable job leases get such browsers
+// from the pool, never an interactive session, so a spare is never seen by
+// a user's CDP client. A spare was never navigated: any team may have it.
 type spares struct {
 	mu sync.Mutex
-	m  map[string]*tab // browser id → its spare tab (on its own connection)
-	// filling holds the browsers whose spare is being made: scrapes that
-	// share a browser end together, and one spare is enough.
+	m  map[string][]*tab // browser id → its spare tabs (each on its own connection)
+	// filling holds the browsers whose spares are being made.
 	filling map[string]bool
-	ua      string // the browsers' user agent, asked once
+	// active counts the scrapes working on each browser, and busy is when
+	// one last started or ended there: spares are made once a browser has
+	// had none for spareQuiet, not in a burst.
+	active map[string]int
+	busy   map[string]time.Time
+	ua     string // the browsers' user agent, asked once
+	// taken counts the scrapes a spare tab served.
+	taken atomic.Int64
 }
 
-// take returns the spare tab of browser id, if one is ready and alive.
+// spareQuiet is how long a browser has had no new scrape before a spare
+// tab is made on it: making one costs a few hundred ms of CPU, which a
+// burst of scrapes needs more.
+const spareQuiet = time.Second
+
+// begin notes that a scrape starts on browser id; end that it ended.
+func (s *spares) begin(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.busy == nil {
+		s.busy, s.active = map[string]time.Time{}, map[string]int{}
+	}
+	s.busy[id] = time.Now()
+	s.active[id]++
+}
+
+func (s *spares) end(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.busy[id] = time.Now()
+	if s.active[id]--; s.active[id] <= 0 {
+		delete(s.active, id)
+	}
+}
+
+// take returns a spare tab of browser id, if one is ready and alive.
 func (s *spares) take(id string) *tab {
-	s.mu.Lock()
-	t := s.m[id]
-	delete(s.m, id)
-	s.mu.Unlock()
-	if t == nil {
-		return nil
-	}
-	select {
-	case <-t.conn.Done():
-		return nil
-	case <-t.crashed:
-		t.conn.Close()
-		return nil
-	default:
-		return t
+	for {
+		s.mu.Lock()
+		ts := s.m[id]
+		if len(ts) == 0 {
+			s.mu.Unlock()
+			return nil
+		}
+		t := ts[len(ts)-1]
+		s.m[id] = ts[:len(ts)-1]
+		s.mu.Unlock()
+		select {
+		case <-t.conn.Done():
+			continue
+		case <-t.crashed:
+			t.conn.Close()
+			continue
+		default:
+			s.taken.Add(1)
+			return t
+		}
 	}
 }
 
-// refill prepares a spare tab for a browser in the background.
-func (s *spares) refill(id string, browser *cdp.Mux, newRoute func(string) (*egress.Route, error)) {
+// start marks browser id as being filled; false if it already is.
+func (s *spares) start(id string) bool {
 	s.mu.Lock()
-	if s.m[id] != nil || s.filling[id] {
-		s.mu.Unlock()
-		return
+	defer s.mu.Unlock()
+	if s.filling[id] {
+		return false
 	}
 	if s.filling == nil {
 		s.filling = map[string]bool{}
 	}
 	s.filling[id] = true
-	s.mu.Unlock()
-	go func() {
-		done := func() {
-			s.mu.Lock()
-			delete(s.filling, id)
-			s.mu.Unlock()
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		conn, err := browser.DialOwn(ctx)
-		if err != nil {
-			cancel()
-			done()
-			return // the browser is gone or busy: the next scrape opens a tab itself
-		}
-		route, err := newRoute(id)
-		if err != nil {
-			cancel()
-			conn.Close()
-			done()
-			return
-		}
-		t, err := blankTab(ctx, conn, route)
-		cancel()
-		if err != nil {
-			conn.Close()
-			done()
-			return
-		}
+	return true
+}
+
+// refill makes spare tabs on a browser in the background, one at a time,
+// each once the browser has been quiet for spareQuiet, until max are ready
+// in all.
+func (s *spares) refill(id string, browser *cdp.Mux, newRoute func(string) (*egress.Route, error), max int) {
+	if max > 0 && s.start(id) {
+		go s.fill(context.Background(), id, browser, newRoute, max, true)
+	}
+}
+
+// fill makes spare tabs on browser id until max are ready in all, waiting
+// before each for the browser to be quiet when quiet says so, and ends
+// filling id (which start began).
+func (s *spares) fill(ctx context.Context, id string, browser *cdp.Mux, newRoute func(string) (*egress.Route, error), max int, quiet bool) {
+	defer func() {
 		s.mu.Lock()
 		delete(s.filling, id)
-		if s.m == nil {
-			s.m = map[string]*tab{}
-		}
-		old := s.m[id]
-		s.m[id] = t
-		s.mu.Unlock()
-		if old != nil {
-			old.close()
-			old.conn.Close()
-		}
-		// Forget the spare when its browser goes away.
-		<-conn.Done()
-		s.mu.Lock()
-		if s.m[id] == t {
-			delete(s.m, id)
-		}
 		s.mu.Unlock()
 	}()
+	for {
+		s.mu.Lock()
+		n := 0
+		for _, ts := range s.m {
+			n += len(ts)
+		}
+		wait := spareQuiet - time.Since(s.busy[id])
+		if s.active[id] > 0 {
+			wait = spareQuiet
+		}
+		s.mu.Unlock()
+		if n >= max {
+			return
+		}
+		if quiet && wait > 0 {
+			select {
+			case <-time.After(wait):
+				continue // a scrape may have started meanwhile
+			case <-browser.Done():
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+		if !s.make(ctx, id, browser, newRoute) {
+			return // the browser is gone or busy: scrapes open tabs themselves
+		}
+	}
+}
+
+// make opens one spare tab on browser id and keeps it until it is taken
+// or its browser goes away.
+func (s *spares) make(ctx context.Context, id string, browser *cdp.Mux, newRoute func(string) (*egress.Route, error)) bool {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	conn, err := browser.DialOwn(ctx)
+	if err != nil {
+		return false
+	}
+	route, err := newRoute(id)
+	if err != nil {
+		conn.Close()
+		return false
+	}
+	t, err := blankTab(ctx, conn, route)
+	if err != nil {
+		conn.Close()
+		return false
+	}
+	s.mu.Lock()
+	if s.m == nil {
+		s.m = map[string][]*tab{}
+	}
+	s.m[id] = append(s.m[id], t)
+	s.mu.Unlock()
+	go func() {
+		// Forget the spare when its connection ends (its browser went
+		// away, or a scrape took it and is done with it).
+		<-conn.Done()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if i := slices.Index(s.m[id], t); i >= 0 {
+			s.m[id] = slices.Delete(s.m[id], i, i+1)
+		}
+		if len(s.m[id]) == 0 {
+			delete(s.m, id)
+		}
+	}()
+	return true
+}
+
+// Prepare readies the service for a burst of one-off scrapes before the
+// first comes: it takes a browser for jobs from the pool, opens SpareTabs
+// spare tabs on it and gives it back, as a browser jobs used, which the
+// pool gives no session. Nothing is done when SpareTabs is 0.
+func (s *Service) Prepare(ctx context.Context) error {
+	if s.SpareTabs <= 0 {
+		return nil
+	}
+	lease, err := s.Pool.Acquire(ctx, browsers.LeaseRequest{Lifetime: time.Minute, Reusable: true, Shareable: true})
+	if err != nil {
+		return err
+	}
+	b := lease.Browser()
+	if s.spares.start(b.ID()) {
+		s.spares.fill(ctx, b.ID(), b.CDP(), s.newRoute, s.SpareTabs, false)
+	}
+	lease.Release(browsers.Reuse)
+	return nil
+}
+
+// SpareTabs reports how many spare tabs are ready now, and the browsers
+// they are on; taken is how many scrapes a spare tab served.
+func (s *Service) SpareTabsReady() (ready int, browsers []string, taken int64) {
+	s.spares.mu.Lock()
+	defer s.spares.mu.Unlock()
+	for id, ts := range s.spares.m {
+		ready += len(ts)
+		browsers = append(browsers, id)
+	}
+	return ready, browsers, s.spares.taken.Load()
 }
 
 // userAgent returns the browsers' user agent, asking conn the first time.

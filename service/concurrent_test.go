@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/trawler-dev/trawler/test/polltest"
 )
 
 // stateSite serves pages that set state and report the state they found:
@@ -233,6 +234,13 @@ document.getElementById('root').innerHTML = '<h1>Popup %[1]s</h1><p>This page op
 	return s, beacons
 }
 
+// What the trap page finds where no page left state (then its history
+// length), and what its frame finds.
+const (
+	clean = "Found: cookies none | local none | session none | idb none | caches none | workers none | name none | history "
+	frame = " | frame local none idb none"
+)
+
 // One-off scrapes of a team reuse a cleared tab (scrape/recycle.go): each
 // scrape of the trap page, one after another on one browser, finds none
 // of the state the ones before it left, and most of them ran in a tab an
@@ -257,8 +265,6 @@ func TestRecycledTabsKeepNoState(t *testing.T) {
 		require.GreaterOrEqual(t, i, 0, "%s", md)
 		return strings.TrimSpace(md[i:])
 	}
-	const clean = "Found: cookies none | local none | session none | idb none | caches none | workers none | name none | history "
-	const frame = " | frame local none idb none"
 	var history string
 	for n := 1; n <= 6; n++ {
 		found := scrape(keyAcme, n)
@@ -299,4 +305,50 @@ func TestRecycledTabsKeepNoState(t *testing.T) {
 	found = scrape(keyAcme, 9)
 	assert.True(t, strings.HasPrefix(found, clean), "scrape 9 found state: %s", found)
 	assert.Equal(t, served+1, ts.Crawler.Scrape.Recycled(), "the tab that opened a window was kept")
+}
+
+// With spare tabs (TRAWLER_SPARE_TABS) the service prepares a browser for
+// single scrapes at start, with blank tabs in fresh contexts ready on it.
+// A session never gets that browser; scrapes of either team take the tabs
+// and find no state in them; they are made again once the browser is
+// quiet.
+func TestSpareTabs(t *testing.T) {
+	site, _ := trapSite(t)
+	ts := start(t, map[string]string{"TRAWLER_ALLOW_PRIVATE_NETWORKS": "true", "TRAWLER_SPARE_TABS": "2",
+		"TRAWLER_REUSE_TABS": "false"})
+	spares := func() (int, []string, int64) { return ts.Crawler.Scrape.SpareTabsReady() }
+	polltest.Until(t, 30*time.Second, "2 spare tabs", func() bool { n, _, _ := spares(); return n == 2 })
+	_, on, _ := spares()
+	require.Len(t, on, 1, "the spare tabs are on more than one browser")
+	polltest.Until(t, 30*time.Second, "the warm browser beside the prepared one", func() bool {
+		st := ts.Pool.Stats()
+		return st.Idle == 2 && st.Total == 2 && st.Starting == 0
+	})
+
+	// A session gets the warm browser: its client sees its own tab only.
+	r := ts.create(keyAcme, nil)
+	sess, err := ts.Sessions.Lookup(t.Context(), r.str("id"))
+	require.NoError(t, err)
+	assert.NotEqual(t, on[0], sess.BrowserID(), "a session got the browser holding the spare tabs")
+	pages := 0
+	for _, tg := range sess.CDP().Targets(t.Context()) {
+		if tg.Type == "page" {
+			pages++
+		}
+	}
+	assert.Equal(t, 1, pages, "the session's browser holds pages it did not open")
+
+	for i, key := range []string{keyAcme, keyGlobex, keyAcme} {
+		r := ts.do("POST", "/v2/scrape", key, map[string]any{"url": fmt.Sprintf("%s/trap/%d", site.URL, i+1), "formats": []string{"markdown"}})
+		require.Equal(t, 200, r.Status, "%s", r.Raw)
+		d, _ := r.Body["data"].(map[string]any)
+		md, _ := d["markdown"].(string)
+		found := md[max(0, strings.Index(md, "Found: ")):]
+		assert.True(t, strings.HasPrefix(found, clean), "scrape %d found state: %s", i+1, found)
+		assert.Contains(t, found, frame, "scrape %d's frame found state", i+1)
+	}
+	_, _, taken := spares()
+	assert.GreaterOrEqual(t, taken, int64(2), "the scrapes did not take the spare tabs")
+	polltest.Until(t, 30*time.Second, "the spare tabs made again", func() bool { n, _, _ := spares(); return n == 2 })
+	ts.do("DELETE", "/v2/browser/"+sess.ID(), keyAcme, nil)
 }

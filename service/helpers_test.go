@@ -82,6 +82,9 @@ func start(t *testing.T, env map[string]string) *testService {
 		"TRAWLER_WARM_BROWSERS": "1",
 		"TRAWLER_POOL_SIZE":     "6",
 		"TRAWLER_QUEUE_WAIT":    "2s",
+		// No browser prepared for single scrapes at start: most tests count
+		// the pool's browsers (TestSpareTabs has them).
+		"TRAWLER_SPARE_TABS": "0",
 	}
 	// make test-docker runs the session suites again with browsers in
 	// containers.

@@ -239,7 +239,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 	undo = append(undo, closeExecute)
 	llm := newModel(cfg.LLM, st)
 	scraper := &scrape.Service{Pool: pool, Store: st, Log: log, Retention: cfg.ResultRetention, Guard: guard, Profiles: opener,
-		SharedCache: cfg.SharedCache, ReuseTabs: cfg.ReuseTabs, Model: llm, Egress: out.proxy, UA: ua,
+		SharedCache: cfg.SharedCache, ReuseTabs: cfg.ReuseTabs, SpareTabs: cfg.SpareTabs, Model: llm, Egress: out.proxy, UA: ua,
 		Media: scrape.MediaOptions{Dir: filepath.Join(cfg.DataDir, "media"), Base: urls.For(wire.Request{Host: cfg.Addr})}}
 	hooks := &webhook.Dispatcher{Store: st, Client: guard.Client(10*time.Second, netguard.VerifyTLS), Log: log,
 		Secret: func(team string) string { return cfg.WebhookSecrets[team] }}
@@ -291,6 +291,16 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 		defer s.wg.Done()
 		hooks.Run(bg)
 	}()
+	if cfg.PreparesScrapeBrowser() {
+		// A browser for single scrapes, with tabs ready, before the first.
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			if err := scraper.Prepare(bg); err != nil && bg.Err() == nil {
+				log.Warn("preparing a browser for single scrapes", "err", err)
+			}
+		}()
+	}
 	metricsRegistry := prometheus.NewRegistry()
 	metricsRegistry.MustRegister(s.collectors()...)
 	mux := http.NewServeMux()
@@ -464,6 +474,10 @@ func (s *Service) collectors() []prometheus.Collector {
 		&egressCollector{p: s.Egress, desc: prometheus.NewDesc("trawler_egress_bytes", "Bytes browsers received (in) and sent (out) through the egress proxy since start, by team.", []string{"team", "direction"}, nil)},
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "trawler", Name: "scrape_recycled_tabs_total", Help: "Single scrapes that ran in a tab of their team's that an earlier scrape used, cleared between."},
 			func() float64 { return float64(s.Crawler.Scrape.Recycled()) }),
+		gauge("scrape_spare_tabs", "Blank tabs ready for single scrapes, each in a fresh browser context (TRAWLER_SPARE_TABS).",
+			func() float64 { n, _, _ := s.Crawler.Scrape.SpareTabsReady(); return float64(n) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "trawler", Name: "scrape_spare_tabs_taken_total", Help: "Single scrapes that ran in a spare tab."},
+			func() float64 { _, _, n := s.Crawler.Scrape.SpareTabsReady(); return float64(n) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "trawler", Name: "renders_total", Help: "Pages rendered by scrapes and jobs since start."},
 			func() float64 { n, _, _ := s.Crawler.Scrape.Renders.Read(); return float64(n) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "trawler", Name: "render_seconds_total", Help: "Time rendered pages took after their navigation committed: settle wait, waitFor, actions and capture."},

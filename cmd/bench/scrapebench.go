@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -358,17 +359,23 @@ func (b *bench) concurrentScrape(ctx context.Context, _ *instance) error {
 	size := b.concurrentPool
 	logf("concurrent: pool size %d (TRAWLER_POOL_SIZE; of 2, 4 and 6, 4 was the best-behaved, see concurrentScrape), %d scrapes at once (%d client-rendered)",
 		size, concurrentScrapes, concurrentRendered)
-	walls, failures, _, err := b.burst(ctx, "concurrent", size, withoutMemory, true, true)
+	walls, failures, _, err := b.burst(ctx, "concurrent", size, withoutMemory, true, nil)
 	if err != nil {
 		return err
 	}
 	// The baseline: the same two bursts with every single scrape in a
 	// browser context of its own (TRAWLER_REUSE_TABS=false).
-	fresh, _, _, err := b.burst(ctx, "concurrent-fresh-tabs", size, withoutMemory, true, false)
+	fresh, _, _, err := b.burst(ctx, "concurrent-fresh-tabs", size, withoutMemory, true, map[string]string{"TRAWLER_REUSE_TABS": "false"})
 	if err != nil {
 		return err
 	}
-	_, failures2, peak, err := b.burst(ctx, "concurrent-mem", size, withMemory, false, true)
+	// And the first burst without the spare tabs the service prepares at
+	// start (TRAWLER_SPARE_TABS=0): its first renders open contexts.
+	bare, _, _, err := b.burst(ctx, "concurrent-no-spares", size, withoutMemory, false, map[string]string{"TRAWLER_SPARE_TABS": "0"})
+	if err != nil {
+		return err
+	}
+	_, failures2, peak, err := b.burst(ctx, "concurrent-mem", size, withMemory, false, nil)
 	if err != nil {
 		return err
 	}
@@ -381,28 +388,34 @@ func (b *bench) concurrentScrape(ctx context.Context, _ *instance) error {
 	figure("scrape_concurrent_warm_pages_per_s", concurrentScrapes/walls[1].Seconds(), "pages/s")
 	figure("scrape_concurrent_fresh_tabs_pages_per_s", concurrentScrapes/fresh[0].Seconds(), "pages/s")
 	figure("scrape_concurrent_fresh_tabs_warm_pages_per_s", concurrentScrapes/fresh[1].Seconds(), "pages/s")
+	figure("scrape_concurrent_no_spares_pages_per_s", concurrentScrapes/bare[0].Seconds(), "pages/s")
+	figure("scrape_concurrent_spares_over_none", bare[0].Seconds()/walls[0].Seconds(), "x")
 	figure("scrape_concurrent_warm_reuse_over_fresh_tabs", fresh[1].Seconds()/walls[1].Seconds(), "x")
 	figure("scrape_concurrent_failures", float64(failures), "failures")
 	figure("scrape_peak_rss_mb", kbMB(peak.total), "MB")
 	return nil
 }
 
-// burst runs the concurrent scrapes on a fresh service named name,
-// sampling memory if memory says so, and closes the service. With again,
+// burst runs the concurrent scrapes on a fresh service named name, with
+// the environment of scrapeEnv and then extra, sampling memory if memory
+// says so, and closes the service. With again,
 // the same mix (of other URLs) is sent a second time, 2 s after the
 // first burst ended: the service is warm then, as a long-running one is,
 // with the browsers and tabs the first burst left. It returns each
 // burst's wall time and the failures of all.
-func (b *bench) burst(ctx context.Context, name string, size int, memory memorySampling, again, reuse bool) ([]time.Duration, int, memPeak, error) {
+func (b *bench) burst(ctx context.Context, name string, size int, memory memorySampling, again bool, extra map[string]string) ([]time.Duration, int, memPeak, error) {
 	var peak memPeak
 	env := scrapeEnv(size, 120*time.Second)
-	env["TRAWLER_REUSE_TABS"] = strconv.FormatBool(reuse)
+	maps.Copy(env, extra)
 	in, err := b.startWith(ctx, name, 1, size, env)
 	if err != nil {
 		return nil, 0, peak, err
 	}
 	defer in.Close()
 	if err := in.waitWarm(ctx); err != nil {
+		return nil, 0, peak, err
+	}
+	if err := in.waitSpares(ctx); err != nil {
 		return nil, 0, peak, err
 	}
 	time.Sleep(time.Second) // let the warm browser finish its start-up work

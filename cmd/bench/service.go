@@ -176,9 +176,39 @@ func (in *instance) waitPool(ctx context.Context, d time.Duration, what string, 
 }
 
 // waitSettled waits until the pool holds exactly its warm browsers, idle,
-// with nothing starting, leased or being torn down.
+// with nothing starting, leased or being torn down; and, when the service
+// prepares a browser for single scrapes at start (TRAWLER_SPARE_TABS), that
+// one too.
 func (in *instance) waitSettled(ctx context.Context, warm int) error {
+	n := warm
+	if warm > 0 && in.svc.Config.PreparesScrapeBrowser() {
+		n++
+	}
 	return in.waitPool(ctx, 60*time.Second, fmt.Sprintf("settled with %d warm", warm), func(s browsers.Stats) bool {
-		return s.Idle == warm && s.Total == warm && s.Starting == 0 && s.Leased == 0
+		return s.Idle == n && s.Total == n && s.Starting == 0 && s.Leased == 0
 	})
+}
+
+// waitSpares waits until the spare tabs the service prepares at start
+// (TRAWLER_SPARE_TABS) are ready.
+func (in *instance) waitSpares(ctx context.Context) error {
+	want := in.svc.Config.SpareTabs
+	if !in.svc.Config.PreparesScrapeBrowser() {
+		return nil
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ready, _, _ := in.svc.Crawler.Scrape.SpareTabsReady()
+		if ready >= want {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: %d of %d spare tabs ready after 30 s", in.name, ready, want)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
