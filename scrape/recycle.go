@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/trawler-dev/trawler/egress"
 	"golang.org/x/net/publicsuffix"
 )
 
@@ -316,6 +317,10 @@ func (t *tab) clear(ctx context.Context) (*tab, error) {
 	t.mu.Lock()
 	t.clearing = true
 	t.mu.Unlock()
+	// The scrape's bytes are reported now, as a closed route's would be,
+	// not when the next scrape binds the route (the request's activity
+	// entry has them); the cleared tab's own traffic counts against nobody.
+	t.route.Bind(egress.Binding{})
 	call := func(method string, params any) error {
 		if err := t.call(ctx, method, params, nil); err != nil {
 			return fmt.Errorf("%s: %w", method, err)

@@ -250,6 +250,7 @@ const (
 func TestRecycledTabsKeepNoState(t *testing.T) {
 	site, beacons := trapSite(t)
 	ts := start(t, map[string]string{"TRAWLER_ALLOW_PRIVATE_NETWORKS": "true", "TRAWLER_POOL_SIZE": "1"})
+	var ids []string // each scrape's id
 	scrape := func(key string, n int) string {
 		t.Helper()
 		t0 := time.Now()
@@ -260,6 +261,9 @@ func TestRecycledTabsKeepNoState(t *testing.T) {
 		t.Logf("trap %d in %s", n, time.Since(t0).Round(time.Millisecond))
 		d, _ := r.Body["data"].(map[string]any)
 		md, _ := d["markdown"].(string)
+		meta, _ := d["metadata"].(map[string]any)
+		id, _ := meta["scrapeId"].(string)
+		ids = append(ids, id)
 		require.Contains(t, md, fmt.Sprintf("Trap %d", n), "the trap page was not rendered")
 		i := strings.Index(md, "Found: ")
 		require.GreaterOrEqual(t, i, 0, "%s", md)
@@ -292,6 +296,26 @@ func TestRecycledTabsKeepNoState(t *testing.T) {
 	assert.GreaterOrEqual(t, served, int64(4), "few scrapes ran in a recycled tab")
 	t.Logf("%d of 6 scrapes ran in a recycled tab; history length %s", served, history)
 	assert.Zero(t, beacons.Load(), "a page's beacon on unload reached the site while its tab was cleared")
+	// The last scrape's tab is kept, its route too: all its bytes are in
+	// its activity entry all the same, with no later scrape of the team's,
+	// as many as the scrape before it (the same page, but for its number),
+	// whose tab the last one took.
+	egressIn := func(id string) float64 {
+		for _, e := range ts.do("GET", "/v2/team/activity", keyAcme, nil).Body["data"].([]any) {
+			if m, _ := e.(map[string]any); m["id"] == id {
+				if b, ok := m["egressBytes"].(map[string]any); ok {
+					return b["in"].(float64)
+				}
+			}
+		}
+		return 0
+	}
+	var in5, in6 float64
+	polltest.Until(t, 5*time.Second, "the last two scrapes' egressBytes", func() bool {
+		in5, in6 = egressIn(ids[4]), egressIn(ids[5])
+		return in5 > 0 && in5-in6 < 100
+	})
+	assert.InDelta(t, in5, in6, 100, "the kept tab's scrape's bytes in")
 	found := scrape(keyGlobex, 7)
 	assert.True(t, strings.HasPrefix(found, clean), "globex found state: %s", found)
 	assert.Equal(t, served, ts.Crawler.Scrape.Recycled(), "globex's scrape was given acme's tab")
