@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,6 +54,28 @@ var ChromiumFlags = []string{
 	// DevTools over file descriptors 3 and 4, never a TCP port that a page
 	// of any browser could reach.
 	"--remote-debugging-pipe",
+}
+
+// WithExtra returns ChromiumFlags and then extra, but for extra's
+// --disable-features flags, whose features join those of ChromiumFlags'
+// own: Chromium reads only the last --disable-features flag, and one of
+// TRAWLER_CHROMIUM_FLAGS would otherwise turn Trawler's back on.
+func WithExtra(extra []string) (flags, rest []string) {
+	const disable = "--disable-features="
+	flags = slices.Clone(ChromiumFlags)
+	for _, f := range extra {
+		v, ok := strings.CutPrefix(f, disable)
+		if !ok {
+			rest = append(rest, f)
+			continue
+		}
+		for i, own := range flags {
+			if strings.HasPrefix(own, disable) && v != "" {
+				flags[i] = own + "," + v
+			}
+		}
+	}
+	return flags, rest
 }
 
 // ReservedFlag reports whether flag is one that Trawler sets for every
@@ -123,8 +146,8 @@ func (r *ProcessRuntime) Start(ctx context.Context, id string) (Browser, error) 
 			return nil, err
 		}
 	}
-	args := append(append(append(append([]string{}, ChromiumFlags...), ProxyFlags(proxy)...), r.ExtraFlags...),
-		"--user-data-dir="+dir, "about:blank")
+	own, extra := WithExtra(r.ExtraFlags)
+	args := append(append(append(own, ProxyFlags(proxy)...), extra...), "--user-data-dir="+dir, "about:blank")
 	cmd := exec.Command(r.Chromium, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Dir = dir

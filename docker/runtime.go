@@ -318,10 +318,11 @@ func (r *Runtime) Start(ctx context.Context, id string) (browsers.Browser, error
 func (r *Runtime) args() []string {
 	args := make([]string, 0, len(browsers.ChromiumFlags)+len(r.cfg.ExtraFlags)+8)
 	args = append(args, "-proxy-port", strconv.Itoa(shim.ProxyPort), "--", r.cfg.Command)
-	args = append(args, browsers.ChromiumFlags...)
+	own, extra := browsers.WithExtra(r.cfg.ExtraFlags)
+	args = append(args, own...)
 	args = append(args, browsers.ProxyFlags("http://127.0.0.1:"+strconv.Itoa(shim.ProxyPort))...)
 	args = append(args, "--user-data-dir="+userDataDir)
-	args = append(args, r.cfg.ExtraFlags...)
+	args = append(args, extra...)
 	return append(args, "about:blank")
 }
 

@@ -359,6 +359,9 @@ func TestSpareTabs(t *testing.T) {
 		if tg.Type == "page" {
 			pages++
 		}
+		// Chromium's WebUI omnibox popup is off: it cost every window (so
+		// every browser context) a renderer.
+		assert.NotContains(t, tg.URL, "top-chrome", "a browser UI target")
 	}
 	assert.Equal(t, 1, pages, "the session's browser holds pages it did not open")
 
