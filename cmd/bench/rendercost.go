@@ -155,7 +155,7 @@ func (b *bench) scrapeRenderCost(ctx context.Context, name string, reuse bool) (
 	best := 0.0
 	for range 2 {
 		time.Sleep(500 * time.Millisecond) // clearing and closed renderers done
-		busy0, t := machineBusy(), time.Now()
+		busy0, self0, t := machineBusy(), selfCPU(), time.Now()
 		for range renderCostPages {
 			if err := scrape(); err != nil {
 				return 0, err
@@ -164,8 +164,9 @@ func (b *bench) scrapeRenderCost(ctx context.Context, name string, reuse bool) (
 		wall := time.Since(t)
 		time.Sleep(300 * time.Millisecond) // the last tab's clearing or closing
 		per := ms(machineBusy()-busy0) / renderCostPages
-		logf("%s: %d rendered scrapes one after another in %s, %.0f ms of the machine's CPU each",
-			name, renderCostPages, wall.Round(time.Millisecond), per)
+		self := ms(selfCPU()-self0) / renderCostPages
+		logf("%s: %d rendered scrapes one after another in %s, %.0f ms of the machine's CPU each, %.0f of them in this process (Trawler, the site and the client)",
+			name, renderCostPages, wall.Round(time.Millisecond), per, self)
 		if best == 0 || per < best {
 			best = per
 		}
