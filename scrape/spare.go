@@ -46,7 +46,14 @@ func (s *spares) begin(id string) {
 	if s.busy == nil {
 		s.busy, s.active = map[string]time.Time{}, map[string]int{}
 	}
-	s.busy[id] = time.Now()
+	now := time.Now()
+	for k, at := range s.busy {
+		// Browsers long quiet (or gone) are forgotten: quiet they are.
+		if s.active[k] == 0 && !s.filling[k] && now.Sub(at) > time.Minute {
+			delete(s.busy, k)
+		}
+	}
+	s.busy[id] = now
 	s.active[id]++
 }
 
