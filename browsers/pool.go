@@ -60,7 +60,7 @@ type PoolOptions struct {
 	MaxShare int
 	// ShareWait is how long a shareable lease waits for a place in a
 	// browser that MaxShare shareable leases hold before it takes a warm
-	// browser or starts one; 0 means 1 s. Either costs about a second of
+	// browser or starts one (half QueueWait at most); 0 means 1 s. Either costs about a second of
 	// CPU (taking the warm browser makes the pool start another for
 	// sessions), more than a one-off render usually takes to end.
 	ShareWait time.Duration
@@ -254,7 +254,9 @@ func (p *Pool) Acquire(ctx context.Context, req LeaseRequest) (*Lease, error) {
 			return l, nil
 		case req.Shareable && p.shareWaitLocked(shareBy):
 			if shareBy.IsZero() {
-				shareBy = time.Now().Add(p.opts.ShareWait)
+				// Half the queue wait at most: the request is to have a
+				// browser before its wait runs out.
+				shareBy = time.Now().Add(min(p.opts.ShareWait, p.opts.QueueWait/2))
 			}
 			reason = fmt.Sprintf("all %d browsers of the pool are in use", p.opts.Size)
 			if retry == nil {

@@ -327,6 +327,24 @@ func TestShareableLeasesJoinBeforeStarting(t *testing.T) {
 	require.EqualValues(t, 2, p.Stats().Joined)
 }
 
+// The wait for a place in a full shared browser is half the queue wait at
+// most: with a short queue wait, a render still gets the warm browser
+// rather than a refusal.
+func TestShareWaitFitsTheQueueWait(t *testing.T) {
+	t.Parallel()
+	p, _ := newPool(t, browsers.PoolOptions{Size: 2, Warm: 1, QueueWait: 400 * time.Millisecond, MaxShare: 1})
+	waitStats(t, p, "a warm browser", func(s browsers.Stats) bool { return s.Idle == 1 })
+	share := browsers.LeaseRequest{Team: "a", Reusable: true, Shareable: true}
+	l1, err := p.Acquire(context.Background(), share)
+	require.NoError(t, err)
+	waitStats(t, p, "the warm browser replaced", func(s browsers.Stats) bool { return s.Idle == 1 && s.Total == 2 })
+	l2, err := p.Acquire(context.Background(), share)
+	require.NoError(t, err, "a render found the shared browser full and was refused though a warm browser was idle")
+	require.True(t, l2.Browser() != l1.Browser())
+	l1.Release(browsers.Reuse)
+	l2.Release(browsers.Reuse)
+}
+
 // A team's places without a browser (AcquireSlot) are counted apart from
 // its browsers: a team whose renders hold all its browsers still takes
 // pages that need none, up to the same limit.
