@@ -333,7 +333,8 @@ func coldChromedp(ctx context.Context, chromium, dir, u string) (string, coldTim
 // concurrentScrape issues concurrentScrapes scrapes at once, each of its own
 // URL, a fifth of them client-rendered, against a fresh service with a pool
 // of concurrentPool browsers (TRAWLER_POOL_SIZE=4, one warm at the start,
-// the default) and a queue wait long enough for all of them to wait their
+// the default, and the one with spare tabs the service prepares at start,
+// waited for) and a queue wait long enough for all of them to wait their
 // turn, and times the burst. Then it runs the same burst again, on another
 // fresh service, sampling every ~100 ms this process's RSS plus the PSS
 // summed over every Chromium process of the service's data directory, for
