@@ -125,10 +125,7 @@ func (s *spares) fill(ctx context.Context, id string, browser *cdp.Mux, newRoute
 	}()
 	for {
 		s.mu.Lock()
-		n := 0
-		for _, ts := range s.m {
-			n += len(ts)
-		}
+		n := s.readyLocked()
 		wait := spareQuiet - time.Since(s.busy[id])
 		if s.active[id] > 0 {
 			wait = spareQuiet
@@ -219,11 +216,19 @@ func (s *Service) Prepare(ctx context.Context) error {
 func (s *Service) SpareTabsReady() (ready int, browsers []string, taken int64) {
 	s.spares.mu.Lock()
 	defer s.spares.mu.Unlock()
-	for id, ts := range s.spares.m {
-		ready += len(ts)
+	for id := range s.spares.m {
 		browsers = append(browsers, id)
 	}
-	return ready, browsers, s.spares.taken.Load()
+	return s.spares.readyLocked(), browsers, s.spares.taken.Load()
+}
+
+// readyLocked is how many spare tabs are ready, on all browsers.
+func (s *spares) readyLocked() int {
+	n := 0
+	for _, ts := range s.m {
+		n += len(ts)
+	}
+	return n
 }
 
 // userAgent returns the browsers' user agent, asking conn the first time.
