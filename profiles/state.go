@@ -2,7 +2,7 @@ package profiles
 
 import (
 	"bytes"
-	"compress/gzip"
+	stdgzip "compress/gzip"
 	"context"
 	_ "embed"
 	"encoding/base64"
@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/klauspost/compress/gzip"
 	"github.com/trawler-dev/trawler/cdp"
 	"github.com/trawler-dev/trawler/cdp/rawjson"
 )
@@ -224,7 +225,10 @@ func (s *snapshot) encode() ([]byte, error) {
 	}
 	var buf bytes.Buffer
 	buf.Grow(size/2 + 4096)
-	zw, err := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	// compress/gzip writes the blob: klauspost's writer is faster (34 ms against 50 for the
+	// bench's 5 MB profile), but its blobs of that profile are 20-30% larger. Its reader (inflate)
+	// reads either: DecodeState of that profile takes 50 ms with it, 60 with compress/gzip's.
+	zw, err := stdgzip.NewWriterLevel(&buf, stdgzip.BestSpeed)
 	if err != nil {
 		return nil, err
 	}
