@@ -14,10 +14,11 @@ import (
 // not the page, failed it (no browser, a browser that died).
 const maxRetries = 3
 
-// lane takes pages from the running jobs until the service closes.
-func (s *Service) lane() {
+// lane takes pages from the running jobs until the service closes, with a
+// worker of crew.
+func (s *Service) lane(crew *scrape.Crew) {
 	defer s.wg.Done()
-	w := s.Scrape.NewWorker()
+	w := crew.NewWorker()
 	defer w.Close()
 	served := map[string]bool{}
 	for {

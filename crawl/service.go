@@ -28,8 +28,8 @@ var ErrNotFound = errors.New("job not found")
 // ErrIdempotencyConflict is an idempotency key used for an earlier job.
 var ErrIdempotencyConflict = errors.New("this idempotency key was already used for another job")
 
-// Service runs jobs. Workers lanes, each with one scrape.Worker (one
-// leased browser), take pages from every running job in a fair order: the
+// Service runs jobs. Workers lanes, each with one scrape.Worker (which
+// shares a leased browser with up to scrape.CrewSize-1 others), take pages from every running job in a fair order: the
 // team with the fewest pages in flight goes first, and within a team the
 // job served least recently. Workers stays below the pool size, so jobs
 // never take every browser from interactive sessions and single scrapes.
@@ -104,9 +104,15 @@ func (s *Service) Start(ctx context.Context) error {
 			s.Log.Error("resuming a job", "job", row.ID, "err", err)
 		}
 	}
+	// The lanes share browsers, CrewSize to one (scrape.Crew): a job's
+	// pages rendered at once are tabs of one context there.
+	var crew *scrape.Crew
 	for i := 0; i < s.Workers; i++ {
+		if i%scrape.CrewSize == 0 {
+			crew = s.Scrape.NewCrew()
+		}
 		s.wg.Add(1)
-		go s.lane()
+		go s.lane(crew)
 	}
 	if s.Lease > 0 {
 		s.wg.Add(1)

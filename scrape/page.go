@@ -36,6 +36,9 @@ type tab struct {
 	// traffic is, and which upstream it leaves through. Nil: the context
 	// uses its browser's.
 	route *egress.Route
+	// shared, when not nil, is the context (and route) the tab shares
+	// with other lanes' tabs of its job; the tab owns neither.
+	shared *sharedContext
 	// static: take an HTML document from the network without rendering it
 	// when it looks complete.
 	static bool
@@ -118,7 +121,25 @@ func (t *tab) header(ev *fetchPaused, name string) string {
 // route, when given, is the context's own way through the egress proxy
 // (closed with the tab), with no bypass: loopback goes through it too.
 func blankTab(ctx context.Context, conn *cdp.Conn, route *egress.Route) (*tab, error) {
+	id, err := newContext(ctx, conn, route)
+	if err != nil {
+		if route != nil {
+			route.Close()
+		}
+		return nil, err
+	}
 	p := newTab(conn, route)
+	p.contextID = id
+	if err := p.open(ctx, id); err != nil {
+		p.close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// newContext creates a browser context over conn, disposed when conn
+// closes; route, when given, is its way through the egress proxy.
+func newContext(ctx context.Context, conn *cdp.Conn, route *egress.Route) (string, error) {
 	var bc struct {
 		BrowserContextID string `json:"browserContextId"`
 	}
@@ -128,25 +149,21 @@ func blankTab(ctx context.Context, conn *cdp.Conn, route *egress.Route) (*tab, e
 		params["proxyBypassList"] = "<-loopback>"
 	}
 	if err := conn.Call(ctx, "", "Target.createBrowserContext", params, &bc); err != nil {
-		if route != nil {
-			route.Close()
-		}
-		return nil, err
+		return "", err
 	}
-	p.contextID = bc.BrowserContextID
+	return bc.BrowserContextID, nil
+}
+
+// open opens t's blank tab in browser context id and attaches to it.
+func (t *tab) open(ctx context.Context, id string) error {
 	var tg struct {
 		TargetID string `json:"targetId"`
 	}
-	if err := conn.Call(ctx, "", "Target.createTarget", map[string]any{"url": "about:blank", "browserContextId": p.contextID}, &tg); err != nil {
-		p.close()
-		return nil, err
+	if err := t.conn.Call(ctx, "", "Target.createTarget", map[string]any{"url": "about:blank", "browserContextId": id}, &tg); err != nil {
+		return err
 	}
-	p.targetID = tg.TargetID
-	if err := p.attach(ctx); err != nil {
-		p.close()
-		return nil, err
-	}
-	return p, nil
+	t.targetID = tg.TargetID
+	return t.attach(ctx)
 }
 
 func newTab(conn *cdp.Conn, route *egress.Route) *tab {
@@ -796,11 +813,20 @@ func (t *tab) screenshot(ctx context.Context, fullPage bool, quality int, vp *Vi
 	return "data:" + mime + ";base64," + shot.Data, nil
 }
 
-// close disposes of the browser context, which closes its tab.
+// close disposes of the browser context, which closes its tab; a tab in a
+// context it shares with other tabs (crew.go) closes itself, and the last
+// one out disposes of the context.
 func (t *tab) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	t.conn.OnEvent(nil)
+	if t.shared != nil {
+		if t.targetID != "" {
+			t.conn.Call(ctx, "", "Target.closeTarget", map[string]any{"targetId": t.targetID}, nil)
+		}
+		t.shared.leave(ctx)
+		return
+	}
 	if t.contextID != "" {
 		t.conn.Call(ctx, "", "Target.disposeBrowserContext", map[string]any{"browserContextId": t.contextID}, nil)
 	}

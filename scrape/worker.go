@@ -7,9 +7,9 @@ import (
 	"net/url"
 
 	"github.com/trawler-dev/trawler/browsers"
+	"github.com/trawler-dev/trawler/cdp"
 	"github.com/trawler-dev/trawler/egress"
 	"github.com/trawler-dev/trawler/netguard"
-	"github.com/trawler-dev/trawler/profiles"
 )
 
 // RetryableError is a page that was never given a fair try: no browser
@@ -21,20 +21,18 @@ func (e *RetryableError) Error() string { return "no browser for the page: " + e
 func (e *RetryableError) Unwrap() error { return e.Err }
 
 // Worker scrapes the pages of jobs (crawls, batch scrapes) one after
-// another on one leased browser. Each job gets its own browser context and
-// tab, kept open between that job's pages: a page then costs a navigation
-// in a renderer that is already running, not a new renderer, which is most
-// of what a one-off scrape spends. Contexts never mix jobs, so cookies
-// never pass from one job (or team) to another. A Worker is used by one
-// goroutine at a time.
+// another on the browser its crew shares (crew.go). Each job gets a tab in
+// the job's browser context there, kept open between that job's pages: a
+// page then costs a navigation in a renderer that is already running, not
+// a new renderer, which is most of what a one-off scrape spends. Contexts
+// never mix jobs, so cookies never pass from one job (or team) to another.
+// A Worker is used by one goroutine at a time.
 type Worker struct {
 	s *Service
 	// place is the worker's place in the pool while it holds no browser:
 	// pages taken with Go's client count against the pool like any, but
-	// start no browser until a page needs one (lease).
+	// start no browser until a page needs one (browser).
 	place *browsers.Reservation
-	lease *browsers.Lease
-	pages int                // pages served on this lease
 	tabs  map[string]*jobTab // job id → its tab
 	lru   []string           // job ids, least recently used first
 	// guards are the jobs' network guards: a job's page is checked before
@@ -47,6 +45,10 @@ type Worker struct {
 	// place. inTab says which jobs moved.
 	directs map[string]*direct
 	inTab   map[string]bool
+	// crew is the workers this one shares a browser with (crew.go); cl is
+	// the crew's browser it uses, nil for none.
+	crew *Crew
+	cl   *crewLease
 }
 
 type jobTab struct {
@@ -61,17 +63,7 @@ type jobTab struct {
 const (
 	// workerTabs is how many jobs' tabs a worker keeps open at once.
 	workerTabs = 4
-	// workerPagesPerBrowser bounds the pages one browser serves before the
-	// worker swaps it for a fresh one, so that no browser grows for ever.
-	workerPagesPerBrowser = 500
 )
-
-// NewWorker returns a worker with no browser yet; it leases one on its
-// first page.
-func (s *Service) NewWorker() *Worker {
-	return &Worker{s: s, tabs: map[string]*jobTab{}, guards: map[string]*netguard.Cache{},
-		directs: map[string]*direct{}, inTab: map[string]bool{}}
-}
 
 // Scrape scrapes one page of job.
 func (w *Worker) Scrape(ctx context.Context, job string, req Request) (*Document, error) {
@@ -135,29 +127,38 @@ func (w *Worker) dropTab(job string) {
 func (w *Worker) Close() { w.release(browsers.Reuse) }
 
 func (w *Worker) release(d browsers.Disposal) {
+	w.forgetAll()
+	w.leaveCrew(d)
+	if w.place != nil {
+		w.place.Release()
+		w.place = nil
+	}
+}
+
+// forgetAll closes every job's tab and client.
+func (w *Worker) forgetAll() {
 	for id := range w.tabs {
 		w.Forget(id)
 	}
 	for id := range w.directs {
 		w.Forget(id)
 	}
-	if w.lease != nil {
-		w.lease.Release(d)
-		w.lease = nil
+}
+
+// leased is the browser the worker uses, its crew's; nil for none.
+func (w *Worker) leased() *browsers.Lease {
+	if w.cl != nil {
+		return w.cl.lease
 	}
-	if w.place != nil {
-		w.place.Release()
-		w.place = nil
-	}
-	w.pages = 0
+	return nil
 }
 
 // hold makes sure the worker holds a place in the pool: its browser, or a
 // reservation.
 func (w *Worker) hold(ctx context.Context) error {
-	if w.lease != nil {
+	if l := w.leased(); l != nil {
 		select {
-		case <-w.lease.Done():
+		case <-l.Done():
 			w.release(browsers.Destroy)
 		default:
 			return nil
@@ -174,37 +175,6 @@ func (w *Worker) hold(ctx context.Context) error {
 		return &RetryableError{Err: err}
 	}
 	w.place = place
-	return nil
-}
-
-// browser makes sure the worker holds a live browser.
-func (w *Worker) browser(ctx context.Context) error {
-	if w.lease != nil {
-		select {
-		case <-w.lease.Done():
-			w.release(browsers.Destroy)
-		default:
-			if w.pages < workerPagesPerBrowser {
-				return nil
-			}
-			w.release(browsers.Destroy)
-		}
-	}
-	var lease *browsers.Lease
-	var err error
-	if w.place != nil {
-		lease, err = w.place.Lease(ctx, browsers.LeaseRequest{Reusable: true})
-		w.place = nil
-	} else {
-		lease, err = w.s.Pool.Acquire(ctx, browsers.LeaseRequest{Reusable: true})
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return &RetryableError{Err: err}
-	}
-	w.lease = lease
 	return nil
 }
 
@@ -229,40 +199,20 @@ func (w *Worker) tab(ctx context.Context, job string, req *Request) (*jobTab, er
 		w.dropTab(w.lru[0])
 	}
 	// Each tab has its own connection: a connection has one event handler.
-	conn, err := w.lease.Browser().CDP().DialOwn(ctx)
+	conn, err := w.leased().Browser().CDP().DialOwn(ctx)
 	if err != nil {
 		return nil, &RetryableError{Err: err}
 	}
-	route, err := w.s.newRoute(w.lease.Browser().ID())
-	if err != nil {
-		conn.Close()
-		return nil, &RetryableError{Err: err}
-	}
-	t, err := blankTab(ctx, conn, route)
+	t, warning, err := w.crewTab(ctx, conn, job, req)
 	if err != nil {
 		conn.Close()
-		return nil, &RetryableError{Err: err}
+		return nil, err
 	}
-	warning := t.bindRoute(req, job)
 	ua, err := w.s.spares.userAgent(ctx, conn)
 	if err != nil {
 		t.close()
 		conn.Close()
 		return nil, &RetryableError{Err: err}
-	}
-	// A job's profile is read-only (many pages at once cannot take turns
-	// writing it): it is restored into the job's context once.
-	if o.Profile != nil {
-		use, err := w.s.openProfile(ctx, req.Team, &Profile{Name: o.Profile.Name})
-		if err == nil {
-			err = use.Apply(ctx, w.lease.Browser().CDP(), t.contextID)
-			use.Close(ctx, profiles.Discard)
-		}
-		if err != nil {
-			t.close()
-			conn.Close()
-			return nil, err
-		}
 	}
 	guard := w.guard(job)
 	if err := t.setup(ctx, o, guard, !o.needsRender(), ua, w.s.Log); err != nil {
@@ -289,6 +239,21 @@ func (w *Worker) tab(ctx context.Context, job string, req *Request) (*jobTab, er
 	return jt, nil
 }
 
+// crewTab opens a tab over conn in job's context on the crew's browser.
+func (w *Worker) crewTab(ctx context.Context, conn *cdp.Conn, job string, req *Request) (*tab, string, error) {
+	sc, err := w.cl.context(ctx, w, job, req)
+	if err != nil {
+		return nil, "", err
+	}
+	t := newTab(conn, sc.route)
+	t.contextID, t.shared = sc.id, sc
+	if err := t.open(ctx, sc.id); err != nil {
+		t.close()
+		return nil, "", &RetryableError{Err: err}
+	}
+	return t, sc.warning, nil
+}
+
 func (w *Worker) touch(job string) {
 	for i, id := range w.lru {
 		if id == job {
@@ -313,7 +278,7 @@ func (w *Worker) fetch(ctx context.Context, job string, req Request) (*page, err
 		if err := w.browser(ctx); err != nil {
 			return nil, err
 		}
-		w.s.UA.Learn(w.lease.Browser())
+		w.s.UA.Learn(w.leased().Browser())
 	}
 	if !w.inTab[job] && w.s.directEligible(&req) {
 		if d := w.direct(job, &req); d != nil {
@@ -361,11 +326,13 @@ func (w *Worker) inTabPage(ctx context.Context, job string, req Request, pre *pr
 	if err := jt.guard.CheckHost(ctx, u.Hostname()); err != nil {
 		return nil, err
 	}
-	w.pages++
+	w.cl.c.mu.Lock()
+	w.cl.pages++
+	w.cl.c.mu.Unlock()
 	// Stop waiting at once if the browser dies under the page.
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	lease := w.lease
+	lease := w.leased()
 	go func() {
 		select {
 		case <-lease.Done():
