@@ -4,13 +4,19 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/trawler-dev/trawler/test/polltest"
 )
 
 // TestJobLanesShareABrowserNotAContext: two teams' batches of rendered
@@ -94,4 +100,61 @@ document.getElementById('m').innerHTML = '<h1>Page %[1]s %[2]s</h1><p>Seen: ' + 
 		}
 	}
 	assert.Equal(t, 1, maxLeased, "browsers the pool leased while 4 lanes rendered")
+}
+
+// TestJobLanesSurviveTheirBrowserDying: the browser the 4 lanes share is
+// killed under a batch of rendered pages. Every page in flight is tried
+// again on the browser the crew leases next, the batch completes with
+// every page rendered, and once the lanes are idle they hold no browser.
+func TestJobLanesSurviveTheirBrowserDying(t *testing.T) {
+	var mu sync.Mutex
+	hits := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hits++
+		mu.Unlock()
+		time.Sleep(150 * time.Millisecond)
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<!doctype html><html><head><title>P</title></head><body><main id="m"></main>
+<script>document.getElementById('m').innerHTML = '<h1>Rendered %s</h1>';</script></body></html>`, r.URL.Path)
+	}))
+	defer srv.Close()
+	ts := crawlService(t, map[string]string{"TRAWLER_JOB_WORKERS": "4", "TRAWLER_POOL_SIZE": "6"})
+	var urls []string
+	for i := 0; i < 24; i++ {
+		urls = append(urls, fmt.Sprintf("%s/p/%d", srv.URL, i))
+	}
+	r := ts.do("POST", "/v2/batch/scrape", keyAcme, map[string]any{"urls": urls, "formats": []string{"markdown"}, "waitFor": 1, "maxAge": 0})
+	require.Equal(t, 200, r.Status, r.Raw)
+	polltest.Until(t, 30*time.Second, "the first pages", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return hits >= 6
+	})
+	pids, _ := filepath.Glob(filepath.Join(ts.Config.DataDir, "browsers", "*", "trawler.pid"))
+	killed := 0
+	for _, f := range pids {
+		raw, err := os.ReadFile(f)
+		if pid, _ := strconv.Atoi(strings.TrimSpace(string(raw))); err == nil && pid > 0 && syscall.Kill(pid, syscall.SIGKILL) == nil {
+			killed++
+		}
+	}
+	require.NotZero(t, killed, "no browser to kill")
+	var st response
+	polltest.Until(t, 2*time.Minute, "the batch to end", func() bool {
+		st = ts.do("GET", "/v2/batch/scrape/"+r.str("id"), keyAcme, nil)
+		return st.str("status") != "scraping"
+	})
+	docs := ts.documents("/v2/batch/scrape/"+r.str("id")+"?limit=1000", keyAcme)
+	require.Equal(t, "completed", st.str("status"))
+	require.Len(t, docs, 24)
+	for _, d := range docs {
+		meta := d["metadata"].(map[string]any)
+		if md, _ := d["markdown"].(string); !strings.Contains(md, "# Rendered /p/") || meta["engine"] != "browser-render" {
+			t.Errorf("%s: engine %v, markdown %q", meta["sourceURL"], meta["engine"], md)
+		}
+	}
+	polltest.Until(t, 30*time.Second, "the idle lanes to give their browser back", func() bool {
+		return ts.Pool.Stats().Leased == 0
+	})
 }
