@@ -29,9 +29,10 @@ var ErrNotFound = errors.New("job not found")
 var ErrIdempotencyConflict = errors.New("this idempotency key was already used for another job")
 
 // Service runs jobs. Workers lanes, each with one scrape.Worker (which
-// shares a leased browser with up to scrape.CrewSize-1 others), take pages from every running job in a fair order: the
-// team with the fewest pages in flight goes first, and within a team the
-// job served least recently. Workers stays below the pool size, so jobs
+// shares a leased browser with up to scrape.CrewSize-1 others), take
+// pages from every running job in a fair order: the team with the fewest
+// pages in flight goes first, and within a team the job served least
+// recently. Workers stays below the pool size, so jobs
 // never take every browser from interactive sessions and single scrapes.
 type Service struct {
 	Scrape   *scrape.Service
