@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -134,8 +132,7 @@ func TestJobLanesSurviveTheirBrowserDying(t *testing.T) {
 	pids, _ := filepath.Glob(filepath.Join(ts.Config.DataDir, "browsers", "*", "trawler.pid"))
 	killed := 0
 	for _, f := range pids {
-		raw, err := os.ReadFile(f)
-		if pid, _ := strconv.Atoi(strings.TrimSpace(string(raw))); err == nil && pid > 0 && syscall.Kill(pid, syscall.SIGKILL) == nil {
+		if pid := readPID(t, f); pid > 0 && syscall.Kill(pid, syscall.SIGKILL) == nil {
 			killed++
 		}
 	}

@@ -264,8 +264,14 @@ func (ts *testService) killBrowser(id string) {
 // browserPID is the main process of a session's local browser.
 func (ts *testService) browserPID(s *sessions.Session) int {
 	ts.t.Helper()
-	raw, err := os.ReadFile(filepath.Join(ts.Config.DataDir, "browsers", s.BrowserID(), "trawler.pid"))
-	require.NoError(ts.t, err, "reading pid")
+	return readPID(ts.t, filepath.Join(ts.Config.DataDir, "browsers", s.BrowserID(), "trawler.pid"))
+}
+
+// readPID reads a local browser's pid file.
+func readPID(t *testing.T, file string) int {
+	t.Helper()
+	raw, err := os.ReadFile(file)
+	require.NoError(t, err, "reading pid")
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(raw)))
 	return pid
 }
