@@ -94,6 +94,14 @@ func (cl *crewLease) usableLocked() bool {
 	}
 }
 
+// spoil takes cl out of service: its workers leave it at their next page,
+// and the last one out destroys its browser.
+func (cl *crewLease) spoil() {
+	cl.c.mu.Lock()
+	cl.worn, cl.destroy = true, true
+	cl.c.mu.Unlock()
+}
+
 // browser makes sure w uses its crew's current browser, leasing one for
 // the crew when there is none.
 func (w *Worker) browser(ctx context.Context) error {

@@ -311,7 +311,7 @@ func (w *Worker) direct(job string, req *Request) *direct {
 
 // inTabPage takes one page of job on the job's tab; pre, when not nil, is
 // the page's response already fetched, which the tab renders.
-func (w *Worker) inTabPage(ctx context.Context, job string, req Request, pre *prefetched) (*page, error) {
+func (w *Worker) inTabPage(ctx context.Context, job string, req Request, pre *prefetched) (pg *page, err error) {
 	u, err := url.Parse(req.URL)
 	if err != nil {
 		return nil, err
@@ -319,6 +319,14 @@ func (w *Worker) inTabPage(ctx context.Context, job string, req Request, pre *pr
 	if err := w.browser(ctx); err != nil {
 		return nil, err
 	}
+	defer func() {
+		var re *RetryableError
+		if errors.As(err, &re) {
+			// The browser failed the page: no worker of the crew may give
+			// it another (the pool may not know yet that it died).
+			w.cl.spoil()
+		}
+	}()
 	jt, err := w.tab(ctx, job, &req)
 	if err != nil {
 		return nil, err
@@ -345,7 +353,6 @@ func (w *Worker) inTabPage(ctx context.Context, job string, req Request, pre *pr
 	if jt.t.route != nil {
 		in0, out0 = jt.t.route.Bytes()
 	}
-	var pg *page
 	if o := &req.Options; pre == nil && !o.needsRender() && jt.t.showsSite(req.URL) {
 		pg, pre, err = jt.t.fetchInPage(ctx, req.URL)
 		switch {
