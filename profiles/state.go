@@ -542,18 +542,56 @@ func capture(ctx context.Context, browser *cdp.Mux, browserContextID string, ori
 	return &snapshot{cookies: cookies, origins: stored}, nil
 }
 
+// captureStorage reads the storage of origins. An origin that a page of the browser context shows
+// is read from that page, in a script world of our own (see borrow), which saves opening a helper
+// tab and visiting the origin; the others, and any that its page fails to answer, on helper tabs.
 func captureStorage(ctx context.Context, conn *cdp.Conn, w *wire, browserContextID string, origins []string) ([]rawOrigin, error) {
 	got := make([]rawOrigin, len(origins))
 	held := make([]bool, len(origins))
 	h := newHelper(conn, w, browserContextID)
 	defer h.close(ctx)
-	err := h.eachOrigin(ctx, len(origins), nil, func(ctx context.Context, t *tab, i int) error {
-		var err error
-		if got[i], held[i], err = t.capture(ctx, origins[i]); err != nil {
-			return fmt.Errorf("reading the storage of %s: %w", origins[i], err)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pages := h.pagesShowing(ctx, origins)
+	var (
+		rest, missed []int
+		mu           sync.Mutex
+		borrowed     sync.WaitGroup
+	)
+	for i, o := range origins {
+		target, ok := pages[o]
+		if !ok {
+			rest = append(rest, i)
+			continue
 		}
-		return nil
-	})
+		borrowed.Go(func() {
+			var err error
+			if got[i], held[i], err = h.captureIn(ctx, target, o); err != nil {
+				mu.Lock()
+				missed = append(missed, i)
+				mu.Unlock()
+			}
+		})
+	}
+	onHelpers := func(indexes []int) error {
+		return h.eachOrigin(ctx, len(indexes), nil, func(ctx context.Context, t *tab, k int) error {
+			i := indexes[k]
+			var err error
+			if got[i], held[i], err = t.capture(ctx, origins[i]); err != nil {
+				return fmt.Errorf("reading the storage of %s: %w", origins[i], err)
+			}
+			return nil
+		})
+	}
+	err := onHelpers(rest)
+	if err != nil {
+		cancel() // the capture fails: stop reading the pages
+	}
+	borrowed.Wait()
+	if err == nil && len(missed) > 0 {
+		slices.Sort(missed)
+		err = onHelpers(missed)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -843,6 +881,9 @@ type helper struct {
 type tab struct {
 	h       *helper
 	session string
+	// world, when not 0, is the script world of ours in a page of the user's (see borrow), where
+	// the tab's scripts run.
+	world int64
 	// notify gets a token after each load.
 	notify chan struct{}
 
@@ -999,6 +1040,109 @@ func (h *helper) open(ctx context.Context) (*tab, error) {
 		}
 	}
 	return t, nil
+}
+
+// pagesShowing returns, for those of origins that a page of the helper's browser context shows,
+// that page's target id. It returns none when the browser cannot say which pages are in the
+// context.
+func (h *helper) pagesShowing(ctx context.Context, origins []string) map[string]string {
+	contextID := h.contextID
+	if contextID == "" {
+		var contexts struct {
+			DefaultBrowserContextID string `json:"defaultBrowserContextId"`
+		}
+		if h.conn.Call(ctx, "", "Target.getBrowserContexts", nil, &contexts) != nil {
+			return nil
+		}
+		if contextID = contexts.DefaultBrowserContextID; contextID == "" {
+			return nil
+		}
+	}
+	var targets struct {
+		TargetInfos []struct {
+			TargetID         string `json:"targetId"`
+			Type             string `json:"type"`
+			URL              string `json:"url"`
+			BrowserContextID string `json:"browserContextId"`
+		} `json:"targetInfos"`
+	}
+	if h.conn.Call(ctx, "", "Target.getTargets", nil, &targets) != nil {
+		return nil
+	}
+	pages := map[string]string{}
+	for _, ti := range targets.TargetInfos {
+		if ti.Type != "page" || ti.BrowserContextID != contextID {
+			continue
+		}
+		u, err := url.Parse(ti.URL)
+		if err != nil || u.User != nil {
+			continue
+		}
+		if o, err := parseOrigin(u.Scheme + "://" + u.Host); err == nil && slices.Contains(origins, o) {
+			pages[o] = ti.TargetID
+		}
+	}
+	return pages
+}
+
+// probeTimeout is how long a page of the user's has to answer before its origin is read on a
+// helper tab instead: a page that shows a dialog, or runs a long script, answers nothing.
+const probeTimeout = time.Second
+
+// captureIn reads origin's storage from target, a page of the user's that shows it (see borrow).
+func (h *helper) captureIn(ctx context.Context, target, origin string) (rawOrigin, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, originTimeout)
+	defer cancel()
+	t, err := h.borrow(ctx, target)
+	if err != nil {
+		return rawOrigin{}, false, err
+	}
+	defer h.giveBack(ctx, t)
+	return t.read(ctx, origin)
+}
+
+// borrow attaches to target, a page of the user's, and makes a script world of our own in its
+// main frame, which runs with the page's origin, and so reaches its storage, but shares no
+// JavaScript object with the page's own scripts. The page is left as it was: giveBack detaches.
+// A page that does not answer within probeTimeout is given back at once.
+func (h *helper) borrow(ctx context.Context, target string) (*tab, error) {
+	var attached struct {
+		SessionID string `json:"sessionId"`
+	}
+	if err := h.conn.Call(ctx, "", "Target.attachToTarget",
+		map[string]any{"targetId": target, "flatten": true}, &attached); err != nil {
+		return nil, fmt.Errorf("attaching to a page: %w", err)
+	}
+	t := &tab{h: h, session: attached.SessionID}
+	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	var world struct {
+		ExecutionContextID int64 `json:"executionContextId"`
+	}
+	err := h.conn.Call(pctx, t.session, "Page.createIsolatedWorld",
+		map[string]any{"frameId": target, "worldName": "trawler-profile"}, &world)
+	if err == nil {
+		t.world = world.ExecutionContextID
+		var r cdp.EvalResult
+		err = h.conn.Call(pctx, t.session, "Runtime.evaluate",
+			map[string]any{"expression": "1", "contextId": t.world, "returnByValue": true}, &r)
+	}
+	if err != nil {
+		h.giveBack(ctx, t)
+		return nil, fmt.Errorf("reading a page: %w", err)
+	}
+	return t, nil
+}
+
+// giveBack drops what the tab's scripts kept in the borrowed page and detaches from it.
+func (h *helper) giveBack(ctx context.Context, t *tab) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
+	defer cancel()
+	if t.world != 0 {
+		h.conn.Call(cctx, t.session, "Runtime.evaluate",
+			map[string]any{"expression": "delete globalThis.trawlerProfile", "contextId": t.world}, nil)
+	}
+	h.conn.Call(cctx, "", "Target.detachFromTarget", map[string]any{"sessionId": t.session}, nil)
 }
 
 // answerKind is how a helper tab's request is answered.
@@ -1312,9 +1456,11 @@ func (t *tab) results(ctx context.Context, mode, origin string, members ...strin
 		return e + "?." + member
 	}
 	evaluate := func(e string) (func(context.Context) ([]byte, error), error) {
-		return t.h.w.start("Runtime.evaluate", call(t.session, "Runtime.evaluate", map[string]any{
-			"expression": e, "awaitPromise": true, "returnByValue": true,
-		}))
+		params := map[string]any{"expression": e, "awaitPromise": true, "returnByValue": true}
+		if t.world != 0 {
+			params["contextId"] = t.world
+		}
+		return t.h.w.start("Runtime.evaluate", call(t.session, "Runtime.evaluate", params))
 	}
 	waits := make([]func(context.Context) ([]byte, error), len(members))
 	for i, m := range members {
@@ -1361,6 +1507,11 @@ func (t *tab) capture(ctx context.Context, origin string) (o rawOrigin, held boo
 	if err := t.visit(ctx, origin, helperPage("capture", origin, nil)); err != nil {
 		return o, false, err
 	}
+	return t.read(ctx, origin)
+}
+
+// read reads the storage of origin, where the tab is, as capture returns it.
+func (t *tab) read(ctx context.Context, origin string) (o rawOrigin, held bool, err error) {
 	parts, err := t.results(ctx, "capture", origin, "localStorage", "indexedDB")
 	if err != nil {
 		return o, false, err

@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -814,6 +815,100 @@ func TestCaptureLeavesUserTabsAlone(t *testing.T) {
 		t.Errorf("the user's tab is now %+v", got)
 	}
 	assert.Equal(t, before, pageTargets(t, ctx, d), "page targets")
+}
+
+// A capture reads an origin that a user's page shows from that page, in a script world of its own:
+// no helper tab opens for it, and the page's own scripts can neither see nor change what the
+// capture reads. A page that cannot answer, here one that shows a dialog, is read on a helper tab.
+func TestCaptureReadsUserPagesInAWorldOfItsOwn(t *testing.T) {
+	ctx := testContext(t)
+	s := startSites(t)
+	b := startBrowser(t)
+	d := newDriver(t, ctx, b)
+
+	app := d.open(ctx, "", s.app+"/page")
+	app.eval(ctx, setupApp, nil)
+	// The page's own world lies about its storage, and would leak anything left on its globals.
+	app.eval(ctx, `(() => {
+		history.pushState({}, '', '/page?pushed');
+		Storage.prototype.getItem = () => 'forged';
+		IDBObjectStore.prototype.getAll = function () { throw new Error('forged'); };
+		JSON.stringify = () => '"forged"';
+		window.seen = [];
+		for (const name of ['trawlerProfile', 'trawlerProfileState']) {
+			Object.defineProperty(window, name, {set(v) { window.seen.push(name); }, get() { return undefined; }, configurable: true});
+		}
+		return true;
+	})()`, nil)
+	other := d.open(ctx, "", s.other+"/page")
+	other.eval(ctx, `localStorage.setItem('behind', 'a dialog')`, nil)
+	require.NoError(t, d.conn.Call(ctx, other.session, "Page.enable", nil, nil))
+	require.NoError(t, d.conn.Call(ctx, other.session, "Runtime.evaluate", map[string]any{"expression": `setTimeout(() => alert('busy'), 0)`}, nil))
+	var historyBefore int
+	app.eval(ctx, `history.length`, &historyBefore)
+
+	// Count the targets that open during the capture.
+	watch, err := b.CDP().Dial(ctx)
+	require.NoError(t, err)
+	defer watch.Close()
+	var mu sync.Mutex
+	var opened []string
+	watch.OnEvent(func(e cdp.Event) {
+		if e.Method != "Target.targetCreated" {
+			return
+		}
+		var p struct {
+			TargetInfo struct{ Type, URL string } `json:"targetInfo"`
+		}
+		json.Unmarshal(e.Params, &p)
+		mu.Lock()
+		opened = append(opened, p.TargetInfo.Type+" "+p.TargetInfo.URL)
+		mu.Unlock()
+	})
+	require.NoError(t, watch.Call(ctx, "", "Target.setDiscoverTargets", map[string]any{"discover": true}, nil))
+	mu.Lock()
+	opened = nil // the targets already open
+	mu.Unlock()
+
+	start := time.Now()
+	st, err := profiles.Capture(ctx, b.CDP(), "", []string{s.app, s.other})
+	took := time.Since(start)
+	require.NoError(t, err)
+	t.Logf("capture: %s", took)
+	mu.Lock()
+	assert.Len(t, opened, 1, "targets opened by the capture: one helper tab, for the origin whose page shows a dialog: %q", opened)
+	mu.Unlock()
+	require.Equal(t, []string{s.other, s.app}, st.OriginList())
+	for _, o := range st.Origins {
+		switch o.Origin {
+		case s.other:
+			assert.Equal(t, map[string]string{"behind": "a dialog"}, o.LocalStorage, "the storage of the origin behind a dialog")
+		case s.app:
+			assert.NotContains(t, string(mustJSON(o)), "forged", "the page's own scripts changed what was captured")
+		}
+	}
+
+	// The dialog goes; the app's page is as it was, and the app's storage restores whole.
+	require.NoError(t, d.conn.Call(ctx, other.session, "Page.handleJavaScriptDialog", map[string]any{"accept": true}, nil))
+	var after struct {
+		Href    string
+		History int
+		Seen    []string
+		Globals bool
+	}
+	app.eval(ctx, `({href: location.href, history: history.length, seen: window.seen,
+		globals: Object.getOwnPropertyNames(window).some((n) => n.startsWith('trawler') && !Object.getOwnPropertyDescriptor(window, n).set)})`, &after)
+	assert.Equal(t, s.app+"/page?pushed", after.Href)
+	assert.Equal(t, historyBefore, after.History, "history length")
+	assert.Empty(t, after.Seen, "what the capture set on the page's globals")
+	assert.False(t, after.Globals, "the page has globals of the capture")
+
+	c := startBrowser(t)
+	require.NoError(t, profiles.Restore(ctx, c.CDP(), "", st))
+	restored := newDriver(t, ctx, c).open(ctx, "", s.app+"/page")
+	var missing []string
+	restored.eval(ctx, verifyApp, &missing)
+	assert.Empty(t, missing, "what the restored app lacks")
 }
 
 // pageTargets lists the browser's pages as id=url, sorted.
