@@ -1087,7 +1087,7 @@ func (h *helper) pagesShowing(ctx context.Context, origins []string) map[string]
 
 // probeTimeout is how long a page of the user's has to answer before its origin is read on a
 // helper tab instead: a page that shows a dialog, or runs a long script, answers nothing.
-const probeTimeout = time.Second
+const probeTimeout = 2 * time.Second
 
 // captureIn reads origin's storage from target, a page of the user's that shows it (see borrow).
 func (h *helper) captureIn(ctx context.Context, target, origin string) (rawOrigin, bool, error) {
