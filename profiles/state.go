@@ -2,7 +2,6 @@ package profiles
 
 import (
 	"bytes"
-	stdgzip "compress/gzip"
 	"context"
 	_ "embed"
 	"encoding/base64"
@@ -156,6 +155,8 @@ type snapshot struct {
 type rawOrigin struct {
 	origin string // scheme://host[:port], as the OriginState names it
 	json   []byte
+	// spans are the parts of json a save compressed as they came, in order (see segments.go).
+	spans []span
 }
 
 // originList returns the origins the snapshot holds storage for, sorted.
@@ -213,7 +214,8 @@ func (s *State) Encode() ([]byte, error) {
 }
 
 // encode returns the snapshot as gzip'd JSON, the State's encoding: the origins' JSON is written
-// as it is.
+// as it is, and its parts that a save compressed already (rawOrigin.spans) are not compressed
+// again (see segments.go).
 func (s *snapshot) encode() ([]byte, error) {
 	cookies, err := json.Marshal(s.cookies)
 	if err != nil {
@@ -223,29 +225,27 @@ func (s *snapshot) encode() ([]byte, error) {
 	for _, o := range s.origins {
 		size += len(o.json)
 	}
-	var buf bytes.Buffer
-	buf.Grow(size/2 + 4096)
-	// compress/gzip writes the blob: klauspost's writer is faster (34 ms against 50 for the
-	// bench's 5 MB profile), but its blobs of that profile are 20-30% larger. Its reader (inflate)
-	// reads either: DecodeState of that profile takes 50 ms with it, 60 with compress/gzip's.
-	zw, err := stdgzip.NewWriterLevel(&buf, stdgzip.BestSpeed)
-	if err != nil {
-		return nil, err
-	}
-	fmt.Fprintf(zw, `{"version":%d,"cookies":`, StateVersion)
-	zw.Write(cookies)
-	io.WriteString(zw, `,"origins":[`)
+	// compress/flate compresses: klauspost's is faster (34 ms against 50 for the bench's 5 MB
+	// profile), but its blobs of that profile are 20-30% larger. Its reader (inflate) reads either:
+	// DecodeState of that profile takes 50 ms with it, 60 with compress/gzip's.
+	g := newGzipWriter(size/2 + 4096)
+	g.write(fmt.Appendf(nil, `{"version":%d,"cookies":`, StateVersion))
+	g.write(cookies)
+	g.write([]byte(`,"origins":[`))
 	for i, o := range s.origins {
 		if i > 0 {
-			io.WriteString(zw, ",")
+			g.write([]byte(","))
 		}
-		zw.Write(o.json)
+		at := 0
+		for _, sp := range o.spans {
+			g.write(o.json[at:sp.off])
+			g.writeSegment(o.json[sp.off:sp.end], sp.seg)
+			at = sp.end
+		}
+		g.write(o.json[at:])
 	}
-	io.WriteString(zw, "]}\n")
-	if err := zw.Close(); err != nil {
-		return nil, fmt.Errorf("compressing profile state: %w", err)
-	}
-	return buf.Bytes(), nil
+	g.write([]byte("]}\n"))
+	return g.close(), nil
 }
 
 // errTooLarge is what limitedReader returns past the limit.
@@ -497,7 +497,7 @@ func parseOrigin(o string) (string, error) {
 // capture with an error naming it. IndexedDB records holding a value that cannot be saved (a
 // non-extractable CryptoKey) are left out and listed in OriginState.Skipped.
 func Capture(ctx context.Context, browser *cdp.Mux, browserContextID string, origins []string) (*State, error) {
-	snap, err := capture(ctx, browser, browserContextID, origins)
+	snap, err := capture(ctx, browser, browserContextID, origins, false)
 	if err != nil {
 		return nil, err
 	}
@@ -505,8 +505,8 @@ func Capture(ctx context.Context, browser *cdp.Mux, browserContextID string, ori
 }
 
 // capture is Capture, keeping each origin's storage as the page's JSON text, unchecked (see
-// snapshot.check).
-func capture(ctx context.Context, browser *cdp.Mux, browserContextID string, origins []string) (*snapshot, error) {
+// snapshot.check); with precompress, for a save, its large parts are compressed as they come.
+func capture(ctx context.Context, browser *cdp.Mux, browserContextID string, origins []string, precompress bool) (*snapshot, error) {
 	want := make([]string, 0, len(origins))
 	for _, o := range origins {
 		p, err := parseOrigin(o)
@@ -532,7 +532,7 @@ func capture(ctx context.Context, browser *cdp.Mux, browserContextID string, ori
 		cookies, err = getCookies(ctx, conn, browserContextID)
 		cookiesRead <- err
 	}()
-	stored, err := captureStorage(ctx, conn, w, browserContextID, want)
+	stored, err := captureStorage(ctx, conn, w, browserContextID, want, precompress)
 	if cerr := <-cookiesRead; cerr != nil {
 		return nil, cerr
 	}
@@ -545,10 +545,11 @@ func capture(ctx context.Context, browser *cdp.Mux, browserContextID string, ori
 // captureStorage reads the storage of origins. An origin that a page of the browser context shows
 // is read from that page, in a script world of our own (see borrow), which saves opening a helper
 // tab and visiting the origin; the others, and any that its page fails to answer, on helper tabs.
-func captureStorage(ctx context.Context, conn *cdp.Conn, w *wire, browserContextID string, origins []string) ([]rawOrigin, error) {
+func captureStorage(ctx context.Context, conn *cdp.Conn, w *wire, browserContextID string, origins []string, precompress bool) ([]rawOrigin, error) {
 	got := make([]rawOrigin, len(origins))
 	held := make([]bool, len(origins))
 	h := newHelper(conn, w, browserContextID)
+	h.precompress = precompress
 	defer h.close(ctx)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -862,9 +863,11 @@ var maxTabs = min(max(runtime.NumCPU()/2, 1), 4)
 // helper owns the helper tabs of one Capture or Restore and the connection's event handler, which
 // routes each tab's events to it.
 type helper struct {
-	conn      *cdp.Conn
-	w         *wire // conn's transport, for the messages that carry storage
-	contextID string
+	// precompress has a capture compress each large part of the storage as it comes, for a save.
+	precompress bool
+	conn        *cdp.Conn
+	w           *wire // conn's transport, for the messages that carry storage
+	contextID   string
 	// answering counts the calls answering requests in flight.
 	answering sync.WaitGroup
 
@@ -1442,6 +1445,11 @@ const inlineSize = 256 << 10
 // cdp.Conn: only the values are decoded, once. Should the page's own script not have run, it runs
 // state.js now.
 func (t *tab) results(ctx context.Context, mode, origin string, members ...string) ([][]byte, error) {
+	return t.resultsEach(ctx, mode, origin, nil, members...)
+}
+
+// resultsEach is results, calling arrived, when not nil, with each result as it comes, in order.
+func (t *tab) resultsEach(ctx context.Context, mode, origin string, arrived func(i int, result []byte) error, members ...string) ([][]byte, error) {
 	expr := func(fallback bool, member string) string {
 		e := "globalThis.trawlerProfile"
 		if fallback {
@@ -1486,6 +1494,11 @@ func (t *tab) results(ctx context.Context, mode, origin string, members ...strin
 			}
 			out[i] = rawjson.Member(res, "result")
 			if string(rawjson.Member(out[i], "type")) != `"undefined"` {
+				if arrived != nil {
+					if err := arrived(i, out[i]); err != nil {
+						return nil, err
+					}
+				}
 				break
 			}
 			if fallback {
@@ -1510,41 +1523,59 @@ func (t *tab) capture(ctx context.Context, origin string) (o rawOrigin, held boo
 	return t.read(ctx, origin)
 }
 
-// read reads the storage of origin, where the tab is, as capture returns it.
+// read reads the storage of origin, where the tab is, as capture returns it. For a save
+// (helper.precompress), the origin's localStorage and its databases are each compressed as they
+// come (see segments.go).
 func (t *tab) read(ctx context.Context, origin string) (o rawOrigin, held bool, err error) {
-	parts, err := t.results(ctx, "capture", origin, "localStorage", "indexedDB")
-	if err != nil {
-		return o, false, err
-	}
 	// Each answer is "1" when its part holds anything, else "0", then (localStorage only) the
 	// origin, a newline, and the packed JSON of the part.
 	var heads, texts [2][]byte
-	for i, obj := range parts {
+	var segs [2]*segment
+	var dbs, skipped []byte
+	arrived := func(i int, obj []byte) error {
 		answer, err := rawjson.Unquote(rawjson.Member(obj, "value"))
 		if err != nil {
-			return o, false, fmt.Errorf("decoding the page's answer: %w", err)
+			return fmt.Errorf("decoding the page's answer: %w", err)
 		}
 		head, packed, ok := bytes.Cut(answer, []byte{'\n'})
 		if !ok || len(head) < 1 {
-			return o, false, fmt.Errorf("decoding the page's answer: no header in %.40q", answer)
+			return fmt.Errorf("decoding the page's answer: no header in %.40q", answer)
 		}
 		heads[i] = head
 		if texts[i], err = unpack(packed); err != nil {
-			return o, false, fmt.Errorf("decoding the page's answer: %w", err)
+			return fmt.Errorf("decoding the page's answer: %w", err)
 		}
+		big := texts[i]
+		if i == 1 {
+			dbs, skipped = rawjson.Member(texts[1], "indexedDB"), rawjson.Member(texts[1], "skipped")
+			if dbs == nil || skipped == nil {
+				return errors.New("decoding the page's answer: no databases")
+			}
+			big = dbs
+		}
+		if t.h.precompress {
+			segs[i] = compressSegment(big)
+		}
+		return nil
+	}
+	if _, err := t.resultsEach(ctx, "capture", origin, arrived, "localStorage", "indexedDB"); err != nil {
+		return o, false, err
 	}
 	o.origin, held = string(heads[0][1:]), heads[0][0] == '1' || heads[1][0] == '1'
-	dbs, skipped := rawjson.Member(texts[1], "indexedDB"), rawjson.Member(texts[1], "skipped")
-	if dbs == nil || skipped == nil {
-		return o, false, errors.New("decoding the page's answer: no databases")
-	}
 	buf := make([]byte, 0, len(o.origin)+len(texts[0])+len(dbs)+len(skipped)+64)
 	buf = append(buf, `{"origin":`...)
 	buf = appendJSON(buf, o.origin)
-	buf = append(append(buf, `,"localStorage":`...), texts[0]...)
-	buf = append(append(buf, `,"indexedDB":`...), dbs...)
+	buf = append(buf, `,"localStorage":`...)
+	ls := len(buf)
+	buf = append(buf, texts[0]...)
+	buf = append(buf, `,"indexedDB":`...)
+	db := len(buf)
+	buf = append(buf, dbs...)
 	buf = append(append(buf, `,"skipped":`...), skipped...)
 	o.json = append(buf, '}')
+	if t.h.precompress {
+		o.spans = []span{{ls, ls + len(texts[0]), segs[0]}, {db, db + len(dbs), segs[1]}}
+	}
 	return o, held, nil
 }
 

@@ -226,7 +226,7 @@ func (u *Use) save(ctx context.Context) error {
 		origins = append(origins, u.tracker.Origins()...)
 	}
 	slices.Sort(origins)
-	st, err := capture(ctx, u.browser, u.contextID, slices.Compact(origins))
+	st, err := capture(ctx, u.browser, u.contextID, slices.Compact(origins), true)
 	if err != nil {
 		return fmt.Errorf("capturing the browser's state for profile %q: %w", u.name, err)
 	}
