@@ -847,28 +847,36 @@ func TestCaptureReadsUserPagesInAWorldOfItsOwn(t *testing.T) {
 	var historyBefore int
 	app.eval(ctx, `history.length`, &historyBefore)
 
-	// Count the targets that open during the capture.
+	// Record the targets that open during the capture, and every address they show.
 	watch, err := b.CDP().Dial(ctx)
 	require.NoError(t, err)
 	defer watch.Close()
 	var mu sync.Mutex
-	var opened []string
+	known := map[string]bool{}
+	helpers := map[string][]string{} // target id → the addresses it showed
 	watch.OnEvent(func(e cdp.Event) {
-		if e.Method != "Target.targetCreated" {
+		if e.Method != "Target.targetCreated" && e.Method != "Target.targetInfoChanged" {
 			return
 		}
 		var p struct {
-			TargetInfo struct{ Type, URL string } `json:"targetInfo"`
+			TargetInfo struct{ TargetID, URL string } `json:"targetInfo"`
 		}
 		json.Unmarshal(e.Params, &p)
+		ti := p.TargetInfo
 		mu.Lock()
-		opened = append(opened, p.TargetInfo.Type+" "+p.TargetInfo.URL)
-		mu.Unlock()
+		defer mu.Unlock()
+		if !known[ti.TargetID] {
+			helpers[ti.TargetID] = append(helpers[ti.TargetID], ti.URL)
+		}
 	})
 	require.NoError(t, watch.Call(ctx, "", "Target.setDiscoverTargets", map[string]any{"discover": true}, nil))
-	mu.Lock()
-	opened = nil // the targets already open
-	mu.Unlock()
+	for _, pt := range pageTargets(t, ctx, d) {
+		id, _, _ := strings.Cut(pt, "=")
+		mu.Lock()
+		known[id] = true
+		delete(helpers, id)
+		mu.Unlock()
+	}
 
 	start := time.Now()
 	st, err := profiles.Capture(ctx, b.CDP(), "", []string{s.app, s.other})
@@ -876,8 +884,20 @@ func TestCaptureReadsUserPagesInAWorldOfItsOwn(t *testing.T) {
 	require.NoError(t, err)
 	t.Logf("capture: %s", took)
 	mu.Lock()
-	assert.Len(t, opened, 1, "targets opened by the capture: one helper tab, for the origin whose page shows a dialog: %q", opened)
+	var visited []string
+	for _, urls := range helpers {
+		for _, u := range urls {
+			if strings.HasPrefix(u, "http") {
+				visited = append(visited, u)
+			}
+		}
+	}
 	mu.Unlock()
+	assert.Len(t, helpers, 1, "tabs the capture opened: one, for the origin whose page shows a dialog")
+	for _, u := range visited {
+		assert.True(t, strings.HasPrefix(u, s.other+"/"), "a helper tab visited %s: only the origin behind the dialog needs one", u)
+	}
+	assert.NotEmpty(t, visited, "the helper tab's visits")
 	require.Equal(t, []string{s.other, s.app}, st.OriginList())
 	for _, o := range st.Origins {
 		switch o.Origin {
