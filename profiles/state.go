@@ -1062,12 +1062,7 @@ func (h *helper) pagesShowing(ctx context.Context, origins []string) map[string]
 		}
 	}
 	var targets struct {
-		TargetInfos []struct {
-			TargetID         string `json:"targetId"`
-			Type             string `json:"type"`
-			URL              string `json:"url"`
-			BrowserContextID string `json:"browserContextId"`
-		} `json:"targetInfos"`
+		TargetInfos []cdp.TargetInfo `json:"targetInfos"`
 	}
 	if h.conn.Call(ctx, "", "Target.getTargets", nil, &targets) != nil {
 		return nil

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/trawler-dev/trawler/cdp"
 	"github.com/trawler-dev/trawler/egress"
 	"golang.org/x/net/publicsuffix"
 )
@@ -449,12 +450,7 @@ func (t *tab) leave(ctx context.Context) error {
 // no cookie.
 func (t *tab) checkEmpty(ctx context.Context) error {
 	var tg struct {
-		TargetInfos []struct {
-			TargetID         string `json:"targetId"`
-			Type             string `json:"type"`
-			URL              string `json:"url"`
-			BrowserContextID string `json:"browserContextId"`
-		} `json:"targetInfos"`
+		TargetInfos []cdp.TargetInfo `json:"targetInfos"`
 	}
 	if err := t.conn.Call(ctx, "", "Target.getTargets", nil, &tg); err != nil {
 		return fmt.Errorf("Target.getTargets: %w", err)
