@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Mux is the one CDP connection of a browser started with
@@ -187,19 +188,6 @@ func (m *Mux) Dial(ctx context.Context) (*Conn, error) {
 	return NewConn(ch), nil
 }
 
-// DialOwn opens a browser-level connection for Trawler's own use, never a
-// client's: on it, Trawler may give a browser context its own route
-// through the egress proxy (Target.createBrowserContext's proxyServer),
-// which a client may not.
-func (m *Mux) DialOwn(ctx context.Context) (*Conn, error) {
-	ch, err := m.Open(ctx, "")
-	if err != nil {
-		return nil, err
-	}
-	ch.own = true
-	return NewConn(ch), nil
-}
-
 // DialPage opens a connection to page target id, as its
 // /devtools/page/<id> endpoint would.
 func (m *Mux) DialPage(ctx context.Context, id string) (*Conn, error) {
@@ -210,9 +198,22 @@ func (m *Mux) DialPage(ctx context.Context, id string) (*Conn, error) {
 	return NewConn(ch), nil
 }
 
-// Open opens a channel to the browser (target "") or to one target.
+// Open opens a channel for Trawler's own use to the browser (target "") or
+// to one target. What Trawler's code sends on it goes to the browser as it
+// is.
 func (m *Mux) Open(ctx context.Context, target string) (*Channel, error) {
-	ch := &Channel{m: m, target: target, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	return m.open(ctx, target, false)
+}
+
+// OpenClient opens a channel for a session's client, as Open does: every
+// message the client sends on it is parsed strictly, judged by the policy
+// and re-encoded (see WriteMessage).
+func (m *Mux) OpenClient(ctx context.Context, target string) (*Channel, error) {
+	return m.open(ctx, target, true)
+}
+
+func (m *Mux) open(ctx context.Context, target string, client bool) (*Channel, error) {
+	ch := &Channel{m: m, target: target, client: client, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	method, params := "Target.attachToBrowserTarget", any(nil)
 	if target != "" {
 		method, params = "Target.attachToTarget", map[string]any{"targetId": target, "flatten": true}
@@ -539,15 +540,17 @@ type Channel struct {
 	m       *Mux
 	session string // the channel's own session: messages without one go to it
 	target  string
-	own     bool // Trawler's own (DialOwn), not a client's
+	client  bool // a session's client's (OpenClient), not Trawler's own
 
-	mu     sync.Mutex
-	queue  [][]byte
-	queued int // bytes in queue
-	err    error
-	wake   chan struct{}
-	done   chan struct{}
-	closed bool
+	mu      sync.Mutex
+	queue   [][]byte
+	queued  int                                 // bytes in queue
+	forward func(msg []byte, direct bool) error // set by Forward
+	writing bool                                // forward is running
+	err     error
+	wake    chan struct{}
+	done    chan struct{}
+	closed  bool
 }
 
 // maxQueued bounds what a channel holds for a client that does not read:
@@ -563,6 +566,26 @@ func (c *Channel) deliver(msg []byte) {
 		c.mu.Unlock()
 		return
 	}
+	if fwd := c.forward; fwd != nil && !c.writing && len(c.queue) == 0 && len(msg) <= directMax {
+		// The client has taken every message so far: hand it this one
+		// here, on the reader, rather than wake its forwarder for it.
+		c.writing = true
+		c.mu.Unlock()
+		err := fwd(msg, true)
+		c.mu.Lock()
+		c.writing = false
+		backlog := len(c.queue) > 0
+		c.mu.Unlock()
+		if err != nil {
+			c.fail(err)
+			go c.detach()
+			return
+		}
+		if backlog {
+			c.wakeUp()
+		}
+		return
+	}
 	c.queue = append(c.queue, msg)
 	c.queued += len(msg)
 	over := c.queued > maxQueued
@@ -574,9 +597,67 @@ func (c *Channel) deliver(msg []byte) {
 		go c.detach()
 		return
 	}
+	c.wakeUp()
+}
+
+func (c *Channel) wakeUp() {
 	select {
 	case c.wake <- struct{}{}:
 	default:
+	}
+}
+
+// directMax is the largest message the reader hands a forwarding client
+// itself (see Forward); larger ones (screenshots) go through the queue, so
+// that the other channels of the browser do not wait while one is written.
+const directMax = 64 << 10
+
+// Forward passes the channel's messages to fn, in order, until the channel
+// ends, and returns why it ended: it replaces ReadMessage for a client
+// that forwards each message at once (the CDP proxy). While the client
+// keeps up, a small message is passed on the Mux's reader itself, with
+// direct true, which saves waking another goroutine for each reply; fn
+// must then not block for long (a write deadline): the browser's other
+// channels wait for it. Anything else is passed from the calling goroutine.
+func (c *Channel) Forward(fn func(msg []byte, direct bool) error) error {
+	c.mu.Lock()
+	c.forward = fn
+	c.mu.Unlock()
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return ErrChannelClosed
+		}
+		if len(c.queue) > 0 && !c.writing {
+			msg := c.queue[0]
+			c.queue[0] = nil
+			c.queue = c.queue[1:]
+			c.queued -= len(msg)
+			c.writing = true
+			c.mu.Unlock()
+			err := fn(msg, false)
+			c.mu.Lock()
+			c.writing = false
+			c.mu.Unlock()
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		err, idle := c.err, !c.writing
+		c.mu.Unlock()
+		if err != nil && idle {
+			return err
+		}
+		select {
+		case <-c.wake:
+		case <-c.done:
+			if err != nil {
+				// Ended while the reader was writing: wait for it.
+				time.Sleep(time.Millisecond)
+			}
+		}
 	}
 }
 
@@ -622,10 +703,14 @@ func (c *Channel) ReadMessage() ([]byte, error) {
 // ErrChannelClosed is returned by a channel's methods after its Close.
 var ErrChannelClosed = errors.New("use of closed CDP channel")
 
-// WriteMessage sends a client's message: one without a sessionId goes to
-// the channel's own session; one with a sessionId must name a session of
-// this channel. A message the browser must not get is answered here with a
-// CDP error.
+// WriteMessage sends one message: one without a sessionId goes to the
+// channel's own session; one with a sessionId must name a session of this
+// channel. On a client's channel (OpenClient) the message is first parsed
+// strictly (ParseCommand) and judged (the policy in policy.go): a message
+// the browser must not get is answered here with a CDP error, and what the
+// browser gets is Trawler's re-encoding of the message it judged, never
+// the client's bytes. A client's Browser.close is not sent: WriteMessage
+// returns ErrBrowserClose, for the session's owner to end it.
 func (c *Channel) WriteMessage(msg []byte) error {
 	c.mu.Lock()
 	err, closed := c.err, c.closed
@@ -636,39 +721,69 @@ func (c *Channel) WriteMessage(msg []byte) error {
 	if err != nil {
 		return err
 	}
+	if c.client {
+		return c.writeClient(msg)
+	}
 	h, err := scanHeader(msg)
 	if err != nil {
-		c.reply(header{}, &Error{Code: -32700, Message: "Message must be a JSON object"})
+		c.reply(-1, "", &Error{Code: -32700, Message: "Message must be a JSON object"})
 		return nil
 	}
-	target := c.target
 	if h.sessionID != "" {
-		owner, t := c.m.owner(h.sessionID)
-		if owner != c {
-			c.reply(h, &Error{Code: -32001, Message: "Session with given id not found."})
+		if owner, _ := c.m.owner(h.sessionID); owner != c {
+			c.reply(h.id, h.sessionID, &Error{Code: -32001, Message: "Session with given id not found."})
 			return nil
 		}
-		target = t
+		return c.m.write(msg)
 	}
-	out, refusal := msg, (*Error)(nil)
-	if !c.own || h.method != "Target.createBrowserContext" {
-		out, refusal = c.m.vet(msg, h, target)
-	}
-	if refusal != nil {
-		c.reply(h, refusal)
+	return c.m.write(withSession(msg, c.session))
+}
+
+// ErrBrowserClose is returned by a client channel's WriteMessage for
+// Browser.close, which is not sent to the browser: the session it belongs
+// to should end instead.
+var ErrBrowserClose = errors.New("the client asked to close the browser")
+
+func (c *Channel) writeClient(msg []byte) error {
+	cmd, err := ParseCommand(msg)
+	if err != nil {
+		c.reply(cmd.ID, "", &Error{Code: -32700, Message: "Trawler: " + err.Error()})
 		return nil
 	}
-	if h.sessionID == "" {
-		out = withSession(out, c.session)
+	cmd.target = c.target
+	session := c.session
+	if cmd.SessionID != "" {
+		owner, target := c.m.owner(cmd.SessionID)
+		if owner != c {
+			c.reply(cmd.ID, cmd.SessionID, &Error{Code: -32001, Message: "Session with given id not found."})
+			return nil
+		}
+		cmd.target, session = target, cmd.SessionID
+	}
+	if refusal := c.m.vet(c, cmd); refusal != nil {
+		c.reply(cmd.ID, cmd.SessionID, refusal)
+		return nil
+	}
+	if cmd.Method == "Browser.close" {
+		return ErrBrowserClose
+	}
+	out, err := cmd.encode(session)
+	if err != nil {
+		c.reply(cmd.ID, cmd.SessionID, refuse(err.Error()))
+		return nil
 	}
 	return c.m.write(out)
 }
 
-// reply answers a client's command itself, as the browser would.
-func (c *Channel) reply(h header, e *Error) {
-	r := map[string]any{"id": h.id, "error": e}
-	if h.sessionID != "" {
-		r["sessionId"] = h.sessionID
+// reply answers a client's command itself, as the browser would; id -1
+// when the command's id could not be read.
+func (c *Channel) reply(id int64, sessionID string, e *Error) {
+	r := map[string]any{"error": e}
+	if id >= 0 {
+		r["id"] = id
+	}
+	if sessionID != "" {
+		r["sessionId"] = sessionID
 	}
 	msg, _ := json.Marshal(r)
 	c.deliver(msg)

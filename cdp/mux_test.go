@@ -23,7 +23,7 @@ type pipeBrowser struct {
 	mux *Mux
 }
 
-func chromium(t *testing.T) string {
+func chromium(t testing.TB) string {
 	t.Helper()
 	for _, p := range []string{os.Getenv("TRAWLER_CHROMIUM_PATH"), "chromium", "chromium-browser"} {
 		if p == "" {
@@ -37,7 +37,7 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
-func startPipeBrowser(t *testing.T, opts MuxOptions) *pipeBrowser {
+func startPipeBrowser(t testing.TB, opts MuxOptions) *pipeBrowser {
 	t.Helper()
 	toR, toW, err := os.Pipe()
 	if err != nil {

@@ -2,8 +2,6 @@ package cdp
 
 import (
 	"encoding/json"
-	"reflect"
-	"strings"
 	"testing"
 )
 
@@ -62,64 +60,5 @@ func TestWithSession(t *testing.T) {
 		if got != want {
 			t.Errorf("withSession(%s) = %s, want %s", in, got, want)
 		}
-	}
-}
-
-// TestVet: what a session's client may not ask of its browser.
-func TestVet(t *testing.T) {
-	t.Parallel()
-	m := &Mux{opts: MuxOptions{DownloadDir: "/data/browsers/b1/Downloads"}, targets: map[string]*trackedTarget{}}
-	for _, tc := range []struct {
-		msg     string
-		refused string // a word of the refusal, or "" when allowed
-	}{
-		{`{"id":1,"method":"Page.navigate","params":{"url":"file:///etc/passwd"}}`, "file:"},
-		{`{"id":1,"method":"Page.navigate","params":{"url":" FILE:///data/trawler.db"}}`, "file:"},
-		{`{"id":1,"method":"Page.navigate","params":{"url":"view-source:file:///etc/passwd"}}`, "file:"},
-		{`{"id":1,"method":"Target.createTarget","params":{"url":"chrome://version"}}`, "chrome:"},
-		{`{"id":1,"method":"Network.loadNetworkResource","params":{"url":"filesystem:http://a/x","frameId":"F"}}`, "filesystem:"},
-		{`{"id":1,"method":"Page.navigate","params":{"url":"https://example.org/"}}`, ""},
-		{`{"id":1,"method":"Target.createBrowserContext","params":{"proxyServer":"direct://"}}`, "proxyServer"},
-		{`{"id":1,"method":"Target.createBrowserContext","params":{"disposeOnDetach":true}}`, ""},
-		{`{"id":1,"method":"DOM.setFileInputFiles","params":{"files":["/data/trawler.db"],"backendNodeId":3}}`, "not a file the browser downloaded"},
-		{`{"id":1,"method":"DOM.setFileInputFiles","params":{"files":["/data/browsers/b1/Downloads/../../b2/Cookies"]}}`, "not a file the browser downloaded"},
-		{`{"id":1,"method":"DOM.setFileInputFiles","params":{"files":["/data/browsers/b1/Downloads/report.pdf"]}}`, ""},
-		{`{"id":1,"method":"Input.dispatchDragEvent","params":{"type":"drop","x":1,"y":1,"data":{"items":[],"files":["/etc/shadow"],"dragOperationsMask":1}}}`, "not a file"},
-		{`{"id":1,"method":"Tethering.bind","params":{"port":9222}}`, "no ports"},
-		{`{"id":1,"method":"Target.setRemoteLocations","params":{"locations":[{"host":"10.0.0.1","port":9222}]}}`, "DevTools hosts"},
-		{`{"id":1,"method":"Extensions.loadUnpacked","params":{"path":"/tmp/x"}}`, "install nothing"},
-	} {
-		h, err := scanHeader([]byte(tc.msg))
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, refusal := m.vet([]byte(tc.msg), h, "")
-		switch {
-		case tc.refused == "" && refusal != nil:
-			t.Errorf("%s refused: %s", tc.msg, refusal.Message)
-		case tc.refused != "" && refusal == nil:
-			t.Errorf("%s allowed", tc.msg)
-		case tc.refused != "" && !strings.Contains(refusal.Message, tc.refused):
-			t.Errorf("%s: refusal %q does not say %q", tc.msg, refusal.Message, tc.refused)
-		}
-	}
-
-	// A download directory is replaced by the browser's own.
-	msg := `{"id":4,"method":"Browser.setDownloadBehavior","params":{"behavior":"allowAndName","downloadPath":"/home/me/.cache/ms-playwright/artifacts","eventsEnabled":true}}`
-	h, _ := scanHeader([]byte(msg))
-	out, refusal := m.vet([]byte(msg), h, "")
-	if refusal != nil {
-		t.Fatalf("setDownloadBehavior refused: %v", refusal)
-	}
-	var got struct {
-		ID     int            `json:"id"`
-		Params map[string]any `json:"params"`
-	}
-	if err := json.Unmarshal(out, &got); err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]any{"behavior": "allowAndName", "downloadPath": "/data/browsers/b1/Downloads", "eventsEnabled": true}
-	if got.ID != 4 || !reflect.DeepEqual(got.Params, want) {
-		t.Errorf("setDownloadBehavior became %s", out)
 	}
 }

@@ -9,7 +9,6 @@
 package cdpproxy
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -182,7 +181,7 @@ func (p *Proxy) proxy(w http.ResponseWriter, r *http.Request, s *sessions.Sessio
 	}
 	defer detach()
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
-	up, err := s.CDP().Open(ctx, target)
+	up, err := s.CDP().OpenClient(ctx, target)
 	cancel()
 	if err != nil {
 		if target != "" {
@@ -255,8 +254,9 @@ func isClientGone(err error) bool {
 }
 
 // fromClient forwards client messages to the browser, counting each as
-// activity. Browser.close is not forwarded: it ends the session instead, so
-// a Puppeteer browser.close() frees the session cleanly rather than looking
+// activity. The channel parses, judges and re-encodes each (cdp's policy).
+// Browser.close is not forwarded: it ends the session instead, so a
+// Puppeteer browser.close() frees the session cleanly rather than looking
 // like a crash.
 func (p *Proxy) fromClient(up *cdp.Channel, client *websocket.Conn, s *sessions.Session) error {
 	for {
@@ -265,32 +265,38 @@ func (p *Proxy) fromClient(up *cdp.Channel, client *websocket.Conn, s *sessions.
 			return clientSide{err}
 		}
 		s.Touch()
-		if bytes.Contains(msg, []byte(`"Browser.close"`)) {
-			var m struct {
-				ID     int64  `json:"id"`
-				Method string `json:"method"`
-			}
-			if json.Unmarshal(msg, &m) == nil && m.Method == "Browser.close" {
-				p.log.Info("client closed the browser", "session", s.ID())
-				go s.End(sessions.ClientClosed)
-				continue
-			}
+		err = up.WriteMessage(msg)
+		if errors.Is(err, cdp.ErrBrowserClose) {
+			p.log.Info("client closed the browser", "session", s.ID())
+			go s.End(sessions.ClientClosed)
+			continue
 		}
-		if err := up.WriteMessage(msg); err != nil {
+		if err != nil {
 			return err
 		}
 	}
 }
 
-// toClient sends the browser's messages for this client's channel.
+// toClient sends the browser's messages for this client's channel. Most
+// replies are written by the browser's reader itself (Channel.Forward);
+// those writes get a deadline, since the browser's other channels wait for
+// them: a client that does not read is cut off rather than let it stall
+// them.
 func toClient(client *websocket.Conn, up *cdp.Channel) error {
-	for {
-		msg, err := up.ReadMessage()
-		if err != nil {
-			return err
+	return up.Forward(func(msg []byte, direct bool) error {
+		deadline := time.Time{}
+		if direct {
+			deadline = time.Now().Add(directWriteTimeout)
 		}
+		client.SetWriteDeadline(deadline)
 		if err := client.WriteMessage(websocket.TextMessage, msg); err != nil {
 			return clientSide{err}
 		}
-	}
+		return nil
+	})
 }
+
+// directWriteTimeout bounds a write of a small message to a client's
+// socket: it blocks only when the socket's buffer is full, that is when
+// the client has stopped reading.
+const directWriteTimeout = 5 * time.Second

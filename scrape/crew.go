@@ -176,7 +176,7 @@ func (w *Worker) leaseForCrew(ctx context.Context) (*crewLease, error) {
 		}
 		return nil, &RetryableError{Err: err}
 	}
-	conn, err := lease.Browser().CDP().DialOwn(ctx)
+	conn, err := lease.Browser().CDP().Dial(ctx)
 	if err != nil {
 		lease.Release(browsers.Destroy)
 		return nil, &RetryableError{Err: err}

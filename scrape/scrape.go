@@ -558,7 +558,7 @@ func (s *Service) fetch(ctx context.Context, req Request, guard *netguard.Cache)
 		t = s.spares.take(b.ID())
 	}
 	if t == nil {
-		conn, err := b.CDP().DialOwn(ctx)
+		conn, err := b.CDP().Dial(ctx)
 		if err != nil {
 			return nil, err
 		}

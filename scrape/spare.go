@@ -155,7 +155,7 @@ func (s *spares) fill(ctx context.Context, id string, browser *cdp.Mux, newRoute
 func (s *spares) make(ctx context.Context, id string, browser *cdp.Mux, newRoute func(string) (*egress.Route, error)) bool {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	conn, err := browser.DialOwn(ctx)
+	conn, err := browser.Dial(ctx)
 	if err != nil {
 		return false
 	}

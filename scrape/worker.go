@@ -199,7 +199,7 @@ func (w *Worker) tab(ctx context.Context, job string, req *Request) (*jobTab, er
 		w.dropTab(w.lru[0])
 	}
 	// Each tab has its own connection: a connection has one event handler.
-	conn, err := w.leased().Browser().CDP().DialOwn(ctx)
+	conn, err := w.leased().Browser().CDP().Dial(ctx)
 	if err != nil {
 		return nil, &RetryableError{Err: err}
 	}

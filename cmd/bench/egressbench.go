@@ -307,7 +307,7 @@ type egressTab struct {
 // route's (with no bypass, as Trawler's scrapes set it) when route is set.
 func openEgressTab(ctx context.Context, mux *cdp.Mux, route *egress.Route) (*egressTab, error) {
 	// DialOwn: a client's connection (Dial) may not set proxyServer.
-	conn, err := mux.DialOwn(ctx)
+	conn, err := mux.Dial(ctx)
 	if err != nil {
 		return nil, err
 	}
