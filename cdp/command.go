@@ -46,9 +46,20 @@ var errMalformed = errors.New("malformed CDP message")
 // the same or differ only in case. Chromium's reader would decode escaped
 // keys and take one of two duplicates, and Go's matches keys without case:
 // a frame on which readers could disagree is refused rather than guessed
-// at. On error the Command holds the id when one was read, so that the
-// refusal can answer it.
+// at. On error the Command holds the id and sessionId when they could be
+// read, so that the refusal can answer them.
 func ParseCommand(frame []byte) (*Command, error) {
+	c, err := parseCommand(frame)
+	if err != nil {
+		// What the refusal answers, read leniently: a client waits for the
+		// reply to its id, in the session it sent the command to.
+		c = &Command{ID: idOf(frame)}
+		json.Unmarshal(rawjson.Member(frame, "sessionId"), &c.SessionID)
+	}
+	return c, err
+}
+
+func parseCommand(frame []byte) (*Command, error) {
 	c := &Command{ID: -1}
 	if !utf8.Valid(frame) {
 		return c, malformed("the message is not valid UTF-8")
@@ -57,11 +68,9 @@ func ParseCommand(frame []byte) (*Command, error) {
 		// A frame with two objects, or cut short, may still show its id.
 		if i := rawjson.SkipSpace(frame, 0); i < len(frame) && frame[i] == '{' {
 			if end, err := rawjson.SkipValue(frame, i); err == nil && json.Valid(frame[:end]) {
-				c.ID = idOf(frame[:end])
 				return c, malformed("the message must be one JSON object")
 			}
 		}
-		c.ID = idOf(frame)
 		return c, malformed("the message is not valid JSON")
 	}
 	if frame[rawjson.SkipSpace(frame, 0)] != '{' {

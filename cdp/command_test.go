@@ -29,7 +29,7 @@ func TestParseCommandRefuses(t *testing.T) {
 		{"duplicate method", `{"id":8,"method":"Runtime.evaluate","method":"Page.navigate"}`, "twice", 8},
 		{"case variant top key", `{"id":8,"method":"Runtime.evaluate","Method":"Page.navigate"}`, "case", 8},
 		{"unknown member", `{"id":9,"method":"Runtime.evaluate","Params":{}}`, "unknown member", 9},
-		{"invalid UTF-8", "{\"id\":10,\"method\":\"Runtime.evaluate\",\"params\":{\"expression\":\"\xff\"}}", "UTF-8", -1},
+		{"invalid UTF-8", "{\"id\":10,\"method\":\"Runtime.evaluate\",\"params\":{\"expression\":\"\xff\"}}", "UTF-8", 10},
 		{"not an object", `[1]`, "object", -1},
 		{"no id", `{"method":"Browser.getVersion"}`, "no id", -1},
 		{"fractional id", `{"id":1.5,"method":"Browser.getVersion"}`, "integer", -1},

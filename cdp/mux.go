@@ -747,7 +747,7 @@ var ErrBrowserClose = errors.New("the client asked to close the browser")
 func (c *Channel) writeClient(msg []byte) error {
 	cmd, err := ParseCommand(msg)
 	if err != nil {
-		c.reply(cmd.ID, "", &Error{Code: -32700, Message: "Trawler: " + err.Error()})
+		c.reply(cmd.ID, cmd.SessionID, &Error{Code: -32700, Message: "Trawler: " + err.Error()})
 		return nil
 	}
 	cmd.target = c.target
