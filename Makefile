@@ -29,20 +29,23 @@ test-go:
 	$(GO) test -race -count=1 -timeout 15m ./...
 	$(GO) test -count=1 -run '^TestRelevanceOnPythonDocs$$' ./index
 
-# test-fuzz runs each document parser's fuzz target briefly on top of its
-# committed corpus (parse/testdata/fuzz), which plain go test replays. Each
+# test-fuzz runs each document parser's fuzz target, and the CDP proxy's
+# (cdp:FuzzParseCommand: its strict reading of a client's frames against a
+# lenient one of the kind Chromium's is), briefly on top of the committed
+# corpus (testdata/fuzz), which plain go test replays. Each
 # runs a number of inputs, some seconds' worth on a 2-core machine,
 # not a duration: Go 1.26's fuzzing coordinator can fail a run that ends on
 # a deadline while a worker is mid-input ("context deadline exceeded" with no
 # failing input, golang/go#75804, fixed in Go 1.27). FUZZ_TIME=10s (or any
 # -fuzztime) overrides every count.
-FUZZ_TARGETS := FuzzPDF:300x FuzzContentStream:20000x FuzzDOCX:300x FuzzODT:300x FuzzRTF:20000x FuzzDOC:1000x FuzzXLSX:300x FuzzXLS:3000x
+FUZZ_TARGETS := FuzzPDF:300x FuzzContentStream:20000x FuzzDOCX:300x FuzzODT:300x FuzzRTF:20000x FuzzDOC:1000x FuzzXLSX:300x FuzzXLS:3000x cdp:FuzzParseCommand:20000x
 FUZZ_TIME ?=
 test-fuzz:
 	@for t in $(FUZZ_TARGETS); do \
+		pkg=parse; case $$t in cdp:*) pkg=cdp; t=$${t#cdp:};; esac; \
 		f=$${t%%:*}; n=$${FUZZ_TIME:-$${t#*:}}; \
 		echo "fuzzing $$f for $$n"; \
-		$(GO) test ./parse -run '^$$' -fuzz "^$$f$$" -fuzztime $$n || exit 1; \
+		$(GO) test ./$$pkg -run '^$$' -fuzz "^$$f$$" -fuzztime $$n || exit 1; \
 	done
 
 # test-postgres runs the store's tests on PostgreSQL instead of SQLite, and
@@ -70,12 +73,12 @@ test-node: build
 # test-docker runs the session suites (Go and Node: lifecycle, proxy,
 # limits, crashes, expiry, shutdown, profiles, execute) again with every browser in
 # its own container (TRAWLER_RUNTIME=docker).
-DOCKER_GO_TESTS := TestPagesReachNeitherBrowsersNorTrawler|TestScrapesLeaveThroughUpstreamProxies|TestServiceWorkersAndWebSocketsAreGuarded|TestSessionLifecycleWithChromedp|TestAuthenticationAndTeamIsolation|TestLocalModeAcceptsAnyCaller|TestDiscoveryEndpointsAndManyClients|TestRateLimitAndQueue|TestPoolFullQueues|TestBrowserCrashDestroysSession|TestActivityTTLAndTTLExpiry|TestProfilesInMinIO
+DOCKER_GO_TESTS := TestPagesReachNeitherBrowsersNorTrawler|TestCDPProxyRefusesBypasses|TestConfinedBrowsersReachNothing|TestScrapesLeaveThroughUpstreamProxies|TestServiceWorkersAndWebSocketsAreGuarded|TestSessionLifecycleWithChromedp|TestAuthenticationAndTeamIsolation|TestLocalModeAcceptsAnyCaller|TestDiscoveryEndpointsAndManyClients|TestRateLimitAndQueue|TestPoolFullQueues|TestBrowserCrashDestroysSession|TestActivityTTLAndTTLExpiry|TestProfilesInMinIO
 test-docker: build
 	bash scripts/images.sh sandbox
 	TRAWLER_TEST_RUNTIME=docker $(GO) test -race -count=1 -timeout 10m -run '^($(DOCKER_GO_TESTS))$$' ./service
 	cd test/node && TRAWLER_TEST_RUNTIME=docker TRAWLER_BIN=$(CURDIR)/$(BIN) node --test --test-concurrency=1 \
-		playwright.test.mjs puppeteer.test.mjs expiry.test.mjs shutdown.test.mjs team-limits.test.mjs profiles.test.mjs execute.test.mjs
+		playwright.test.mjs puppeteer.test.mjs confinement.test.mjs expiry.test.mjs shutdown.test.mjs team-limits.test.mjs profiles.test.mjs execute.test.mjs
 
 # test-cluster brings up the multi-node rig of deploy/cluster.compose.yml
 # (HAProxy in front of two nodes on the docker runtime, PostgreSQL, MinIO),

@@ -49,6 +49,20 @@ type Deps struct {
 	Docs *docsearch.Index
 	// Execute runs the node and bash code of POST /v2/browser/{id}/execute.
 	Execute *execute.Service
+	// Browsers is how the service's browsers are confined, for /healthz.
+	Browsers BrowserHealth
+}
+
+// BrowserHealth is the browsers part of GET /healthz: whether each browser
+// is confined (browsers.Confinement) and so whether sessions are served.
+type BrowserHealth struct {
+	Runtime  string `json:"runtime"`
+	Confined bool   `json:"confined"`
+	Sandbox  bool   `json:"sandbox"`
+	// Sessions: POST /v2/browser is served (refused on a host that cannot
+	// confine browsers, unless the operator allows it).
+	Sessions bool   `json:"sessions"`
+	Detail   string `json:"detail"`
 }
 
 // API is the Fiber application and what it needs.
@@ -73,7 +87,7 @@ func New(d Deps) *API {
 		DisableStartupMessage: true,
 		ErrorHandler:          a.errorHandler,
 	})
-	a.app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"ok": true}) })
+	a.app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"ok": true, "browsers": a.Browsers}) })
 	// Each route names the query parameters it takes; any other is a 400.
 	v2 := a.app.Group("/v2", a.authenticate)
 	v2.Post("/browser", query(), a.billable, a.createBrowser)

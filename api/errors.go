@@ -78,6 +78,7 @@ func (a *API) toError(err error) *Error {
 	var destroyed *sessions.DestroyedError
 	var start *browsers.StartError
 	var sandbox *execute.UnavailableError
+	var unconfined *sessions.UnconfinedError
 	switch {
 	case errors.Is(err, profiles.ErrLocked):
 		return &Error{Status: fiber.StatusConflict, Code: "PROFILE_LOCKED",
@@ -107,6 +108,8 @@ func (a *API) toError(err error) *Error {
 			Message: "no browser available: " + busy.Reason + "; retry later", RetryAfter: secs}
 	case errors.As(err, &destroyed):
 		return &Error{Status: fiber.StatusGone, Code: "SESSION_DESTROYED", Message: destroyed.Error()}
+	case errors.As(err, &unconfined):
+		return &Error{Status: fiber.StatusServiceUnavailable, Code: "UNAVAILABLE", Message: unconfined.Error()}
 	case errors.Is(err, sessions.ErrNotFound):
 		return &Error{Status: fiber.StatusNotFound, Code: "NOT_FOUND", Message: "browser session not found"}
 	case errors.As(err, &start):

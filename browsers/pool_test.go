@@ -21,7 +21,7 @@ func newPool(t *testing.T, o browsers.PoolOptions) (*browsers.Pool, *browsers.Pr
 }
 
 func newRuntime(t *testing.T, dir string) *browsers.ProcessRuntime {
-	return &browsers.ProcessRuntime{Chromium: browserstest.Chromium(t), Dir: dir, StartTimeout: 30 * time.Second}
+	return browserstest.Runtime(t, dir)
 }
 
 func alive(b browsers.Browser) bool {

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +21,7 @@ import (
 	"time"
 
 	"github.com/trawler-dev/trawler/cdp"
+	"github.com/trawler-dev/trawler/docker/shim"
 )
 
 // ChromiumFlags are the flags every Chromium that Trawler starts runs with.
@@ -26,7 +29,6 @@ import (
 // Chromium otherwise floods the network with refused background requests.
 var ChromiumFlags = []string{
 	"--headless=new",
-	"--no-sandbox",
 	"--disable-gpu",
 	"--disable-background-networking",
 	"--disable-component-update",
@@ -85,9 +87,12 @@ func WithExtra(extra []string) (flags, rest []string) {
 
 // ReservedFlag reports whether flag is one that Trawler sets for every
 // browser, or one that would undo its isolation (a DevTools port, another
-// proxy, UDP around the proxy): TRAWLER_CHROMIUM_FLAGS may not set it.
+// proxy, UDP around the proxy, no sandbox): TRAWLER_CHROMIUM_FLAGS may not
+// set it.
 func ReservedFlag(flag string) bool {
 	switch strings.SplitN(flag, "=", 2)[0] {
+	case "--no-sandbox", "--disable-namespace-sandbox", "--disable-seccomp-filter-sandbox", "--no-zygote", "--single-process":
+		return true
 	case "--user-data-dir", "--remote-debugging-port", "--remote-debugging-address", "--remote-debugging-pipe",
 		"--remote-debugging-io-pipes", "--remote-allow-origins", "--proxy-server", "--proxy-bypass-list",
 		"--proxy-pac-url", "--no-proxy-server", "--proxy-auto-detect", "--force-webrtc-ip-handling-policy",
@@ -130,36 +135,46 @@ type ProcessRuntime struct {
 	Proxy string
 	// ProxyFor, when set, names the egress proxy for browser id instead
 	// (its own route, which the egress proxy counts and binds apart).
+	// Unconfined browsers only.
 	ProxyFor func(id string) (string, error)
+	// Confinement is how each browser is walled in (Probe finds it out).
+	// A confined browser's only way out is the proxy port of its own
+	// network namespace, whose connections go to Egress.
+	Confinement Confinement
+	// Egress serves each connection a confined browser made to its proxy
+	// port: to is the loopback address it dialled there (each browser
+	// context gets its own, see egress.Proxy.ContextRoute).
+	Egress func(id string, to netip.Addr, c net.Conn)
 }
 
 var _ Runtime = (*ProcessRuntime)(nil)
 
 const pidFile = "trawler.pid"
 
-// Start launches Chromium and waits until it answers over its DevTools
-// pipe.
+// Start launches Chromium (in its sandbox when confined) and waits until
+// it answers over its DevTools pipe.
 func (r *ProcessRuntime) Start(ctx context.Context, id string) (Browser, error) {
+	// The directory holds what Trawler keeps of the browser (its pid); a
+	// confined browser's own files are on its private /tmp.
 	dir := filepath.Join(r.Dir, id)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("creating user-data directory: %w", err)
+		return nil, fmt.Errorf("creating the browser's directory: %w", err)
 	}
-	proxy := r.Proxy
-	if r.ProxyFor != nil {
+	conf := r.Confinement
+	userData, proxy := dir, r.Proxy
+	if conf.Confined {
+		userData, proxy = UserDataDir, "http://127.0.0.1:"+strconv.Itoa(shim.ProxyPort)
+	} else if r.ProxyFor != nil {
 		var err error
 		if proxy, err = r.ProxyFor(id); err != nil {
 			return nil, err
 		}
 	}
 	own, extra := WithExtra(r.ExtraFlags)
-	args := append(append(append(own, ProxyFlags(proxy)...), extra...), "--user-data-dir="+dir, "about:blank")
-	cmd := exec.Command(r.Chromium, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Dir = dir
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		return nil, err
+	if !conf.Sandbox {
+		own = append(own, "--no-sandbox")
 	}
+	args := append(append(append(own, ProxyFlags(proxy)...), extra...), "--user-data-dir="+userData, "about:blank")
 	// Chromium reads commands from fd 3 and writes to fd 4.
 	toR, toW, err := os.Pipe()
 	if err != nil {
@@ -171,19 +186,53 @@ func (r *ProcessRuntime) Start(ctx context.Context, id string) (Browser, error) 
 		toW.Close()
 		return nil, err
 	}
-	cmd.ExtraFiles = []*os.File{toR, fromW}
-	err = cmd.Start()
+	var cmd *exec.Cmd
+	var launcherConn *net.UnixConn
+	var launcherEnd *os.File
+	if conf.Confined {
+		exe, err := selfExe()
+		if err == nil {
+			launcherConn, launcherEnd, err = socketPair()
+		}
+		if err != nil {
+			toR.Close()
+			toW.Close()
+			fromR.Close()
+			fromW.Close()
+			return nil, err
+		}
+		bw := append(append(conf.bwrapArgs(), setenvArgs(browserEnv())...), "--", exeInSandbox, launcherArg, "run", Marker(r.Dir, id), "--", r.Chromium)
+		cmd = exec.Command(conf.Bwrap, append(bw, args...)...)
+		cmd.ExtraFiles = []*os.File{toR, fromW, exe, launcherEnd}
+	} else {
+		cmd = exec.Command(r.Chromium, args...)
+		cmd.Dir = dir
+		cmd.ExtraFiles = []*os.File{toR, fromW}
+	}
+	cmd.Env = browserEnv()
+	cmd.SysProcAttr = conf.procAttr()
+	stderr, err := cmd.StderrPipe()
+	if err == nil {
+		err = cmd.Start()
+	}
 	toR.Close()
 	fromW.Close()
+	if launcherEnd != nil {
+		launcherEnd.Close()
+	}
 	if err != nil {
 		toW.Close()
 		fromR.Close()
+		if launcherConn != nil {
+			launcherConn.Close()
+		}
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("starting %s: %w", r.Chromium, err)
+		return nil, fmt.Errorf("starting %s: %w", cmd.Path, err)
 	}
 	b := &processBrowser{id: id, dir: dir, cmd: cmd, done: make(chan struct{})}
-	b.mux = cdp.NewMux(fromR, toW, closeBoth{toW, fromR}, cdp.MuxOptions{DownloadDir: filepath.Join(dir, "Downloads")})
-	if err := os.WriteFile(filepath.Join(dir, pidFile), []byte(strconv.Itoa(cmd.Process.Pid)), 0o600); err != nil {
+	downloads := filepath.Join(userData, "Downloads")
+	b.mux = cdp.NewMux(fromR, toW, closeBoth{toW, fromR}, cdp.MuxOptions{DownloadDir: downloads})
+	if err := os.WriteFile(filepath.Join(dir, pidFile), []byte(pidRecord(cmd.Process.Pid)), 0o600); err != nil {
 		b.kill()
 		cmd.Wait()
 		b.mux.Close()
@@ -223,7 +272,22 @@ func (r *ProcessRuntime) Start(ctx context.Context, id string) (Browser, error) 
 	startCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	ready := make(chan error, 1)
-	go func() { ready <- b.mux.Start(startCtx) }()
+	go func() {
+		if launcherConn != nil {
+			// The launcher hands over the proxy listener before it
+			// becomes Chromium.
+			ln, err := receiveListener(launcherConn, timeout)
+			launcherConn.Close()
+			if err != nil {
+				ready <- err
+				return
+			}
+			if b.setProxy(ln) {
+				go r.serveProxy(id, ln)
+			}
+		}
+		ready <- b.mux.Start(startCtx)
+	}()
 	select {
 	case err = <-ready:
 	case <-b.done:
@@ -299,7 +363,7 @@ func (r *ProcessRuntime) Reap(ctx context.Context) (int, error) {
 		}
 		dir := filepath.Join(r.Dir, e.Name())
 		if raw, err := os.ReadFile(filepath.Join(dir, pidFile)); err == nil {
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(raw))); err == nil && ownsDir(pid, dir) {
+			if pid, ok := recordedProcess(string(raw), dir); ok {
 				// The browser leads its own process group: kill all of it.
 				syscall.Kill(-pid, syscall.SIGKILL)
 				waitGone(pid, 5*time.Second)
@@ -317,14 +381,44 @@ func (r *ProcessRuntime) Reap(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// ownsDir reports whether process pid is a Chromium using dir, so that a
-// recycled pid never gets another program killed.
-func ownsDir(pid int, dir string) bool {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil {
-		return false
+// pidRecord is what a browser's pid file holds: its pid and its start
+// time, so that Reap never kills another program that got the pid since.
+func pidRecord(pid int) string { return strconv.Itoa(pid) + " " + startTime(pid) }
+
+// recordedProcess returns the pid a pid file records when that process is
+// still the one recorded: the same start time, or (a file from before
+// start times were kept) a Chromium using dir.
+func recordedProcess(record, dir string) (int, bool) {
+	f := strings.Fields(record)
+	if len(f) == 0 {
+		return 0, false
 	}
-	return strings.Contains(string(raw), "--user-data-dir="+dir+"\x00")
+	pid, err := strconv.Atoi(f[0])
+	if err != nil || pid <= 0 {
+		return 0, false
+	}
+	if len(f) > 1 {
+		return pid, f[1] != "" && startTime(pid) == f[1]
+	}
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	return pid, err == nil && strings.Contains(string(raw), "--user-data-dir="+dir+"\x00")
+}
+
+// startTime is field 22 of /proc/PID/stat, the process's start time in
+// clock ticks since boot, or "" when there is no such process.
+func startTime(pid int) string {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	// The fields after the command name, which may hold spaces: state is
+	// field 3, the start time field 22.
+	rest := string(raw[bytes.LastIndexByte(raw, ')')+1:])
+	f := strings.Fields(rest)
+	if len(f) < 20 {
+		return ""
+	}
+	return f[19]
 }
 
 // dirUsers lists the live processes whose command line names dir.
@@ -368,6 +462,8 @@ type processBrowser struct {
 
 	mu        sync.Mutex
 	err       error
+	proxy     net.Listener // a confined browser's proxy port
+	closed    bool
 	closeOnce sync.Once
 }
 
@@ -391,7 +487,43 @@ func (b *processBrowser) Close() error {
 		b.kill()
 		<-b.done
 		b.mux.Close()
+		b.mu.Lock()
+		b.closed = true
+		if b.proxy != nil {
+			b.proxy.Close()
+		}
+		b.mu.Unlock()
 		os.RemoveAll(b.dir)
 	})
 	return nil
+}
+
+// setProxy records the proxy listener of a confined browser, or closes it
+// when the browser is closed already.
+func (b *processBrowser) setProxy(ln net.Listener) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		ln.Close()
+		return false
+	}
+	b.proxy = ln
+	return true
+}
+
+// serveProxy hands each connection the browser makes to its proxy port to
+// the egress proxy, until the listener closes with the browser.
+func (r *ProcessRuntime) serveProxy(id string, ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		to, ok := netip.AddrFromSlice(c.LocalAddr().(*net.TCPAddr).IP.To4())
+		if !ok || r.Egress == nil {
+			c.Close()
+			continue
+		}
+		r.Egress(id, to, c)
+	}
 }

@@ -105,6 +105,20 @@ type Config struct {
 	// BrowserStartTimeout bounds one browser start (TRAWLER_BROWSER_START_TIMEOUT,
 	// default 30s).
 	BrowserStartTimeout time.Duration
+	// Bwrap is bubblewrap, which confines each browser of the process
+	// runtime in namespaces of its own (TRAWLER_BWRAP, default bwrap on
+	// PATH; see browsers.Confinement).
+	Bwrap string
+	// BrowserUID is the unprivileged user the process runtime's browsers
+	// run as when Trawler runs as root (TRAWLER_BROWSER_UID, default
+	// 65532; its group has the same number).
+	BrowserUID int
+	// AllowUnconfinedSessions lets browser sessions start where browsers
+	// cannot be confined (no bubblewrap, no user namespaces): their clients
+	// then stand only behind the CDP proxy's policy
+	// (TRAWLER_ALLOW_UNCONFINED_SESSIONS, default false: such a host
+	// refuses sessions with 503).
+	AllowUnconfinedSessions bool
 
 	// TeamFeatures are the options enabled per team (TRAWLER_TEAM_FEATURES,
 	// "team:feature+feature,team:feature"; features zeroDataRetention and
@@ -303,6 +317,7 @@ func defaults() *Config {
 		TeamConcurrency:     4,
 		QueueWait:           10 * time.Second,
 		BrowserStartTimeout: 30 * time.Second,
+		BrowserUID:          browsers.DefaultBrowserUID,
 		LogLevel:            "info",
 		ResultRetention:     24 * time.Hour,
 		CacheRetention:      30 * 24 * time.Hour,
@@ -374,6 +389,9 @@ func read[T any](e *envReader, name string, dst *T, parse func(string) (T, error
 // flags Trawler sets itself.
 func (e *envReader) chromium(c *Config) {
 	e.str("TRAWLER_CHROMIUM_PATH", &c.ChromiumPath)
+	e.str("TRAWLER_BWRAP", &c.Bwrap)
+	e.integer("TRAWLER_BROWSER_UID", &c.BrowserUID)
+	e.boolean("TRAWLER_ALLOW_UNCONFINED_SESSIONS", &c.AllowUnconfinedSessions)
 	v := e.get("TRAWLER_CHROMIUM_FLAGS")
 	if v == "" {
 		return
@@ -730,6 +748,9 @@ func (c *Config) Validate() error {
 	}
 	if c.QueueWait < 0 || c.QueueWait > 10*time.Minute {
 		errs = append(errs, fmt.Errorf("TRAWLER_QUEUE_WAIT must be between 0s and 10m, got %s", c.QueueWait))
+	}
+	if c.BrowserUID <= 0 {
+		errs = append(errs, fmt.Errorf("TRAWLER_BROWSER_UID must be a user other than root, got %d", c.BrowserUID))
 	}
 	if c.BrowserStartTimeout < time.Second {
 		errs = append(errs, fmt.Errorf("TRAWLER_BROWSER_START_TIMEOUT must be at least 1s, got %s", c.BrowserStartTimeout))

@@ -9,10 +9,10 @@
 # The shim is the entrypoint: it starts Chromium with its DevTools on a pipe
 # and carries that pipe, and every connection Chromium makes to its proxy,
 # over the container's standard streams, since the container has no network
-# but loopback (docker/shim). The runtime sets every Chromium flag. Those
-# include --no-sandbox even though the user is not root: the container (no
-# capabilities, no-new-privileges, a pids limit, no network) is the sandbox,
-# and Chromium's own would need privileges the container does not grant.
+# but loopback (docker/shim). The runtime sets every Chromium flag and runs
+# the container with no capability, no-new-privileges, a pids limit, no
+# mount of the host and a seccomp profile that lets Chromium's own sandbox
+# open its namespaces (docker/seccomp.go): Chromium runs with its sandbox on.
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./

@@ -163,9 +163,9 @@ const (
 	labelID       = "dev.trawler.id"
 )
 
-// userDataDir is on the container's /tmp tmpfs: a browser's profile lives
-// and dies with its container.
-const userDataDir = "/tmp/trawler-user-data"
+// BrowserUID is the unprivileged user (and group) every browser container
+// runs as, whatever user its image names.
+const BrowserUID = 1000
 
 // validID is what a container name allows after the "trawler-browser-"
 // prefix; the pool's ids are UUIDs.
@@ -210,14 +210,20 @@ func (r *Runtime) Start(ctx context.Context, id string) (browsers.Browser, error
 		return nil, fmt.Errorf("browser id %q cannot name a container", id)
 	}
 	began := time.Now()
+	profile, err := browserSeccomp()
+	if err != nil {
+		return nil, fmt.Errorf("the browser containers' seccomp profile: %w", err)
+	}
 	pids := r.cfg.PidsLimit
 	yes := true
 	created, err := r.cli.ContainerCreate(ctx,
 		&container.Config{
 			Image:      r.cfg.Image,
+			User:       strconv.Itoa(BrowserUID) + ":" + strconv.Itoa(BrowserUID),
 			Entrypoint: []string{r.cfg.Shim},
 			Cmd:        r.args(),
 			// The profile and Chromium's caches under $HOME go to the tmpfs.
+			// Nothing of Trawler's environment goes in.
 			Env: []string{"HOME=/tmp"},
 			// The shim's stdin and stdout carry the DevTools pipe and the
 			// proxy connections.
@@ -246,10 +252,12 @@ func (r *Runtime) Start(ctx context.Context, id string) (browsers.Browser, error
 			},
 			ShmSize: r.cfg.ShmSize,
 			Tmpfs:   map[string]string{"/tmp": "rw,nosuid,nodev,mode=1777"},
-			// Chromium runs with --no-sandbox: the container is the sandbox,
-			// so it gets no capabilities and cannot gain any.
+			// No capability, none to gain: Chromium's own sandbox (on) needs
+			// none, only the namespaces browserSeccomp lets it open.
 			CapDrop:     []string{"ALL"},
-			SecurityOpt: []string{"no-new-privileges"},
+			SecurityOpt: []string{"no-new-privileges", "seccomp=" + profile},
+			// Nothing of the host is mounted: not the data directory, not a
+			// profile, not a socket. The browser's files are on /tmp.
 		},
 		nil, nil, "trawler-browser-"+id)
 	if err != nil && ctx.Err() != nil {
@@ -321,7 +329,7 @@ func (r *Runtime) args() []string {
 	own, extra := browsers.WithExtra(r.cfg.ExtraFlags)
 	args = append(args, own...)
 	args = append(args, browsers.ProxyFlags("http://127.0.0.1:"+strconv.Itoa(shim.ProxyPort))...)
-	args = append(args, "--user-data-dir="+userDataDir)
+	args = append(args, "--user-data-dir="+browsers.UserDataDir)
 	args = append(args, extra...)
 	return append(args, "about:blank")
 }
@@ -342,7 +350,7 @@ func (b *browser) connect(ctx context.Context, stdout io.Reader, egress func(str
 	b.sess = sess
 	pipe := sess.CDP()
 	// Closing the session closes the pipe and every proxy stream with it.
-	b.mux = cdp.NewMux(pipe, pipe, sess, cdp.MuxOptions{DownloadDir: userDataDir + "/Downloads"})
+	b.mux = cdp.NewMux(pipe, pipe, sess, cdp.MuxOptions{DownloadDir: browsers.UserDataDir + "/Downloads"})
 	ready := make(chan error, 1)
 	go func() { ready <- b.mux.Start(ctx) }()
 	select {

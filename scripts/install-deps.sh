@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what Trawler needs on a Debian machine, skipping what is present.
-#   install-deps.sh run    Chromium, ffmpeg (the audio and video formats convert with it)
-#   install-deps.sh test   Chromium, ffmpeg, Node.js, npm, python3.11-doc (a real site the crawl tests serve),
+#   install-deps.sh run    Chromium, bubblewrap (which confines each browser: see the README's
+#                          Security section), ffmpeg (the audio and video formats convert with it)
+#   install-deps.sh test   Chromium, bubblewrap, ffmpeg, Node.js, npm, python3.11-doc (a real site the crawl tests serve),
 #                          the Docker engine and docker-compose (started, with Trawler's images
 #                          built offline), busybox-static (health checks inside those images),
 #                          the MinIO server (built once with go install, kept in GOPATH/bin),
@@ -11,10 +12,10 @@
 #                          tinyproxy and microsocks (real HTTP and SOCKS5 upstream proxies for the egress
 #                          proxy's tests), HAProxy and PostgreSQL (the multi-node tests and rig: scripts/pgtest.sh
 #                          runs throwaway clusters, scripts/images.sh builds their images from them)
-#   install-deps.sh bench  Chromium, ffmpeg, python3.11-doc (the transform corpus), the Docker engine,
+#   install-deps.sh bench  Chromium, bubblewrap, ffmpeg, python3.11-doc (the transform corpus), the Docker engine,
 #                          poppler-utils and the PDF manuals (the parse phase), tinyproxy (the egress phase)
 set -euo pipefail
-want=(chromium ffmpeg)
+want=(chromium bubblewrap ffmpeg)
 manuals=(poppler-utils bash-doc debian-faq xorg-docs)
 [ "${1:-run}" = test ] && want+=(nodejs npm python3.11-doc docker.io docker-compose busybox-static tesseract-ocr tesseract-ocr-eng tinyproxy microsocks haproxy postgresql "${manuals[@]}")
 [ "${1:-run}" = bench ] && want+=(python3.11-doc docker.io busybox-static tinyproxy "${manuals[@]}")
@@ -22,6 +23,7 @@ missing=()
 for p in "${want[@]}"; do
   case "$p" in
     chromium) command -v chromium >/dev/null 2>&1 || missing+=(chromium) ;;
+    bubblewrap) command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap) ;;
     ffmpeg) command -v ffmpeg >/dev/null 2>&1 && command -v ffprobe >/dev/null 2>&1 || missing+=(ffmpeg) ;;
     nodejs) command -v node >/dev/null 2>&1 || missing+=(nodejs) ;;
     npm) command -v npm >/dev/null 2>&1 || missing+=(npm) ;;

@@ -186,9 +186,10 @@ func (ts *testService) create(key string, body map[string]any) response {
 
 // cdpClient is a raw CDP client over the proxy.
 type cdpClient struct {
-	t    *testing.T
-	ws   *websocket.Conn
-	next int
+	t      *testing.T
+	ws     *websocket.Conn
+	next   int
+	others []map[string]any // messages read that answered no call
 }
 
 func dialCDP(t *testing.T, url string) *cdpClient {
@@ -207,29 +208,56 @@ func dialCDP(t *testing.T, url string) *cdpClient {
 
 // call sends a command and waits for its reply, skipping events.
 func (c *cdpClient) call(method string, params any) (map[string]any, error) {
+	return c.callIn("", method, params)
+}
+
+// callIn sends a command to flat session sessionID ("" for the
+// connection's own) and waits for its reply.
+func (c *cdpClient) callIn(sessionID, method string, params any) (map[string]any, error) {
 	c.next++
 	id := c.next
 	msg := map[string]any{"id": id, "method": method}
 	if params != nil {
 		msg["params"] = params
 	}
+	if sessionID != "" {
+		msg["sessionId"] = sessionID
+	}
 	if err := c.ws.WriteJSON(msg); err != nil {
 		return nil, err
 	}
+	m := c.replyTo(id)
+	if e, ok := m["error"]; ok {
+		return nil, fmt.Errorf("cdp error: %v", e)
+	}
+	res, _ := m["result"].(map[string]any)
+	return res, nil
+}
+
+// replyTo reads until the reply to id, keeping the other messages.
+func (c *cdpClient) replyTo(id int) map[string]any {
+	c.t.Helper()
 	c.ws.SetReadDeadline(time.Now().Add(30 * time.Second))
 	for {
 		var m map[string]any
-		if err := c.ws.ReadJSON(&m); err != nil {
-			return nil, err
-		}
+		err := c.ws.ReadJSON(&m)
+		require.NoError(c.t, err, "waiting for the reply to %d", id)
 		if n, ok := m["id"].(float64); ok && int(n) == id {
-			if e, ok := m["error"]; ok {
-				return nil, fmt.Errorf("cdp error: %v", e)
-			}
-			res, _ := m["result"].(map[string]any)
-			return res, nil
+			return m
+		}
+		c.others = append(c.others, m)
+	}
+}
+
+// seen returns the messages read so far that answer id.
+func (c *cdpClient) seen(id int) []map[string]any {
+	var out []map[string]any
+	for _, m := range c.others {
+		if n, ok := m["id"].(float64); ok && int(n) == id {
+			out = append(out, m)
 		}
 	}
+	return out
 }
 
 // waitClose reads until the connection closes and returns the close frame.
@@ -272,7 +300,10 @@ func readPID(t *testing.T, file string) int {
 	t.Helper()
 	raw, err := os.ReadFile(file)
 	require.NoError(t, err, "reading pid")
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(raw)))
+	// The pid, then its start time.
+	f := strings.Fields(string(raw))
+	require.NotEmpty(t, f, "empty pid file %s", file)
+	pid, _ := strconv.Atoi(f[0])
 	return pid
 }
 

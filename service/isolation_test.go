@@ -189,44 +189,51 @@ func mustJSON(v any) string {
 }
 
 // assertNoListeners checks that session id's browser accepts no TCP
-// connection: a local browser's processes hold no listening socket; a
-// container's network namespace holds only the shim's loopback proxy port.
+// connection: a confined browser's network namespace (its container's, or
+// its sandbox's) holds only the proxy port on loopback, which the shim or
+// Trawler itself listens on; an unconfined browser's processes hold no
+// listening socket.
 func (ts *testService) assertNoListeners(id string) {
 	ts.t.Helper()
 	s, err := ts.Sessions.Lookup(context.Background(), id)
 	require.NoError(ts.t, err)
+	var inside string // a process in the browser's network namespace
+	var pgid int
 	if ts.Config.Runtime == "docker" {
 		out, err := exec.Command("docker", "inspect", "-f", "{{.State.Pid}}", "trawler-browser-"+s.BrowserID()).Output()
 		require.NoError(ts.t, err, "docker inspect")
-		pid := strings.TrimSpace(string(out))
+		inside = strings.TrimSpace(string(out))
+	} else {
+		// A confined browser's sandbox starts with the child of its
+		// bubblewrap (Chromium's renderers have namespaces of their own).
+		pgid = ts.browserPID(s)
+		own, _ := os.Readlink("/proc/self/ns/net")
+		for _, p := range groupProcesses(pgid) {
+			ns, err := os.Readlink("/proc/" + p + "/ns/net")
+			if stat, _ := os.ReadFile("/proc/" + p + "/stat"); err == nil && ns != own &&
+				strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))[1] == strconv.Itoa(pgid) {
+				inside = p
+			}
+		}
+	}
+	if inside != "" {
 		var listening []string
 		for _, f := range []string{"tcp", "tcp6"} {
-			listening = append(listening, listeningSockets(ts.t, "/proc/"+pid+"/net/"+f, nil)...)
+			listening = append(listening, listeningSockets(ts.t, "/proc/"+inside+"/net/"+f, nil)...)
 		}
-		// 00000000:0C38 is *:3128, the shim's proxy port: in the
-		// container's own namespace, which holds only loopback (each browser
-		// context dials its own 127/8 address there).
+		// 00000000:0C38 is *:3128, the proxy port: in a namespace that
+		// holds only loopback (each browser context dials its own 127/8
+		// address there).
 		if len(listening) != 1 || !strings.HasPrefix(listening[0], "00000000:0C38") {
-			ts.t.Errorf("the browser container listens on %v, want only the shim's *:3128", listening)
+			ts.t.Errorf("the browser's network namespace listens on %v, want only the proxy's *:3128", listening)
 		}
 		return
 	}
-	pgid := ts.browserPID(s)
 	inodes := map[string]bool{}
-	procs, _ := os.ReadDir("/proc")
-	for _, p := range procs {
-		stat, err := os.ReadFile(filepath.Join("/proc", p.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// The fields after the command name: state, ppid, pgrp.
-		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-		if len(f) < 3 || f[2] != strconv.Itoa(pgid) {
-			continue
-		}
-		fds, _ := os.ReadDir(filepath.Join("/proc", p.Name(), "fd"))
+	for _, p := range groupProcesses(pgid) {
+		fds, _ := os.ReadDir(filepath.Join("/proc", p, "fd"))
 		for _, fd := range fds {
-			if l, err := os.Readlink(filepath.Join("/proc", p.Name(), "fd", fd.Name())); err == nil && strings.HasPrefix(l, "socket:[") {
+			if l, err := os.Readlink(filepath.Join("/proc", p, "fd", fd.Name())); err == nil && strings.HasPrefix(l, "socket:[") {
 				inodes[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")] = true
 			}
 		}
@@ -236,6 +243,24 @@ func (ts *testService) assertNoListeners(id string) {
 		listening = append(listening, listeningSockets(ts.t, f, inodes)...)
 	}
 	assert.Empty(ts.t, listening, "the browser of session %s listens", id)
+}
+
+// groupProcesses lists the pids of process group pgid.
+func groupProcesses(pgid int) []string {
+	var out []string
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		stat, err := os.ReadFile(filepath.Join("/proc", p.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// The fields after the command name: state, ppid, pgrp.
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		if len(f) >= 3 && f[2] == strconv.Itoa(pgid) {
+			out = append(out, p.Name())
+		}
+	}
+	return out
 }
 
 // listeningSockets returns the local addresses of the listening sockets in

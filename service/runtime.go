@@ -29,17 +29,28 @@ type egressProxy struct {
 
 func (e egressProxy) Close() { e.proxy.Close() }
 
+// confinement is how cfg's runtime walls in each browser.
+func confinement(ctx context.Context, cfg *config.Config) browsers.Confinement {
+	if cfg.Runtime == "docker" {
+		return browsers.Confinement{Confined: true, Sandbox: true, UID: docker.BrowserUID,
+			Wall: "a container of its own (no network, no capability, nothing of the host mounted, a private /tmp)"}
+	}
+	return browsers.Probe(ctx, cfg.Bwrap, cfg.BrowserUID, cfg.BrowserUID)
+}
+
 // newEgress starts the egress proxy every browser's requests go through,
 // with TRAWLER_ADDR denied to them.
-func newEgress(cfg *config.Config, guard *netguard.Guard, report func(egress.Binding, int64, int64), log *slog.Logger) (egressProxy, error) {
+func newEgress(cfg *config.Config, conf browsers.Confinement, guard *netguard.Guard, report func(egress.Binding, int64, int64), log *slog.Logger) (egressProxy, error) {
 	rules, err := egress.HostRulesFromFlags(cfg.ChromiumFlags)
 	if err != nil {
 		return egressProxy{}, fmt.Errorf("TRAWLER_CHROMIUM_FLAGS: %w", err)
 	}
 	ec := egress.Config{Guard: guard, Rules: rules, Upstreams: cfg.Proxies, Report: report, Log: log}
-	if cfg.Runtime == "docker" {
-		// Containers reach the proxy through their shim's streams; local
-		// browsers through a loopback port of their own.
+	if conf.Confined {
+		// A confined browser reaches the proxy at the one port of its own
+		// network namespace (a container's shim streams it over; Trawler
+		// holds a local sandbox's listener); an unconfined one through a
+		// loopback port of its own on the host.
 		ec.StreamPort = shim.ProxyPort
 	}
 	p := egress.New(ec)
@@ -90,7 +101,7 @@ func (r *routedRuntime) Start(ctx context.Context, id string) (browsers.Browser,
 
 // newRuntime returns the browser runtime cfg selects and a function that
 // releases what the runtime holds (the Docker client).
-func newRuntime(cfg *config.Config, out egressProxy, log *slog.Logger) (*routedRuntime, func(), error) {
+func newRuntime(cfg *config.Config, conf browsers.Confinement, out egressProxy, log *slog.Logger) (*routedRuntime, func(), error) {
 	if cfg.Runtime == "docker" {
 		rt, err := docker.New(docker.Config{
 			Image: cfg.Docker.Image, Instance: cfg.Instance,
@@ -103,7 +114,12 @@ func newRuntime(cfg *config.Config, out egressProxy, log *slog.Logger) (*routedR
 		return &routedRuntime{Runtime: rt, egress: out.proxy}, func() { rt.Close() }, nil
 	}
 	rt := &browsers.ProcessRuntime{Chromium: cfg.ChromiumPath, Dir: filepath.Join(cfg.DataDir, "browsers"),
-		ExtraFlags: cfg.ChromiumFlags, ProxyFor: out.proxy.ProxyFor, StartTimeout: cfg.BrowserStartTimeout, Log: log}
+		ExtraFlags: cfg.ChromiumFlags, StartTimeout: cfg.BrowserStartTimeout, Log: log, Confinement: conf}
+	if conf.Confined {
+		rt.Egress = out.proxy.ServeStream
+	} else {
+		rt.ProxyFor = out.proxy.ProxyFor
+	}
 	return &routedRuntime{Runtime: rt, egress: out.proxy}, func() {}, nil
 }
 

@@ -188,7 +188,17 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 	}
 	opener := &profiles.Opener{Store: profileStore, Instance: cfg.Instance, LockTTL: cfg.ProfileLockTTL}
 	guard := &netguard.Guard{AllowPrivate: cfg.AllowPrivateNetworks}
-	out, err := newEgress(cfg, guard, func(b egress.Binding, in, outBytes int64) {
+	conf := confinement(ctx, cfg)
+	if conf.Confined {
+		log.Info("browsers are "+conf.String(), "runtime", cfg.Runtime)
+	} else {
+		refusal := "browser sessions are refused until browsers can be confined, or TRAWLER_ALLOW_UNCONFINED_SESSIONS=true runs them anyway"
+		if cfg.AllowUnconfinedSessions {
+			refusal = "browser sessions run anyway (TRAWLER_ALLOW_UNCONFINED_SESSIONS=true): their clients stand only behind the CDP proxy's policy"
+		}
+		log.Warn("browsers cannot be confined on this host: they run " + conf.String() + "; " + refusal)
+	}
+	out, err := newEgress(cfg, conf, guard, func(b egress.Binding, in, outBytes int64) {
 		go func() {
 			u := store.EgressUsage{Team: b.Team, Request: b.Request, In: in, Out: outBytes, At: time.Now()}
 			if err := st.AddEgressUsage(context.Background(), u); err != nil {
@@ -200,7 +210,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 		return fail(err)
 	}
 	undo = append(undo, func() { out.proxy.Close() })
-	rt, closeRuntime, err := newRuntime(cfg, out, log)
+	rt, closeRuntime, err := newRuntime(cfg, conf, out, log)
 	if err != nil {
 		return fail(err)
 	}
@@ -225,6 +235,9 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 		return fail(err)
 	}
 	undo = append(undo, mgr.Close)
+	if !conf.Confined && !cfg.AllowUnconfinedSessions {
+		mgr.RefuseSessions("this host cannot confine browsers (" + conf.Reason + "); the operator may allow sessions anyway with TRAWLER_ALLOW_UNCONFINED_SESSIONS=true")
+	}
 	mgr.BindEgress = func(browser, team, session string) {
 		if r, err := out.proxy.BrowserRoute(browser); err == nil {
 			r.Bind(egress.Binding{Team: team, Request: session})
@@ -268,7 +281,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 	log.Debug("documentation indexed", "sections", len(docs.Sections()), "took", docs.BuildTime)
 	a := api.New(api.Deps{Teams: teamRegistry, Sessions: mgr, Scraper: scraper, Crawler: crawler, Store: st, URLs: urls, Log: log,
 		Profiles: opener, Search: found.service, Model: llm, Extract: extracts, Docs: docs,
-		Execute: executor})
+		Execute: executor, Browsers: api.BrowserHealth{Runtime: cfg.Runtime, Confined: conf.Confined, Sandbox: conf.Sandbox,
+			Sessions: conf.Confined || cfg.AllowUnconfinedSessions, Detail: conf.String()}})
 
 	s := &Service{Config: cfg, Store: st, Pool: pool, Sessions: mgr, Proxy: proxy, Crawler: crawler, Extract: extracts, Webhooks: hooks,
 		Profiles: profileStore, Egress: out.proxy, Model: llm, search: found, docs: docs, log: log, stop: make(chan struct{}), closeRuntime: closeRuntime}

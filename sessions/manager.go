@@ -36,6 +36,12 @@ var (
 	ErrClosed = errors.New("the service is shutting down")
 )
 
+// UnconfinedError refuses a session on a host whose browsers cannot be
+// confined: its client would stand behind the CDP proxy's policy alone.
+type UnconfinedError struct{ Reason string }
+
+func (e *UnconfinedError) Error() string { return "browser sessions are not available: " + e.Reason }
+
 // DestroyedError is returned for a session that has already ended.
 type DestroyedError struct {
 	ID     string
@@ -59,7 +65,16 @@ type Manager struct {
 	mu     sync.Mutex
 	active map[string]*Session
 	closed bool
+	refuse string         // why sessions are refused, when they are
 	wg     sync.WaitGroup // session watchers
+}
+
+// RefuseSessions makes Create refuse every session with an
+// UnconfinedError saying why.
+func (m *Manager) RefuseSessions(why string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.refuse = why
 }
 
 // NewManager returns a manager. Sessions left active in the store by a
@@ -228,11 +243,14 @@ func newToken() string {
 // Create leases a browser and starts a session on it.
 func (m *Manager) Create(ctx context.Context, o CreateOptions) (*Session, error) {
 	m.mu.Lock()
-	closed := m.closed
+	closed, refuse := m.closed, m.refuse
 	m.mu.Unlock()
-	if closed {
+	if closed || refuse != "" {
 		if o.Profile != nil {
 			o.Profile.Close(context.Background(), profiles.Discard)
+		}
+		if refuse != "" {
+			return nil, &UnconfinedError{Reason: refuse}
 		}
 		return nil, ErrClosed
 	}

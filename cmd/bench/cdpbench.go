@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -107,8 +108,22 @@ func proxiedPage(ctx context.Context, in *instance, c created) (string, error) {
 // plainChromium starts the baseline: a local Chromium with Trawler's flags
 // but its DevTools on a loopback port (what a Playwright user without
 // Trawler connects to), and returns its page's /devtools/page/<id> URL and a
-// function that stops it.
+// function that stops it. Like Trawler's, it runs with Chromium's sandbox
+// on, as the browser user when this is root (its directory is then made
+// under the system's temporary directory, which that user can reach).
 func plainChromium(ctx context.Context, chromium, dir string) (string, func(), error) {
+	attr := &syscall.SysProcAttr{Setpgid: true}
+	if os.Getuid() == 0 {
+		var err error
+		if dir, err = os.MkdirTemp("", "trawler-bench-plain-"); err != nil {
+			return "", nil, err
+		}
+		uid := browsers.DefaultBrowserUID
+		if err := os.Chown(dir, uid, uid); err != nil {
+			return "", nil, err
+		}
+		attr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}
+	}
 	args := []string{"--remote-debugging-port=0", "--user-data-dir=" + dir, "about:blank"}
 	for _, f := range browsers.ChromiumFlags {
 		if f != "--remote-debugging-pipe" {
@@ -116,7 +131,8 @@ func plainChromium(ctx context.Context, chromium, dir string) (string, func(), e
 		}
 	}
 	cmd := exec.Command(chromium, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = attr
+	cmd.Env = append(os.Environ(), "HOME="+dir)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return "", nil, err
@@ -127,6 +143,7 @@ func plainChromium(ctx context.Context, chromium, dir string) (string, func(), e
 	stop := func() {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		cmd.Wait()
+		os.RemoveAll(dir)
 	}
 	found := make(chan string, 1)
 	go func() {
@@ -164,6 +181,10 @@ func plainChromium(ctx context.Context, chromium, dir string) (string, func(), e
 	return "", nil, fmt.Errorf("the baseline Chromium lists no page")
 }
 
+// roundtripBlock is how many round trips run on one connection before the
+// other takes its turn.
+const roundtripBlock = 50
+
 // roundtrips times n sequential Runtime.evaluate("1+1") on each connection.
 // The two run in alternating blocks (direct first in even blocks, proxied
 // first in odd ones) so that drift in machine load hits both alike.
@@ -192,7 +213,7 @@ func roundtrips(ctx context.Context, direct, proxied *wsConn, n int) (d, p []tim
 			return nil, nil, err
 		}
 	}
-	const block = 50
+	const block = roundtripBlock
 	for b := 0; len(d) < n; b++ {
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err

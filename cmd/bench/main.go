@@ -120,7 +120,8 @@
 //
 // Before exiting, the services are closed and the bench fails if any
 // process they or the chromedp baseline started (found by an environment
-// marker Chromium inherits) is still running.
+// marker, and browsers by their command lines and process groups: Trawler
+// gives them an environment of their own) is still running.
 //
 // Run it with `go run ./cmd/bench` (or `make bench`).
 package main
@@ -358,7 +359,7 @@ func (b *bench) cleanup() error {
 		}
 		errs = append(errs, fmt.Errorf("%d processes started by the bench's services are still running after Close", len(left)))
 	} else {
-		logf("after Close: no process started by this run is left (checked by the %s marker in /proc/*/environ)", markerEnv)
+		logf("after Close: no process started by this run is left (checked by the %s marker in /proc/*/environ and the browsers' command lines)", markerEnv)
 	}
 	if err := os.RemoveAll(b.tmp); err != nil {
 		errs = append(errs, err)
@@ -578,6 +579,15 @@ func (b *bench) cdpOverhead(ctx context.Context, in *instance) error {
 	// The ratio is of medians: the means carry the odd GC pause or
 	// scheduler hiccup of a 2-core machine, which says little about the proxy.
 	figure("cdp_roundtrip_proxy_over_direct", float64(pp)/float64(dp), "x")
+	// The same, block by block: the median of the ratios of the medians of
+	// each pair of blocks, which ran one after the other. The load of a
+	// 2-core machine drifts over the run (the direct p50 moves by a fifth
+	// from one run to the next), and pairing keeps that drift out.
+	var paired []float64
+	for i := 0; i+roundtripBlock <= len(d) && i+roundtripBlock <= len(p); i += roundtripBlock {
+		paired = append(paired, float64(median(p[i:i+roundtripBlock]))/float64(median(d[i:i+roundtripBlock])))
+	}
+	figure("cdp_roundtrip_proxy_over_direct_paired", median(paired), "x")
 
 	height, err := preparePage(direct, proxied)
 	if err != nil {
@@ -641,13 +651,9 @@ func (b *bench) leaks(ctx context.Context, in *instance) error {
 	logf("after %d cycles: %d Chromium processes in %d browsers (%d warm), %d user-data directories",
 		leakCycles, procs, len(groups), warm, len(entries))
 	for pgid, ps := range groups {
-		dirs := map[string]bool{}
-		for _, p := range ps {
-			dirs[p.userDataDir()] = true
-		}
-		for d := range dirs {
+		if d := groupDir(ps, in.browsersDir()); d != "" {
 			if _, err := os.Stat(d); err != nil {
-				logf("browser (process group %d) runs on a removed user-data directory %s", pgid, d)
+				logf("browser (process group %d) runs on a removed directory %s", pgid, d)
 			}
 		}
 		if len(groups) > warm {
@@ -677,7 +683,7 @@ func (b *bench) leaks(ctx context.Context, in *instance) error {
 	leakedProcs, kept := procs, 0
 	for _, ps := range groups {
 		if kept < warm && len(ps) > 0 {
-			if _, err := os.Stat(ps[0].userDataDir()); err == nil {
+			if _, err := os.Stat(groupDir(ps, in.browsersDir())); err == nil {
 				leakedProcs -= len(ps)
 				kept++
 			}

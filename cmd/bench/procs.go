@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
+
+	"github.com/trawler-dev/trawler/browsers"
 )
 
 // proc is one process as /proc shows it.
@@ -75,18 +78,51 @@ func (p proc) isChromium() bool {
 	return strings.Contains(p.joined(), "chromium") || strings.HasPrefix(p.comm, "chrom")
 }
 
-// browserProcs returns the live Chromium processes whose command line holds
-// dir (a service's data directory), grouped by process group: the runtime
-// starts each browser as the leader of its own group.
+// browserProcs returns the live processes of the browsers of data
+// directory dir, grouped by process group (the runtime starts each browser
+// as the leader of its own group): the groups of processes whose command
+// line holds dir (an unconfined Chromium's --user-data-dir) or the marker
+// of dir's browsers (a confined browser's bubblewrap, whose Chromium runs
+// in the same group with only its sandbox's paths on its command line).
 func browserProcs(dir string) map[int][]proc {
-	groups := map[int][]proc{}
-	for _, p := range listProcs() {
-		if p.state == "Z" || !strings.Contains(p.joined(), dir) {
-			continue
+	marker := markerPrefix(filepath.Join(dir, "browsers"))
+	all := listProcs()
+	pgids := map[int]bool{}
+	for _, p := range all {
+		if j := p.joined(); strings.Contains(j, dir) || strings.Contains(j, marker) {
+			pgids[p.pgid] = true
 		}
-		groups[p.pgid] = append(groups[p.pgid], p)
+	}
+	groups := map[int][]proc{}
+	for _, p := range all {
+		if p.state != "Z" && pgids[p.pgid] {
+			groups[p.pgid] = append(groups[p.pgid], p)
+		}
 	}
 	return groups
+}
+
+// markerPrefix is the part of browsers.Marker common to every browser of
+// the browsers' directory root.
+func markerPrefix(root string) string { return strings.TrimSuffix(browsers.Marker(root, ""), "/") }
+
+// groupDir is the directory Trawler keeps for the browser whose processes
+// ps are: named by its bubblewrap's marker, or its Chromium's
+// --user-data-dir (unconfined).
+func groupDir(ps []proc, browsersDir string) string {
+	marker := markerPrefix(browsersDir) + "/"
+	for _, p := range ps {
+		if _, id, ok := strings.Cut(p.joined(), marker); ok {
+			id, _, _ = strings.Cut(id, " ")
+			return filepath.Join(browsersDir, id)
+		}
+	}
+	for _, p := range ps {
+		if d := p.userDataDir(); d != "" {
+			return d
+		}
+	}
+	return ""
 }
 
 // statusKB reads a "Name:   123 kB" field of /proc/<pid>/<file>.
@@ -124,7 +160,12 @@ func browserPID(browsersDir, id string) (pid int, dir string, err error) {
 	if err != nil {
 		return 0, "", err
 	}
-	pid, err = strconv.Atoi(strings.TrimSpace(string(raw)))
+	// The pid, then its start time.
+	f := strings.Fields(string(raw))
+	if len(f) == 0 {
+		return 0, "", fmt.Errorf("empty pid file in %s", dir)
+	}
+	pid, err = strconv.Atoi(f[0])
 	return pid, dir, err
 }
 
@@ -170,26 +211,58 @@ func groupMemory(pgid int) (pss, rss int64, parts []string, err error) {
 }
 
 // markerEnv is set in this process's environment to the run's temporary
-// directory before any service starts. Chromium inherits it, and so does
-// every process Chromium starts, crashpad handlers included (which leave the
-// browser's process group), so /proc/<pid>/environ tells which processes
-// this run started, whatever their command line or process group.
+// directory before any service starts. The service processes the bench
+// starts inherit it; browsers do not (Trawler gives them a minimal
+// environment), so they are told by their command line instead.
 const markerEnv = "TRAWLER_BENCH_RUN"
 
-// markedProcs returns the live processes, other than this one, that carry
-// marker=value in their environment.
-func markedProcs(value string) []proc {
-	want := []byte(markerEnv + "=" + value + "\x00")
+// markedProcs returns the live processes, other than this one, that this
+// run started: those that carry markerEnv=tmp in their environment, whose
+// command line holds tmp (an unconfined Chromium's user-data directory is
+// under it), or the marker of a browsers' directory under it (a confined
+// browser's bubblewrap), and every process in the process group of one of
+// those (a confined browser's Chromium).
+func markedProcs(tmp string) []proc {
+	want := []byte(markerEnv + "=" + tmp + "\x00")
+	var markers []string
+	entries, _ := os.ReadDir(tmp)
+	for _, e := range entries {
+		if e.IsDir() {
+			d := filepath.Join(tmp, e.Name())
+			markers = append(markers, markerPrefix(d), markerPrefix(filepath.Join(d, "browsers")))
+		}
+	}
+	all := listProcs()
+	pgids := map[int]bool{}
 	var out []proc
-	for _, p := range listProcs() {
+	for _, p := range all {
 		if p.pid == os.Getpid() || p.state == "Z" {
 			continue
 		}
-		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p.pid))
-		if err != nil || !bytes.Contains(env, want) {
-			continue
+		j := p.joined()
+		marked := strings.Contains(j, tmp)
+		for _, m := range markers {
+			marked = marked || strings.Contains(j, m)
 		}
-		out = append(out, p)
+		if !marked {
+			env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p.pid))
+			marked = err == nil && bytes.Contains(env, want)
+		}
+		if marked {
+			out = append(out, p)
+			if p.pgid != os.Getpid() && p.pgid != syscall.Getpgrp() {
+				pgids[p.pgid] = true
+			}
+		}
+	}
+	seen := map[int]bool{}
+	for _, p := range out {
+		seen[p.pid] = true
+	}
+	for _, p := range all {
+		if !seen[p.pid] && p.state != "Z" && pgids[p.pgid] {
+			out = append(out, p)
+		}
 	}
 	return out
 }
