@@ -4,12 +4,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,14 +34,14 @@ import (
 //     system's programs, libraries and fonts read-only and a private /tmp
 //     that holds its profile, and nothing else (not Trawler's data
 //     directory, not another browser's files, not the host's /etc); a
-//     network namespace with nothing but loopback, where Trawler's egress
-//     proxy is the only way out (a listening socket Trawler holds, see
-//     launch); pid, IPC and UTS namespaces of its own;
+//     network namespace with nothing but loopback, whose one way out is a
+//     listening socket on the proxy port that Trawler holds (see
+//     handOff); pid, IPC and UTS namespaces of its own;
 //   - with a minimal environment: no TRAWLER_* variable, no secret.
 //
 // Where the host cannot give that (no bubblewrap, no user namespaces), the
-// browsers run as Chromium processes of Trawler's own user, the way the
-// egress proxy and the CDP policy alone protect the host; Reason says why.
+// browsers run as Chromium processes of Trawler's own user, behind the
+// egress proxy and the CDP policy alone; Reason says why.
 type Confinement struct {
 	// Confined: browsers run in bubblewrap's namespaces as described (or,
 	// on the docker runtime, in containers that wall them in alike).
@@ -53,6 +56,10 @@ type Confinement struct {
 	Bwrap string
 	// Reason says why browsers are not Confined (or have no Sandbox).
 	Reason string
+
+	// launcher: the proxy listener is made by the launcher inside the
+	// sandbox rather than by Trawler (see handOff).
+	launcher bool
 }
 
 // DefaultBrowserUID is the user browsers run as when Trawler runs as root:
@@ -65,12 +72,31 @@ const DefaultBrowserUID = 65532
 // browser's profile never touches the host's disk and disappears with it.
 const UserDataDir = "/tmp/trawler-user-data"
 
-// Probe finds out how browsers can be confined on this host: bwrap (a path,
-// or "" to look for it on PATH) must run a sandbox of the kind Start makes,
-// and a user namespace must open inside it, as Chromium's own sandbox
-// opens one. uid and gid are the user browsers run as when Trawler is root.
+var (
+	probeMu sync.Mutex
+	probed  = map[string]Confinement{}
+)
+
+// Probe finds out how browsers can be confined on this host, once per
+// bwrap and user: bwrap (a path, or "" to look for it on PATH) must run a
+// sandbox of the kind Start makes, and user, pid and network namespaces
+// must open inside it, as Chromium's own sandbox opens them for its
+// renderers. uid and gid are the user browsers run as when Trawler is
+// root.
 func Probe(ctx context.Context, bwrap string, uid, gid int) Confinement {
-	c := Confinement{UID: os.Getuid(), GID: os.Getgid()}
+	key := fmt.Sprintf("%s %d %d", bwrap, uid, gid)
+	probeMu.Lock()
+	defer probeMu.Unlock()
+	if c, ok := probed[key]; ok {
+		return c
+	}
+	c := probe(ctx, bwrap, uid, gid)
+	probed[key] = c
+	return c
+}
+
+func probe(ctx context.Context, bwrap string, uid, gid int) Confinement {
+	c := Confinement{UID: os.Getuid(), GID: os.Getgid(), launcher: os.Getuid() != 0}
 	if c.UID == 0 {
 		if uid <= 0 || gid <= 0 {
 			c.Reason = "the browser user must not be root"
@@ -78,23 +104,29 @@ func Probe(ctx context.Context, bwrap string, uid, gid int) Confinement {
 		}
 		c.UID, c.GID = uid, gid
 	}
+	unconfined := func(why string) Confinement {
+		u := Confinement{UID: os.Getuid(), GID: os.Getgid(), Reason: why}
+		u.Sandbox = u.UID != 0 && probeUserNS(ctx) == nil
+		return u
+	}
 	if bwrap == "" {
 		bwrap = "bwrap"
 	}
 	path, err := exec.LookPath(bwrap)
 	if err != nil {
-		c.Reason = "bubblewrap (" + bwrap + ") is not installed (Debian: apt-get install bubblewrap)"
-		c.UID, c.GID = os.Getuid(), os.Getgid()
-		c.Sandbox = c.UID != 0 && probeUserNS(ctx) == nil
-		return c
+		return unconfined("bubblewrap (" + bwrap + ") is not installed (Debian: apt-get install bubblewrap)")
 	}
 	c.Bwrap = path
-	if err := c.probe(ctx); err != nil {
-		c.Reason = err.Error()
-		c.Bwrap = ""
-		c.UID, c.GID = os.Getuid(), os.Getgid()
-		c.Sandbox = c.UID != 0 && probeUserNS(ctx) == nil
-		return c
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	// A bubblewrap in the sandbox opens the namespaces Chromium's sandbox
+	// will.
+	args := append(c.bwrapArgs(), "--", path, "--unshare-user", "--unshare-pid", "--unshare-net", "--ro-bind", "/", "/", "true")
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Env = browserEnv()
+	cmd.SysProcAttr = c.procAttr()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return unconfined(fmt.Sprintf("bubblewrap cannot confine a browser here (%v): %s", err, strings.TrimSpace(string(out))))
 	}
 	c.Confined, c.Sandbox = true, true
 	c.Wall = "bubblewrap namespaces (only the system's programs and fonts, a private /tmp, loopback-only network, its own processes)"
@@ -113,26 +145,6 @@ func (c Confinement) String() string {
 	return fmt.Sprintf("not confined (%s): no sandbox (--no-sandbox), uid %d, the host's files and network visible to every browser process", c.Reason, c.UID)
 }
 
-// probe runs the launcher's probe in a sandbox like a browser's.
-func (c Confinement) probe(ctx context.Context) error {
-	exe, err := selfExe()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	args := append(c.bwrapArgs(), "--", exeInSandbox, launcherArg, "probe")
-	cmd := exec.CommandContext(ctx, c.Bwrap, args...)
-	cmd.ExtraFiles = []*os.File{nil, nil, exe}
-	cmd.Env = browserEnv()
-	cmd.SysProcAttr = c.procAttr()
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("bubblewrap cannot confine a browser here (%v): %s", err, strings.TrimSpace(string(out)))
-	}
-	return nil
-}
-
 // procAttr starts bubblewrap (or Chromium, unconfined) as the browser user,
 // leading its own process group.
 func (c Confinement) procAttr() *syscall.SysProcAttr {
@@ -141,38 +153,6 @@ func (c Confinement) procAttr() *syscall.SysProcAttr {
 		attr.Credential = &syscall.Credential{Uid: uint32(c.UID), Gid: uint32(c.GID)}
 	}
 	return attr
-}
-
-// The launcher is this same program, started inside the sandbox through an
-// inherited descriptor of its executable (fd 5): Trawler's binary, or a
-// test binary, in whatever directory, which the browser user may not be
-// able to read. launcherArg, its first argument, selects it (see init).
-const (
-	launcherArg  = "__trawler-browser-launcher"
-	exeInSandbox = "/proc/self/fd/5"
-	// socketFD is the launcher's end of the socket the proxy listener is
-	// handed back through.
-	socketFD = 6
-)
-
-var (
-	exeOnce sync.Once
-	exeFile *os.File
-	exeErr  error
-)
-
-// selfExe is a path descriptor of this program's executable, opened once:
-// it stays valid when the file is replaced by an upgrade.
-func selfExe() (*os.File, error) {
-	exeOnce.Do(func() {
-		fd, err := unix.Open("/proc/self/exe", unix.O_PATH|unix.O_CLOEXEC, 0)
-		if err != nil {
-			exeErr = fmt.Errorf("opening this program's executable: %w", err)
-			return
-		}
-		exeFile = os.NewFile(uintptr(fd), "trawler-exe")
-	})
-	return exeFile, exeErr
 }
 
 // bwrapArgs are bubblewrap's options, before the command.
@@ -198,10 +178,8 @@ func (c Confinement) bwrapArgs() []string {
 		"/sys/devices/system/cpu"} {
 		args = append(args, "--ro-bind-try", p, p)
 	}
-	return append(args,
-		"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--chdir", "/tmp",
-		// The launcher's own environment; it gives Chromium the same.
-		"--clearenv")
+	args = append(args, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--chdir", "/tmp", "--clearenv")
+	return append(args, setenvArgs(browserEnv())...)
 }
 
 // browserEnv is the environment a browser gets: a home on its private /tmp
@@ -228,12 +206,167 @@ func setenvArgs(env []string) []string {
 	return args
 }
 
+// Marker names a confined browser on its command line (bubblewrap's and
+// Chromium's, as a switch Chromium ignores): the browsers' root directory,
+// hashed so that no host path shows inside the sandbox, then the browser's
+// id. Tests and the bench find a service's browsers by it.
+func Marker(root, id string) string {
+	sum := sha256.Sum256([]byte(filepath.Clean(root)))
+	return "trawler-browsers-" + hex.EncodeToString(sum[:8]) + "/" + id
+}
+
+// sandboxed is a confined browser's command before it starts: bubblewrap
+// around Chromium, with the files to inherit after the DevTools pipe (fds
+// 3 and 4), and handOff, which gives Trawler the browser's proxy listener
+// once the sandbox exists (and lets the browser go on).
+type sandboxed struct {
+	cmd *exec.Cmd
+	// files are inherited from fd 5 on; parentEnds are those of them the
+	// parent closes once the command started.
+	files, parentEnds []*os.File
+	handOff           func(time.Duration) (net.Listener, error)
+	cleanup           func() // after a failed start
+}
+
+// command is chromium with args in a sandbox. Where Trawler runs as root it
+// makes the browser's proxy listener itself, in the sandbox's network
+// namespace, while bubblewrap waits before starting Chromium (--info-fd,
+// --block-fd). Otherwise (an unprivileged Trawler may not enter the
+// namespace) a launcher does: this same program, started in the sandbox
+// through an inherited descriptor of its executable, which listens, hands
+// the listener over and becomes Chromium.
+func (c Confinement) command(chromium string, args []string) (*sandboxed, error) {
+	if c.launcher {
+		return c.launcherCommand(chromium, args)
+	}
+	infoR, infoW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	blockR, blockW, err := os.Pipe()
+	if err != nil {
+		infoR.Close()
+		infoW.Close()
+		return nil, err
+	}
+	bw := append(c.bwrapArgs(), "--info-fd", "5", "--block-fd", "6", "--", chromium)
+	s := &sandboxed{cmd: exec.Command(c.Bwrap, append(bw, args...)...), files: []*os.File{infoW, blockR}}
+	s.parentEnds = s.files
+	s.cleanup = func() {
+		infoR.Close()
+		blockW.Close()
+	}
+	s.handOff = func(timeout time.Duration) (net.Listener, error) {
+		defer s.cleanup()
+		infoR.SetReadDeadline(time.Now().Add(timeout))
+		var info struct {
+			ChildPID int `json:"child-pid"`
+		}
+		if err := json.NewDecoder(infoR).Decode(&info); err != nil || info.ChildPID <= 0 {
+			return nil, fmt.Errorf("reading the sandbox's pid from bubblewrap: %v", err)
+		}
+		ln, err := listenIn(fmt.Sprintf("/proc/%d/ns/net", info.ChildPID))
+		if err != nil {
+			return nil, err
+		}
+		if _, err := blockW.Write([]byte{1}); err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("letting the sandbox go on: %w", err)
+		}
+		return ln, nil
+	}
+	return s, nil
+}
+
+// listenIn listens on the proxy port in the network namespace at nsPath.
+// The socket is made on a thread that enters the namespace for that call
+// alone; Go makes no new thread from a locked one, so nothing else of
+// Trawler's ever runs there.
+func listenIn(nsPath string) (net.Listener, error) {
+	ns, err := unix.Open(nsPath, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("opening the sandbox's network namespace: %w", err)
+	}
+	defer unix.Close(ns)
+	type result struct {
+		ln  net.Listener
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		own, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			runtime.UnlockOSThread()
+			done <- result{err: err}
+			return
+		}
+		defer unix.Close(own)
+		if err := unix.Setns(ns, unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
+			done <- result{err: fmt.Errorf("entering the sandbox's network namespace: %w", err)}
+			return
+		}
+		ln, err := net.Listen("tcp4", "0.0.0.0:"+strconv.Itoa(shim.ProxyPort))
+		if unix.Setns(own, unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		} // else the thread stays locked, and ends with this goroutine
+		done <- result{ln, err}
+	}()
+	r := <-done
+	if r.err != nil {
+		return nil, fmt.Errorf("listening in the sandbox: %w", r.err)
+	}
+	return r.ln, nil
+}
+
+// The launcher is this same program, started inside the sandbox through an
+// inherited descriptor of its executable (fd 5): Trawler's binary, or a
+// test binary, in whatever directory, which the browser user may not be
+// able to read. launcherArg, its first argument, selects it (see init).
+const (
+	launcherArg  = "__trawler-browser-launcher"
+	exeInSandbox = "/proc/self/fd/5"
+	// socketFD is the launcher's end of the socket the proxy listener is
+	// handed back through.
+	socketFD = 6
+)
+
+// selfExe is a path descriptor of this program's executable, opened once:
+// it stays valid when the file is replaced by an upgrade.
+var selfExe = sync.OnceValues(func() (*os.File, error) {
+	fd, err := unix.Open("/proc/self/exe", unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("opening this program's executable: %w", err)
+	}
+	return os.NewFile(uintptr(fd), "trawler-exe"), nil
+})
+
+func (c Confinement) launcherCommand(chromium string, args []string) (*sandboxed, error) {
+	exe, err := selfExe()
+	if err != nil {
+		return nil, err
+	}
+	conn, end, err := socketPair()
+	if err != nil {
+		return nil, err
+	}
+	bw := append(c.bwrapArgs(), "--", exeInSandbox, launcherArg, "run", chromium)
+	s := &sandboxed{cmd: exec.Command(c.Bwrap, append(bw, args...)...), files: []*os.File{exe, end}, parentEnds: []*os.File{end}}
+	s.cleanup = func() { conn.Close() }
+	s.handOff = func(timeout time.Duration) (net.Listener, error) {
+		defer conn.Close()
+		return receiveListener(conn, timeout)
+	}
+	return s, nil
+}
+
 // probeUserNS reports whether this process may open a user namespace, as
 // Chromium's sandbox does, by starting the launcher's probe in one.
 func probeUserNS(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "/proc/self/exe", launcherArg, "probe-child")
+	cmd := exec.CommandContext(ctx, "/proc/self/exe", launcherArg, "probe")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWNET}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("no user namespaces (%v): %s", err, out)
@@ -248,55 +381,28 @@ func init() {
 	}
 }
 
-// Marker is the argument that names a confined browser's sandbox on its
-// command line (bubblewrap's, visible on the host): the browsers' root
-// directory root, hashed so that no host path shows inside the sandbox,
-// then the browser's id. Tests find a service's browsers by it.
-func Marker(root, id string) string {
-	sum := sha256.Sum256([]byte(filepath.Clean(root)))
-	return "trawler-browsers-" + hex.EncodeToString(sum[:8]) + "/" + id
-}
-
-// launcher is the first program in a browser's sandbox:
+// launcher is the first program in a browser's sandbox where an
+// unprivileged Trawler starts it:
 //
-//	launcher probe          opens a user namespace as Chromium's sandbox would
-//	launcher run MARKER -- ARGS
-//	                        listens on *:3128 in the sandbox's network
-//	                        namespace, hands the listener to Trawler over fd 6,
-//	                        then becomes Chromium (ARGS) with fds 3 and 4, its
-//	                        DevTools pipe, and nothing else of Trawler's
+//	launcher run CHROMIUM ARGS...
 //
-// Trawler accepts the browser's proxy connections on that listener itself,
-// so the browser's only way out of its loopback-only network is Trawler's
-// egress proxy, and nothing runs in the sandbox beside Chromium.
+// listens on *:3128 in the sandbox's network namespace, hands the listener
+// to Trawler over fd 6, then becomes Chromium with fds 3 and 4, its
+// DevTools pipe, and nothing else of Trawler's. (launcher probe exits at
+// once: probeUserNS starts it in new namespaces.)
 func launcher(args []string) int {
-	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, "launcher: no mode")
+	if len(args) > 0 && args[0] == "probe" {
+		return 0
+	}
+	if len(args) < 2 || args[0] != "run" {
+		fmt.Fprintln(os.Stderr, "launcher: run CHROMIUM ARGS...")
 		return 2
 	}
-	switch args[0] {
-	case "probe-child":
-		return 0
-	case "probe":
-		// Chromium's namespace sandbox opens user, pid and network
-		// namespaces of its own for its renderers.
-		if err := probeUserNS(context.Background()); err != nil {
-			fmt.Fprintln(os.Stderr, "launcher:", err)
-			return 1
-		}
-		return 0
-	case "run":
-		if len(args) < 4 || args[2] != "--" {
-			fmt.Fprintln(os.Stderr, "launcher: run MARKER -- CHROMIUM ARGS...")
-			return 2
-		}
-		if err := run(args[3:]); err != nil {
-			fmt.Fprintln(os.Stderr, "launcher:", err)
-			return 1
-		}
+	if err := run(args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "launcher:", err)
+		return 1
 	}
-	fmt.Fprintln(os.Stderr, "launcher: unknown mode", args[0])
-	return 2
+	return 0 // not reached: run returns only on failure
 }
 
 // run hands the proxy listener to Trawler and executes Chromium; it returns
@@ -330,6 +436,9 @@ func receiveListener(conn *net.UnixConn, timeout time.Duration) (net.Listener, e
 	conn.SetReadDeadline(time.Now().Add(timeout))
 	buf, oob := make([]byte, 1), make([]byte, unix.CmsgSpace(4))
 	_, oobn, _, _, err := conn.ReadMsgUnix(buf, oob)
+	if errors.Is(err, io.EOF) {
+		err = errors.New("the launcher ended first")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("waiting for the sandbox's proxy listener: %w", err)
 	}

@@ -27,16 +27,28 @@ import (
 // files and Trawler's directory, downloads into a host directory, bypasses
 // the egress proxy and looks for Trawler's environment. It gets nothing,
 // while a control site reached through the proxy shows the browser works.
+// Both ways of making the sandbox's proxy listener are tried: by Trawler
+// in the sandbox's network namespace (as root), by the launcher inside it
+// (as an unprivileged Trawler).
 func TestConfinedBrowserReachesNothing(t *testing.T) {
-	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
 	// Trawler's environment holds its secrets (TRAWLER_API_KEYS and the
 	// like): none may reach a browser.
-	os.Setenv("TRAWLER_SECRET_FOR_TEST", "do-not-leak")
-	defer os.Unsetenv("TRAWLER_SECRET_FOR_TEST")
-	dir := t.TempDir()
-	rt := browserstest.Runtime(t, dir)
+	t.Setenv("TRAWLER_SECRET_FOR_TEST", "do-not-leak")
+	for _, launcher := range []bool{false, true} {
+		t.Run(map[bool]string{false: "Trawler listens", true: "the launcher listens"}[launcher], func(t *testing.T) {
+			dir := t.TempDir()
+			rt := browserstest.Runtime(t, dir)
+			if launcher {
+				rt.Confinement = browsers.WithLauncher(rt.Confinement)
+			}
+			confinedReachesNothing(t, rt, dir)
+		})
+	}
+}
+
+func confinedReachesNothing(t *testing.T, rt *browsers.ProcessRuntime, dir string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
 	b, err := rt.Start(ctx, "victim-neighbour")
 	require.NoError(t, err)
 	defer b.Close()

@@ -2,8 +2,9 @@
 // sessions, scrapes and crawls all lease from (warm browsers, leases with
 // deadlines, per-team limits and a bounded queue), the Runtime and Browser
 // interfaces that the pool is written against, and the local-process
-// runtime (the docker package holds the other). It knows nothing of
-// sessions, HTTP or the store.
+// runtime, which confines each browser (confine.go; the docker package
+// holds the other runtime). It knows nothing of sessions, HTTP or the
+// store.
 package browsers
 
 import (

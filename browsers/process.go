@@ -187,23 +187,20 @@ func (r *ProcessRuntime) Start(ctx context.Context, id string) (Browser, error) 
 		return nil, err
 	}
 	var cmd *exec.Cmd
-	var launcherConn *net.UnixConn
-	var launcherEnd *os.File
+	var box *sandboxed
 	if conf.Confined {
-		exe, err := selfExe()
-		if err == nil {
-			launcherConn, launcherEnd, err = socketPair()
-		}
-		if err != nil {
+		// The marker is a switch Chromium ignores (see Marker).
+		args = append([]string{"--trawler-browser=" + Marker(r.Dir, id)}, args...)
+		var err error
+		if box, err = conf.command(r.Chromium, args); err != nil {
 			toR.Close()
 			toW.Close()
 			fromR.Close()
 			fromW.Close()
 			return nil, err
 		}
-		bw := append(append(conf.bwrapArgs(), setenvArgs(browserEnv())...), "--", exeInSandbox, launcherArg, "run", Marker(r.Dir, id), "--", r.Chromium)
-		cmd = exec.Command(conf.Bwrap, append(bw, args...)...)
-		cmd.ExtraFiles = []*os.File{toR, fromW, exe, launcherEnd}
+		cmd = box.cmd
+		cmd.ExtraFiles = append([]*os.File{toR, fromW}, box.files...)
 	} else {
 		cmd = exec.Command(r.Chromium, args...)
 		cmd.Dir = dir
@@ -217,14 +214,16 @@ func (r *ProcessRuntime) Start(ctx context.Context, id string) (Browser, error) 
 	}
 	toR.Close()
 	fromW.Close()
-	if launcherEnd != nil {
-		launcherEnd.Close()
+	if box != nil {
+		for _, f := range box.parentEnds {
+			f.Close()
+		}
 	}
 	if err != nil {
 		toW.Close()
 		fromR.Close()
-		if launcherConn != nil {
-			launcherConn.Close()
+		if box != nil {
+			box.cleanup()
 		}
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("starting %s: %w", cmd.Path, err)
@@ -273,11 +272,10 @@ func (r *ProcessRuntime) Start(ctx context.Context, id string) (Browser, error) 
 	defer cancel()
 	ready := make(chan error, 1)
 	go func() {
-		if launcherConn != nil {
-			// The launcher hands over the proxy listener before it
-			// becomes Chromium.
-			ln, err := receiveListener(launcherConn, timeout)
-			launcherConn.Close()
+		if box != nil {
+			// The sandbox exists; Chromium starts once its proxy
+			// listener is Trawler's.
+			ln, err := box.handOff(timeout)
 			if err != nil {
 				ready <- err
 				return

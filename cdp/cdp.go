@@ -1,8 +1,10 @@
 // Package cdp owns Trawler's side of the Chrome DevTools Protocol: the
 // multiplexer over each browser's one DevTools pipe (Mux), which gives every
 // client, Trawler's own and the users' through the CDP proxy, a channel of
-// its own and refuses what would reach the host; and a minimal client
-// (Conn) with commands matched to replies by id. It is written here rather
+// its own; the policy on a user's channel, which parses each command
+// strictly, refuses what would reach beyond the browser and sends the
+// browser its own re-encoding (policy.go); and a minimal client (Conn) with
+// commands matched to replies by id. It is written here rather
 // than taken from chromedp because chromedp ties a target's lifetime to a
 // context (cancelling closes the tab), while Trawler acts on tabs that
 // belong to its users and must leave them be, and because no library
