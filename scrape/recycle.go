@@ -61,6 +61,18 @@ const (
 	recycleOrigins = 64
 )
 
+// recycleGroup is what a recycled tab is kept for: its team, and whether
+// the certificates of the pages it took went unchecked. A browser context
+// keeps what it let through (an open connection to the site, a certificate
+// allowed), which clearing does not undo, so a tab that skipped the check
+// serves only scrapes that skip it too.
+func recycleGroup(req *Request) string {
+	if req.Options.SkipTLSVerification {
+		return req.Team + "\x00tls-unchecked"
+	}
+	return req.Team
+}
+
 // recycled holds the cleared tabs of each browser.
 type recycled struct {
 	mu   sync.Mutex

@@ -546,11 +546,12 @@ func (s *Service) fetch(ctx context.Context, req Request, guard *netguard.Cache)
 	// recycling: the tab is cleared for the team's next scrape instead of
 	// closed (recycle.go).
 	recycling := false
+	group := recycleGroup(&req)
 	if use == nil && s.ReuseTabs {
-		t = s.recycled.get(ctx, b.ID(), req.Team)
+		t = s.recycled.get(ctx, b.ID(), group)
 		defer func() {
 			if !recycling {
-				s.recycled.done(b.ID(), req.Team)
+				s.recycled.done(b.ID(), group)
 			}
 		}()
 	}
@@ -612,7 +613,7 @@ func (s *Service) fetch(ctx context.Context, req Request, guard *netguard.Cache)
 			s.spares.refill(b.ID(), b.CDP(), s.newRoute, s.SpareTabs)
 		}
 		if recycling {
-			go s.recycle(t, b.ID(), req.Team)
+			go s.recycle(t, b.ID(), group)
 			return
 		}
 		t.close()

@@ -443,6 +443,15 @@ func TestScrapeTLSAndZeroDataRetention(t *testing.T) {
 	if r := ts.scrape(map[string]any{"url": secure.URL + "/article", "skipTlsVerification": false, "maxAge": 0}); r.Status != 502 || !strings.Contains(r.str("error"), "CERT") {
 		t.Fatalf("self-signed site with skipTlsVerification false: %d %s", r.Status, r.Raw)
 	}
+	// The same through the browser: a tab that took the page without
+	// checking its certificate (and so holds a connection to the site) is
+	// never reused for a scrape that asks for the check.
+	for _, skip := range []bool{true, false} {
+		r := ts.scrape(map[string]any{"url": secure.URL + "/article", "skipTlsVerification": skip, "maxAge": 0, "waitFor": 50})
+		if skip && r.Status != 200 || !skip && (r.Status != 502 || !strings.Contains(r.str("error"), "CERT")) {
+			t.Fatalf("rendered self-signed site with skipTlsVerification %v: %d %.300s", skip, r.Status, r.Raw)
+		}
+	}
 
 	// Zero data retention: the result is returned and nothing is kept.
 	r := ts.scrape(map[string]any{"url": web.URL + "/form", "zeroDataRetention": true})
