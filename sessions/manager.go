@@ -539,6 +539,7 @@ func (m *Manager) Execute(ctx context.Context, team, id, code string, timeout ti
 	// is itself a promise, awaited in a second step (by reference too).
 	yes := true
 	var res cdp.EvalResult
+	started := time.Now()
 	err = conn.Call(evalCtx, "", runtime.CommandEvaluate, runtime.EvaluateParams{Expression: code, ObjectGroup: execGroup,
 		AwaitPromise: &yes, UserGesture: &yes, ReplMode: &yes, Timeout: runtime.TimeDelta(timeout.Milliseconds())}, &res)
 	if err == nil && res.ExceptionDetails == nil && res.Result.Subtype == "promise" && res.Result.ObjectID != "" {
@@ -546,6 +547,13 @@ func (m *Manager) Execute(ctx context.Context, team, id, code string, timeout ti
 		res = cdp.EvalResult{} // decoding into res would keep the promise's members
 		err = conn.Call(evalCtx, "", runtime.CommandAwaitPromise, runtime.AwaitPromiseParams{
 			PromiseObjectID: runtime.RemoteObjectID(promise)}, &res)
+	}
+	// Chromium sometimes reports code it terminated at the evaluation's own
+	// timeout as an internal error rather than as a thrown termination
+	// (seen under load, with the REPL mode's wrapper half built).
+	var cdpErr *cdp.Error
+	if errors.As(err, &cdpErr) && cdpErr.Code == -32603 && time.Since(started) >= timeout {
+		return ExecResult{}, ErrExecTimeout
 	}
 	if err != nil {
 		return ExecResult{}, m.execErr(evalCtx, s, err)
