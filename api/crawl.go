@@ -150,9 +150,13 @@ func (a *API) crawlSpec(req *crawlRequest, team teams.Team) (*crawl.Spec, []Fiel
 		if _, err := discover.NewRules(discover.RulesOptions{Start: spec.URL, IncludePaths: co.IncludePaths,
 			ExcludePaths: co.ExcludePaths}); err != nil {
 			var pe *discover.PatternError
-			if errors.As(err, &pe) {
+			var le *discover.LimitError
+			switch {
+			case errors.As(err, &pe):
 				problems = append(problems, fieldError(pe.Field, "%s", pe.Error()))
-			} else {
+			case errors.As(err, &le):
+				problems = append(problems, fieldError(le.Field, "%s", le.Error()))
+			default:
 				problems = append(problems, fieldError("url", "url: %v", err))
 			}
 		}
@@ -269,9 +273,12 @@ func (a *API) startBatch(c *fiber.Ctx) error {
 	case len(req.URLs) == 0:
 		problems = append(problems, fieldError("urls", "urls must hold at least one URL"))
 	case len(req.URLs) > maxBatchURLs:
-		problems = append(problems, fieldError("urls", "urls must hold at most %d URLs", maxBatchURLs))
+		// Refused before each is read: the answer is about the count.
+		return badRequest(fieldError("urls", "urls holds %d URLs; a batch may hold at most %d", len(req.URLs), maxBatchURLs))
 	}
-	var bad []string
+	var bad []string // the first maxQuoted of the nbad invalid URLs
+	nbad := 0
+	const maxQuoted = 20
 	var given []batchURL // each of spec.URLs as the request gave it
 	for i, raw := range req.URLs {
 		var s string
@@ -283,11 +290,17 @@ func (a *API) startBatch(c *fiber.Ctx) error {
 		u, p := checkURL(name, s)
 		if p != nil {
 			invalid = append(invalid, redactURL(s))
-			bad = append(bad, fmt.Sprintf("%s %q", name, redactURL(s)))
+			if len(bad) < maxQuoted {
+				bad = append(bad, fmt.Sprintf("%s %q", name, truncate(redactURL(s), 200)))
+			}
+			nbad++
 			continue
 		}
 		spec.URLs = append(spec.URLs, u)
 		given = append(given, batchURL{name: name, raw: s})
+	}
+	if nbad > len(bad) {
+		bad = append(bad, fmt.Sprintf("and %d more", nbad-len(bad)))
 	}
 	if len(bad) > 0 && !ignoreInvalid {
 		problems = append(problems, fieldError("urls", "urls holds invalid URLs (each must be an absolute http or https URL): %s", strings.Join(bad, ", ")))

@@ -39,10 +39,23 @@ type FieldProblem struct {
 	Message string   `json:"message"`
 }
 
+// Limits on a validation error's answer, which quotes what the request
+// gave: a request with a million bad values is told about the first few,
+// and how many more there are, not answered with each.
+const (
+	maxProblems       = 50
+	maxProblemMessage = 1000
+)
+
 func badRequest(problems ...FieldProblem) *Error {
+	if n := len(problems) - maxProblems; n > 0 {
+		problems = append(problems[:maxProblems:maxProblems], FieldProblem{Path: []string{},
+			Message: fmt.Sprintf("and %d more problems", n)})
+	}
 	msgs := make([]string, len(problems))
-	for i, p := range problems {
-		msgs[i] = p.Message
+	for i := range problems {
+		problems[i].Message = truncate(problems[i].Message, maxProblemMessage)
+		msgs[i] = problems[i].Message
 	}
 	return &Error{Status: fiber.StatusBadRequest, Code: "BAD_REQUEST", Message: strings.Join(msgs, "; "), Details: problems}
 }
@@ -79,7 +92,27 @@ func (a *API) toError(err error) *Error {
 	var start *browsers.StartError
 	var sandbox *execute.UnavailableError
 	var unconfined *sessions.UnconfinedError
+	var fault *store.FaultError
+	var profileFault *profiles.StoreError
 	switch {
+	case errors.As(err, &profileFault):
+		a.log.Error("the profile store failed", "err", err)
+		if profileFault.Full {
+			return &Error{Status: fiber.StatusInsufficientStorage, Code: "STORAGE_FULL", RetryAfter: 30,
+				Message: "the profile store is full: the profile could not be saved; retry once the operator has freed space"}
+		}
+		return &Error{Status: fiber.StatusServiceUnavailable, Code: "UNAVAILABLE", RetryAfter: 5,
+			Message: "the profile store is unavailable (a session that names a profile does not start without it); retry later"}
+	case errors.As(err, &fault):
+		// Whatever the request would have recorded, its result and its
+		// charge, was recorded in full or not at all (store.FaultError).
+		a.log.Error("the store failed", "err", err)
+		if fault.Full {
+			return &Error{Status: fiber.StatusInsufficientStorage, Code: "STORAGE_FULL", RetryAfter: 30,
+				Message: "the service's data store is full: nothing of this request was recorded or charged; retry once the operator has freed space"}
+		}
+		return &Error{Status: fiber.StatusServiceUnavailable, Code: "UNAVAILABLE", RetryAfter: 5,
+			Message: "the service's database is unavailable: nothing of this request was recorded or charged; retry later"}
 	case errors.Is(err, profiles.ErrLocked):
 		return &Error{Status: fiber.StatusConflict, Code: "PROFILE_LOCKED",
 			Message: "the profile is locked: another session is writing it (saveChanges:true); open it with saveChanges:false to read its last saved version, or retry when that session ends"}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/andybalholm/cascadia"
 	"github.com/gofiber/fiber/v2"
@@ -349,6 +350,9 @@ func checkHeaders(headers map[string]string, bad func(format string, args ...any
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n-- // not in the middle of a character
 	}
 	return s[:n] + "…"
 }

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"path"
 	"regexp"
+	"regexp/syntax"
 	"strings"
 
 	"golang.org/x/net/publicsuffix"
@@ -71,6 +72,34 @@ func (e *PatternError) Error() string {
 // Unwrap returns the compiler's error.
 func (e *PatternError) Unwrap() error { return e.Err }
 
+// Limits on a job's patterns. Each compiled pattern is held for the job's
+// life and run against every link it finds, and a short pattern can
+// compile to a large program ("(?i)(abc|def){999}" is 18 bytes and some
+// nine thousand instructions, about 40 bytes each), so the budget is on the
+// compiled size, not only on the count.
+const (
+	// MaxPatterns is the most patterns includePaths, or excludePaths, may
+	// hold.
+	MaxPatterns = 1000
+	// MaxPatternBytes is the longest a pattern may be.
+	MaxPatternBytes = 2048
+	// MaxPatternInsts is the most instructions a job's patterns, include
+	// and exclude together, may compile to.
+	MaxPatternInsts = 50_000
+)
+
+// LimitError is a request whose patterns are past one of the limits
+// above; it is checked before any pattern is compiled for the job.
+type LimitError struct {
+	// Field names what is too large, e.g. "includePaths" or
+	// "excludePaths[3]".
+	Field string
+	// Message says by how much and what the limit is.
+	Message string
+}
+
+func (e *LimitError) Error() string { return e.Message }
+
 // Rules is the scope of one crawl: which URLs it may visit and when two
 // URLs are the same page. It is immutable and safe for concurrent use.
 type Rules struct {
@@ -99,22 +128,47 @@ func NewRules(o RulesOptions) (*Rules, error) {
 	r := &Rules{opts: o, start: start, scopeDir: scopeDir(start.Path)}
 	r.startHost, r.startPort = hostParts(start)
 	r.startDomain = registrableDomain(r.startHost)
+	insts := 0
 	var err error
-	if r.include, err = compilePatterns("includePaths", o.IncludePaths); err != nil {
+	if r.include, err = compilePatterns("includePaths", o.IncludePaths, &insts); err != nil {
 		return nil, err
 	}
-	if r.exclude, err = compilePatterns("excludePaths", o.ExcludePaths); err != nil {
+	if r.exclude, err = compilePatterns("excludePaths", o.ExcludePaths, &insts); err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
-func compilePatterns(field string, patterns []string) ([]*regexp.Regexp, error) {
+// compilePatterns compiles one field's patterns, adding their compiled
+// size to *insts and refusing, before compiling it for good, the pattern
+// that takes the job past MaxPatternInsts.
+func compilePatterns(field string, patterns []string, insts *int) ([]*regexp.Regexp, error) {
+	if len(patterns) > MaxPatterns {
+		return nil, &LimitError{Field: field, Message: fmt.Sprintf("%s has %d patterns; at most %d are allowed", field, len(patterns), MaxPatterns)}
+	}
 	res := make([]*regexp.Regexp, 0, len(patterns))
 	for i, p := range patterns {
+		name := fmt.Sprintf("%s[%d]", field, i)
+		if len(p) > MaxPatternBytes {
+			return nil, &LimitError{Field: name, Message: fmt.Sprintf("%s is %d bytes long; a pattern may be at most %d", name, len(p), MaxPatternBytes)}
+		}
+		// The size is read from regexp/syntax's program, which is what
+		// regexp.Compile builds too.
+		parsed, err := syntax.Parse(p, syntax.Perl)
+		if err != nil {
+			return nil, &PatternError{Field: name, Pattern: p, Err: err}
+		}
+		prog, err := syntax.Compile(parsed.Simplify())
+		if err != nil {
+			return nil, &PatternError{Field: name, Pattern: p, Err: err}
+		}
+		if *insts += len(prog.Inst); *insts > MaxPatternInsts {
+			return nil, &LimitError{Field: name, Message: fmt.Sprintf("includePaths and excludePaths compile to more than %d instructions together, the most a job may hold (%s alone is %d); use fewer or simpler patterns",
+				MaxPatternInsts, name, len(prog.Inst))}
+		}
 		re, err := regexp.Compile(p)
 		if err != nil {
-			return nil, &PatternError{Field: fmt.Sprintf("%s[%d]", field, i), Pattern: p, Err: err}
+			return nil, &PatternError{Field: name, Pattern: p, Err: err}
 		}
 		res = append(res, re)
 	}

@@ -2,8 +2,14 @@ package discover
 
 import (
 	"errors"
+	"fmt"
 	"net/url"
+	"runtime"
+	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func mustParse(t testing.TB, s string) *url.URL {
@@ -270,4 +276,51 @@ func TestResolve(t *testing.T) {
 	if base.String() != "https://example.com/docs/guide/page.html?x=1" {
 		t.Errorf("Resolve changed its base to %s", base)
 	}
+}
+
+// Patterns past the budget are refused before they cost the job memory: a
+// short pattern that compiles to a large program counts at its compiled
+// size, and a request with thousands of them is refused on its count
+// before any is compiled. (Not parallel: it reads the process's
+// allocation counter.)
+func TestPatternBudget(t *testing.T) {
+	big := `(?i)(abc|def){999}` // 18 bytes, some nine thousand instructions
+	many := make([]string, 3000)
+	for i := range many {
+		many[i] = big
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := NewRules(RulesOptions{Start: "https://example.com/", IncludePaths: many})
+	runtime.ReadMemStats(&after)
+	var le *LimitError
+	require.ErrorAs(t, err, &le)
+	assert.Equal(t, "includePaths", le.Field)
+	assert.Contains(t, le.Error(), "at most 1000")
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(1<<20), "refusing the count allocated")
+
+	// Few, but each large: the one that takes the job past the budget is
+	// named, and no more than it is compiled.
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err = NewRules(RulesOptions{Start: "https://example.com/", IncludePaths: []string{"^/docs/"}, ExcludePaths: many[:100]})
+	runtime.ReadMemStats(&after)
+	require.ErrorAs(t, err, &le)
+	assert.Equal(t, "excludePaths[5]", le.Field)
+	assert.Contains(t, le.Error(), "compile to more than 50000 instructions")
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(16<<20), "refusing the compiled size allocated")
+
+	long := strings.Repeat("a", MaxPatternBytes+1)
+	_, err = NewRules(RulesOptions{Start: "https://example.com/", ExcludePaths: []string{"^/a", long}})
+	require.ErrorAs(t, err, &le)
+	assert.Equal(t, "excludePaths[1]", le.Field)
+
+	// What real crawls give is well within the budget.
+	var usual []string
+	for i := range 1000 {
+		usual = append(usual, fmt.Sprintf("^/section-%d/[a-z0-9-]+/?$", i))
+	}
+	_, err = NewRules(RulesOptions{Start: "https://example.com/", IncludePaths: usual[:500], ExcludePaths: usual[500:]})
+	require.NoError(t, err)
 }
