@@ -87,7 +87,10 @@ func New(d Deps) *API {
 		DisableStartupMessage: true,
 		ErrorHandler:          a.errorHandler,
 	})
-	a.app.Get("/healthz", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"ok": true, "browsers": a.Browsers}) })
+	// ok says the service answers; browsers and store say what it can do.
+	a.app.Get("/healthz", func(c *fiber.Ctx) error {
+		return c.JSON(fiber.Map{"ok": true, "browsers": a.Browsers, "store": a.Store.Health(c.UserContext())})
+	})
 	// Each route names the query parameters it takes; any other is a 400.
 	v2 := a.app.Group("/v2", a.authenticate)
 	v2.Post("/browser", query(), a.billable, a.createBrowser)

@@ -66,7 +66,7 @@ func (a *API) search(c *fiber.Ctx) error {
 	// scrapes together, is written alone.
 	charge := store.Charge{Team: team.ID, Request: id, Kind: store.CreditSearch, Credits: resp.Credits, At: time.Now()}
 	if err := a.Store.AddCharge(context.Background(), charge); err != nil {
-		a.log.Error("recording a search's credits", "search", id, "credits", resp.Credits, "err", err)
+		return fmt.Errorf("recording a search's credits: %w", err) // no results that nobody paid for
 	}
 	if !r.ZDR {
 		a.recordActivity(team.ID, id, "search", r.Text)

@@ -75,6 +75,21 @@ func (s *Service) record(j *job, u *store.JobURL, doc *scrape.Document, scrapeEr
 		events = s.events(j, "page", []json.RawMessage{raw}, "")
 	}
 	seq, err := s.Store.FinishJobURL(context.Background(), j.id, out, out.State == store.URLDone, discovered, credits, events)
+	// A store that is full or unreachable took none of it (one
+	// transaction): the page waits here, holding its lane, so the job
+	// takes no new pages until the store takes this one, once.
+	var fault *store.FaultError
+	for wait := time.Second; errors.As(err, &fault); wait = min(2*wait, 30*time.Second) {
+		if wait == time.Second {
+			s.Log.Warn("a job waits for its store: a page could not be recorded", "job", j.id, "err", err)
+		}
+		select {
+		case <-j.ctx.Done():
+			return // cancelled, or the service stops: the page stays in flight in the store
+		case <-time.After(wait):
+		}
+		seq, err = s.Store.FinishJobURL(context.Background(), j.id, out, out.State == store.URLDone, discovered, credits, events)
+	}
 	if s.lostLease(j, err) {
 		return
 	}
@@ -161,6 +176,17 @@ func (s *Service) end(j *job, status, msg string) {
 	var docs []json.RawMessage
 	events := s.events(j, event, docs, msg)
 	err := s.Store.FinishJob(context.Background(), j.id, status, msg, now, now.Add(s.Retention), events)
+	var fault *store.FaultError
+	for wait := time.Second; errors.As(err, &fault); wait = min(2*wait, 30*time.Second) {
+		// As for a page (record): the ending is written once the store
+		// takes it; a restart in the meantime resumes the job.
+		select {
+		case <-s.base.Done():
+			return
+		case <-time.After(wait):
+		}
+		err = s.Store.FinishJob(context.Background(), j.id, status, msg, now, now.Add(s.Retention), events)
+	}
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		s.Log.Error("ending a job", "job", j.id, "err", err)
 	}

@@ -2,6 +2,7 @@ package scrape
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/trawler-dev/trawler/store"
@@ -30,15 +31,16 @@ func charge(req Request, upload bool, id string, credits int) *store.Charge {
 
 // bill writes c alone, for a scrape whose result is not stored; nil does
 // nothing, and so does a service without a store (the command line's
-// parse, which bills nobody). A failure is logged: the caller has its
-// result.
-func (s *Service) bill(c *store.Charge) {
+// parse, which bills nobody). A charge that could not be recorded fails
+// the scrape, which is then not answered.
+func (s *Service) bill(c *store.Charge) error {
 	if c == nil || s.Store == nil {
-		return
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := s.Store.AddCharge(ctx, *c); err != nil {
-		s.Log.Error("recording a scrape's credits", "scrape", c.Request, "team", c.Team, "credits", c.Credits, "err", err)
+		return fmt.Errorf("recording the scrape's credits: %w", err)
 	}
+	return nil
 }

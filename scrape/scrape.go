@@ -238,7 +238,9 @@ func (s *Service) begin(ctx context.Context, req Request, guard *netguard.Cache,
 	}
 	switch {
 	case pg == nil && o.Lockdown:
-		s.bill(charge(req, guard == nil, id, LockdownMissCredits))
+		if err := s.bill(charge(req, guard == nil, id, LockdownMissCredits)); err != nil {
+			return nil, err
+		}
 		return nil, ErrLockdownMiss
 	case pg == nil && o.MinAge != nil:
 		return nil, ErrNoCachedData
@@ -364,24 +366,28 @@ func (f *Fetched) Finish() (*Document, error) {
 	doc.Warning = joinWarning(pg.warning, doc.Warning)
 
 	// The scrape's charge is written with its stored result, or alone when
-	// the result is not stored (or could not be).
+	// the result is not stored. A result the store could not take (or a
+	// charge it could not record) is not answered: the caller would hold
+	// an id that finds nothing, or a page nobody paid for.
 	due := charge(req, guard == nil, id, credits)
 	if !o.ZeroDataRetention && !o.Lockdown && !req.Job {
 		raw, err := json.Marshal(doc)
-		if err == nil {
-			retention := s.Retention
-			if retention == 0 {
-				retention = 24 * time.Hour
-			}
-			now := time.Now()
-			if err := s.Store.PutScrape(context.Background(), id, req.Team, now, now.Add(retention), raw, due); err != nil {
-				s.Log.Error("storing the scrape", "err", err)
-			} else {
-				due = nil
-			}
+		if err != nil {
+			return nil, fmt.Errorf("encoding the scrape: %w", err)
 		}
+		retention := s.Retention
+		if retention == 0 {
+			retention = 24 * time.Hour
+		}
+		now := time.Now()
+		if err := s.Store.PutScrape(context.Background(), id, req.Team, now, now.Add(retention), raw, due); err != nil {
+			return nil, fmt.Errorf("storing the scrape: %w", err)
+		}
+		return doc, nil
 	}
-	s.bill(due)
+	if err := s.bill(due); err != nil {
+		return nil, err
+	}
 	return doc, nil
 }
 

@@ -127,7 +127,7 @@ func newRuntime(cfg *config.Config, conf browsers.Confinement, out egressProxy, 
 // bucket (created when missing, so that a fresh MinIO works at once).
 func newProfileStore(ctx context.Context, cfg *config.Config) (profiles.Store, error) {
 	if !strings.HasPrefix(cfg.Profiles, "s3://") {
-		return profiles.NewFS(cfg.Profiles), nil
+		return profiles.Faults(profiles.NewFS(cfg.Profiles)), nil
 	}
 	bucket, prefix, err := profiles.ParseS3URL(cfg.Profiles)
 	if err != nil {
@@ -162,5 +162,5 @@ func newProfileStore(ctx context.Context, cfg *config.Config) (profiles.Store, e
 			return nil, fmt.Errorf("TRAWLER_PROFILES %s: creating the bucket: %w", cfg.Profiles, err)
 		}
 	}
-	return profiles.NewS3(client, bucket, prefix), nil
+	return profiles.Faults(profiles.NewS3(client, bucket, prefix)), nil
 }

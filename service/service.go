@@ -498,6 +498,7 @@ func (s *Service) collectors() []prometheus.Collector {
 			func() float64 { _, d, _ := s.Crawler.Scrape.Renders.Read(); return d.Seconds() }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "trawler", Name: "render_settle_seconds_total", Help: "Of render_seconds_total, the wait for pages to settle after their load event."},
 			func() float64 { _, _, d := s.Crawler.Scrape.Renders.Read(); return d.Seconds() }),
+		&storeCollector{s: s.Store, desc: prometheus.NewDesc("trawler_store_failures_total", "Store operations that failed for the store's own state since start: its disk full (full) or its database unreachable (unavailable).", []string{"kind"}, nil)},
 		gauge("model_calls_in_flight", "Language-model requests being answered.", s.modelStat(func(m model.Stats) int64 { return m.InFlight })),
 		gauge("model_calls_in_flight_max", "Most language-model requests answered at once since start.", s.modelStat(func(m model.Stats) int64 { return m.MaxInFlight })),
 		gauge("model_calls", "Language-model calls made since start.", s.modelStat(func(m model.Stats) int64 { return m.Calls })),
@@ -513,6 +514,20 @@ func (s *Service) modelStat(f func(model.Stats) int64) func() float64 {
 		}
 		return float64(f(s.Model.Stats()))
 	}
+}
+
+// storeCollector counts the store's faults by kind (store.FaultError).
+type storeCollector struct {
+	s    *store.Store
+	desc *prometheus.Desc
+}
+
+func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
+	full, unavailable := c.s.Failures()
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(full), "full")
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(unavailable), "unavailable")
 }
 
 type sessionCollector struct {

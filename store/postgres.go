@@ -24,7 +24,8 @@ func OpenURL(ctx context.Context, url string) (*Store, error) {
 		return nil, fmt.Errorf("reading the database URL: %w", err)
 	}
 	where := fmt.Sprintf("%s/%s", cfg.Host, cfg.Database)
-	db := sql.OpenDB(rebindConnector{stdlib.GetConnector(*cfg)})
+	f := &faults{}
+	db := sql.OpenDB(observedConnector{rebindConnector{stdlib.GetConnector(*cfg)}, f})
 	// Every node holds up to this many connections; PostgreSQL allows 100
 	// by default across all of them.
 	db.SetMaxOpenConns(16)
@@ -33,7 +34,7 @@ func OpenURL(ctx context.Context, url string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("connecting to the database at %s: %w", where, err)
 	}
-	s := &Store{db: db, dialect: postgresDialect, notices: newNotices(cfg)}
+	s := &Store{db: db, dialect: postgresDialect, notices: newNotices(cfg), faults: f}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("migrating the database at %s: %w", where, err)
@@ -361,6 +362,7 @@ var postgresMigrations = []string{
 	// Team limits count places too (places.go), no longer what each node
 	// published at its heartbeat.
 	`DROP TABLE node_counts;`,
+	`CREATE TABLE store_probe (id BIGINT PRIMARY KEY, at BIGINT NOT NULL);`,
 }
 
 // rebind turns the ? placeholders of query into PostgreSQL's $1, $2, ...;
@@ -422,6 +424,7 @@ var (
 	_ driver.Pinger             = (*rebindConn)(nil)
 	_ driver.SessionResetter    = (*rebindConn)(nil)
 	_ driver.NamedValueChecker  = (*rebindConn)(nil)
+	_ driver.Validator          = (*rebindConn)(nil)
 )
 
 func (r *rebindConn) Prepare(query string) (driver.Stmt, error) {
@@ -453,6 +456,11 @@ func (r *rebindConn) Ping(ctx context.Context) error { return r.c.Ping(ctx) }
 func (r *rebindConn) ResetSession(ctx context.Context) error { return r.c.ResetSession(ctx) }
 
 func (r *rebindConn) CheckNamedValue(v *driver.NamedValue) error { return r.c.CheckNamedValue(v) }
+
+// IsValid says whether the connection is still open: one the server (or
+// the network) closed is not reused, and its last error is read as the
+// database lost (fault.go).
+func (r *rebindConn) IsValid() bool { return !r.c.Conn().IsClosed() }
 
 // Postgres returns the database when s is on PostgreSQL, nil on SQLite:
 // for the search index, which lives in PostgreSQL's own tables

@@ -46,6 +46,9 @@ type Store struct {
 	// notices are PostgreSQL's job change notices (notices.go); nil on
 	// SQLite.
 	notices *notices
+	// faults is what the store's connections saw of its database
+	// (fault.go).
+	faults *faults
 }
 
 // migrations are SQLite's, applied in order, each once; never edit a
@@ -320,6 +323,8 @@ var migrations = []string{
 	// Team limits count places too (places.go), no longer what each node
 	// published at its heartbeat.
 	`DROP TABLE node_counts;`,
+	// The row Health writes to learn whether a full store has room again.
+	`CREATE TABLE store_probe (id INTEGER PRIMARY KEY, at INTEGER NOT NULL);`,
 }
 
 // Open opens (creating if needed) the SQLite database at path and migrates
@@ -329,14 +334,16 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("creating database directory: %w", err)
 	}
 	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"
-	db, err := sql.Open("sqlite", dsn)
+	f := &faults{}
+	conn, err := sqliteConnector(dsn, f)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
+	db := sql.OpenDB(conn)
 	// SQLite has one writer; a small pool keeps readers concurrent while
 	// busy_timeout serialises writers.
 	db.SetMaxOpenConns(4)
-	s := &Store{db: db, dialect: sqliteDialect}
+	s := &Store{db: db, dialect: sqliteDialect, faults: f}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, err
