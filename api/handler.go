@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
@@ -17,12 +18,16 @@ import (
 // Fiber cannot serve: a parse upload (streamed, past the JSON body limit),
 // a job's watch socket (a hijack) and a method Fiber does not know (which
 // it would answer in plain text).
+//
+// A request with a body to a route that takes an API key is refused before
+// a byte of its body is read when its key is not good (see refuseUnknown).
 func (a *API) Handler() http.Handler {
 	app := limitBody(adaptor.FiberApp(a.app))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case isWatch(r):
 			a.serveWatch(w, r)
+		case a.refuseUnknown(w, r):
 		case isParse(r):
 			// Uploads stream past the JSON body limit, bounded on their own.
 			a.serveParse(w, r)
@@ -34,6 +39,27 @@ func (a *API) Handler() http.Handler {
 			app.ServeHTTP(w, r)
 		}
 	})
+}
+
+// refuseUnknown answers 401, as the route itself would, a request with a
+// body to a /v2 route (every one of which takes an API key) whose
+// Authorization header does not authenticate, and reports whether it did.
+// Fiber's routes authenticate only once the adaptor has read the whole
+// body, and a client without a key must not be able to hold a connection
+// and a handler by sending it slowly. The answer closes the connection,
+// so that net/http does not read the body before it sends it.
+func (a *API) refuseUnknown(w http.ResponseWriter, r *http.Request) bool {
+	// Fiber matches the /v2 group as a prefix of the lower-cased path.
+	if r.ContentLength == 0 || !strings.HasPrefix(strings.ToLower(r.URL.Path), "/v2") {
+		return false
+	}
+	if _, err := a.teamFor(r.Header.Get("Authorization")); err != nil {
+		e := a.toError(err)
+		w.Header().Set("Connection", "close")
+		e.body().Write(w, e.Status)
+		return true
+	}
+	return false
 }
 
 // limitBody refuses bodies over BodyLimit before Fiber's adaptor reads them

@@ -67,6 +67,12 @@ type Config struct {
 	// TrustedProxies are the networks whose X-Forwarded-Proto and
 	// X-Forwarded-Host headers are honoured (TRAWLER_TRUSTED_PROXIES, CIDRs).
 	TrustedProxies []netip.Prefix
+	// MaxConnsPerAddress is how many connections one client address may
+	// hold open at once, WebSockets included (TRAWLER_MAX_CONNS_PER_ADDRESS,
+	// default 512); the next is answered 429 and closed. It is generous
+	// because clients behind one NAT, or one proxy, share an address: it is
+	// there so that one client cannot take every descriptor of the process.
+	MaxConnsPerAddress int
 
 	// ChromiumPath is the browser binary (TRAWLER_CHROMIUM_PATH, default the
 	// first of chromium, chromium-browser, google-chrome on PATH).
@@ -324,6 +330,7 @@ func defaults() *Config {
 		SearchProviders:     []provider.Spec{{Kind: "index"}},
 		SearchIndex:         true,
 		HostConcurrency:     8,
+		MaxConnsPerAddress:  512,
 		Runtime:             "process",
 		ProfileLockTTL:      time.Minute,
 		NodeLease:           15 * time.Second,
@@ -437,7 +444,8 @@ func (e *envReader) profiles(c *Config) {
 	e.duration("TRAWLER_PROFILE_LOCK_TTL", &c.ProfileLockTTL)
 }
 
-// limits reads the sizes and timeouts of the pool and the jobs.
+// limits reads the sizes and timeouts of the pool and the jobs, and the
+// connections a client may hold.
 func (e *envReader) limits(c *Config) {
 	e.integer("TRAWLER_POOL_SIZE", &c.PoolSize)
 	e.integer("TRAWLER_WARM_BROWSERS", &c.WarmBrowsers)
@@ -459,6 +467,7 @@ func (e *envReader) limits(c *Config) {
 	}
 	e.integer("TRAWLER_JOB_WORKERS", &c.JobWorkers)
 	e.integer("TRAWLER_HOST_CONCURRENCY", &c.HostConcurrency)
+	e.integer("TRAWLER_MAX_CONNS_PER_ADDRESS", &c.MaxConnsPerAddress)
 }
 
 // teams reads the per-team settings: webhook secrets, features and API keys.
@@ -745,6 +754,9 @@ func (c *Config) Validate() error {
 	}
 	if c.HostConcurrency < 1 || c.HostConcurrency > 1000 {
 		errs = append(errs, fmt.Errorf("TRAWLER_HOST_CONCURRENCY must be between 1 and 1000, got %d", c.HostConcurrency))
+	}
+	if c.MaxConnsPerAddress < 1 {
+		errs = append(errs, fmt.Errorf("TRAWLER_MAX_CONNS_PER_ADDRESS must be at least 1, got %d", c.MaxConnsPerAddress))
 	}
 	if c.QueueWait < 0 || c.QueueWait > 10*time.Minute {
 		errs = append(errs, fmt.Errorf("TRAWLER_QUEUE_WAIT must be between 0s and 10m, got %s", c.QueueWait))

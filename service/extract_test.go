@@ -350,8 +350,9 @@ func startOwned(t *testing.T, env map[string]string) (*testService, func()) {
 	log := slog.New(slog.NewTextHandler(io.MultiWriter(logs, levelWriter{out, os.Stderr}), nil))
 	svc, err := service.New(context.Background(), cfg, log)
 	require.NoError(t, err, "service")
-	srv := httptest.NewUnstartedServer(svc.Handler())
-	srv.Listener = service.Listener(srv.Listener)
+	srv := httptest.NewUnstartedServer(nil)
+	srv.Config = service.Server(svc.Handler())
+	srv.Listener = service.Listener(srv.Listener, cfg.MaxConnsPerAddress)
 	srv.Start()
 	svc.Listening(srv.Listener.Addr().String())
 	var once sync.Once

@@ -112,9 +112,9 @@ func start(t *testing.T, env map[string]string) *testService {
 	svc, err := service.New(context.Background(), cfg, log)
 	require.NoError(t, err, "service")
 	requests := &requestLog{}
-	srv := httptest.NewUnstartedServer(requests.wrap(svc.Handler()))
-	srv.Listener = service.Listener(srv.Listener)
-	srv.Config.DisableGeneralOptionsHandler = true
+	srv := httptest.NewUnstartedServer(nil)
+	srv.Config = service.Server(requests.wrap(svc.Handler()))
+	srv.Listener = service.Listener(srv.Listener, cfg.MaxConnsPerAddress)
 	srv.Start()
 	svc.Listening(srv.Listener.Addr().String())
 	t.Cleanup(func() {

@@ -125,11 +125,13 @@ func TestHealthAndMetrics(t *testing.T) {
 	ts := start(t, nil)
 	r := ts.do("GET", "/healthz", "", nil)
 	require.Equal(t, 200, r.Status, "/healthz")
+	require.Equal(t, "ok", r.Body["store"].(map[string]any)["state"], "/healthz: %s", r.Raw)
 	ts.create(keyAcme, nil)
 	polltest.Until(t, 20*time.Second, "the pool to refill", func() bool { return ts.Pool.Stats().Idle == 1 })
 	r = ts.do("GET", "/metrics", "", nil)
 	body := string(r.Raw)
-	for _, want := range []string{"trawler_browsers_warm 1", "trawler_browsers_leased 1", "trawler_pool_waiters 0", `trawler_sessions{status="active"} 1`} {
+	for _, want := range []string{"trawler_browsers_warm 1", "trawler_browsers_leased 1", "trawler_pool_waiters 0", `trawler_sessions{status="active"} 1`,
+		`trawler_store_failures_total{kind="full"} 0`} {
 		require.Contains(t, body, want, "/metrics")
 	}
 }

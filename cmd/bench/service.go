@@ -70,11 +70,11 @@ func startInstance(ctx context.Context, name, dataDir string, warm, poolSize int
 	svc.Listening(ln.Addr().String())
 	in := &instance{
 		name: name, dataDir: cfg.DataDir, base: "http://" + ln.Addr().String(), svc: svc,
-		srv:    &http.Server{Handler: svc.Handler(), ReadHeaderTimeout: 10 * time.Second, DisableGeneralOptionsHandler: true},
+		srv:    service.Server(svc.Handler()),
 		client: &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 4}},
 	}
 	go func() {
-		if err := in.srv.Serve(service.Listener(ln)); err != nil && err != http.ErrServerClosed {
+		if err := in.srv.Serve(service.Listener(ln, cfg.MaxConnsPerAddress)); err != nil && err != http.ErrServerClosed {
 			log.Error("http server stopped", "service", name, "err", err)
 		}
 	}()

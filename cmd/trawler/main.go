@@ -136,11 +136,9 @@ func serve() error {
 		return err
 	}
 	svc.Listening(ln.Addr().String())
-	// OPTIONS * is the API's 404 too, not net/http's empty 200.
-	srv := &http.Server{Handler: svc.Handler(), ReadHeaderTimeout: 10 * time.Second, DisableGeneralOptionsHandler: true}
+	srv := service.Server(svc.Handler())
 	errc := make(chan error, 1)
-	// Listener: net/http's own error answers come out in the API's shape.
-	go func() { errc <- srv.Serve(service.Listener(ln)) }()
+	go func() { errc <- srv.Serve(service.Listener(ln, cfg.MaxConnsPerAddress)) }()
 	mode := "keys"
 	if cfg.LocalMode() {
 		mode = "local (no API keys configured)"
