@@ -412,7 +412,12 @@ func hostileBodies(session string) []hostile {
 		`"scrapeOptions": {"timeout": 1, "timeout": 2}`, `"scrapeOptions": {"Timeout": 1000}`,
 		`"scrapeOptions": {"profile": {"name": "p", "saveChanges": true}}`, `"robotsUserAgent": ""`,
 		`"webhook": 5`, `"webhook": "nope"`, `"webhook": {"url": "` + blockedTarget + `", "events": ["exploded"]}`,
-		`"webhook": {"url": "` + blockedTarget + `", "headers": {"X-A": "a\r\nb"}}`, `"webhook": {"url": "` + blockedTarget + `", "x": 1}`} {
+		`"webhook": {"url": "` + blockedTarget + `", "headers": {"X-A": "a\r\nb"}}`, `"webhook": {"url": "` + blockedTarget + `", "x": 1}`,
+		// Budgets: too many patterns, one too long, and few that compile
+		// too large together (issue 36).
+		`"includePaths": [` + strings.Repeat(`"^/a",`, 3000) + `"^/b"]`,
+		`"excludePaths": ["` + strings.Repeat("a", 2049) + `"]`,
+		`"includePaths": [` + strings.Repeat(`"(?i)(abc|def){999}",`, 20) + `"x"]`} {
 		code := "BAD_REQUEST"
 		if member == `"prompt": "all docs"` {
 			code = "MODEL_NOT_CONFIGURED"
@@ -423,7 +428,8 @@ func hostileBodies(session string) []hostile {
 		`{"urls": ["` + mb + `"]}`, `{"urls": ["nope"], "ignoreInvalidURLs": false}`, `{"urls": ["` + blockedTarget + `"], "appendToId": "x"}`,
 		`{"urls": ["` + blockedTarget + `"], "ignoreInvalidURLs": "no"}`, `{"urls": ["` + blockedTarget + `"], "maxConcurrency": -1}`,
 		`{"urls": ["` + blockedTarget + `"], "profile": {"name": "p", "saveChanges": true}}`,
-		`{"urls": [` + strings.Repeat(`"nope",`, 100000) + `"nope"]}`} {
+		`{"urls": [` + strings.Repeat(`"nope",`, 100000) + `"nope"]}`, `{"urls": [` + strings.Repeat(`"nope",`, 60000) + `"nope"], "ignoreInvalidURLs": false}`,
+		`{"urls": [` + strings.Repeat(`1,`, 5000) + `1]}`} {
 		out = append(out, jsonReq("batch "+truncated(body, 40), "POST", "/v2/batch/scrape", body, 400, "BAD_REQUEST"))
 	}
 	for _, member := range []string{`"limit": 0`, `"limit": 100001`, `"search": "` + strings.Repeat("s", 501) + `"`,
