@@ -2,6 +2,7 @@ package service_test
 
 import (
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/trawler-dev/trawler/profiles/miniotest"
 	"github.com/trawler-dev/trawler/test/disktest"
+	"github.com/trawler-dev/trawler/test/pgdb"
 	"github.com/trawler-dev/trawler/test/polltest"
 	"github.com/trawler-dev/trawler/test/relay"
 )
@@ -148,4 +150,38 @@ func TestProfileStoreDown(t *testing.T) {
 	})
 	s = ts.create(keyAcme, writer)
 	require.Equal(t, 200, ts.do("DELETE", "/v2/browser/"+s.str("id"), keyAcme, nil).Status)
+}
+
+// A PostgreSQL database that goes away mid-life (make test-postgres): a
+// scrape is answered 503 naming the database rather than 200 with an id
+// that finds nothing, /healthz says unavailable, and once the database is
+// back the service works on without a restart.
+func TestDatabaseDown(t *testing.T) {
+	if !pgdb.Enabled() {
+		t.Skip("needs PostgreSQL (" + pgdb.Env + ", see scripts/pgtest.sh)")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	u, err := url.Parse(pgdb.For(t, dir))
+	require.NoError(t, err)
+	r := relay.Start(t, u.Host)
+	u.Host = r.Addr
+	site := newCrawlSite(t)
+	ts := crawlService(t, map[string]string{"TRAWLER_DATA_DIR": dir, "TRAWLER_DATABASE_URL": u.String(), "TRAWLER_WARM_BROWSERS": "1"})
+	require.Equal(t, 200, ts.scrape(map[string]any{"url": site.URL + "/docs/c1", "formats": []string{"markdown"}}).Status)
+
+	r.Cut()
+	got := ts.scrape(map[string]any{"url": site.URL + "/docs/c2", "formats": []string{"markdown"}, "maxAge": 0})
+	assert.Equal(t, 503, got.Status, "a scrape with the database down: %s", got.Raw)
+	assert.Equal(t, "UNAVAILABLE", got.str("code"))
+	assert.Contains(t, got.str("error"), "database is unavailable")
+	health := ts.do("GET", "/healthz", "", nil)
+	assert.Equal(t, "unavailable", health.Body["store"].(map[string]any)["state"], "%s", health.Raw)
+
+	r.Restore()
+	polltest.Until(t, 30*time.Second, "the service to reach its database again", func() bool {
+		return ts.scrape(map[string]any{"url": site.URL + "/docs/c2", "formats": []string{"markdown"}, "maxAge": 0}).Status == 200
+	})
+	health = ts.do("GET", "/healthz", "", nil)
+	assert.Equal(t, "ok", health.Body["store"].(map[string]any)["state"], "%s", health.Raw)
 }
