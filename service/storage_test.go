@@ -55,7 +55,13 @@ func TestFullDiskLosesNothing(t *testing.T) {
 		return n >= 3
 	})
 
+	// A session that ends while the disk is full is billed once it has room.
+	early := ts.create(keyAcme, nil).str("id")
+
 	free := disktest.Fill(t, dir)
+	ended := ts.do("DELETE", "/v2/browser/"+early, keyAcme, nil)
+	require.Equal(t, 200, ended.Status, "ending a session on a full disk: %s", ended.Raw)
+	sessionCredits := ended.Body["creditsBilled"].(float64)
 	var answered []string // scrape ids answered 200 while the disk was full
 	charged := 0.0
 	refused := 0
@@ -109,7 +115,10 @@ func TestFullDiskLosesNothing(t *testing.T) {
 	slices.Sort(want)
 	assert.Equal(t, want, got, "the crawl's pages, each once")
 	crawlCredits := st.Body["creditsUsed"].(float64)
-	assert.Equal(t, charged+crawlCredits, used(), "the ledger holds exactly what was answered")
+	polltest.Until(t, 30*time.Second, "the ended session to be recorded", func() bool {
+		return ts.do("GET", "/v2/browser/"+early, keyAcme, nil).str("status") == "destroyed"
+	})
+	assert.Equal(t, charged+crawlCredits+sessionCredits, used(), "the ledger holds exactly what was answered")
 
 	r := ts.scrape(map[string]any{"url": site.URL + "/docs/c1", "formats": []string{"markdown"}, "maxAge": 0})
 	require.Equal(t, 200, r.Status, "a scrape once there is room: %s", r.Raw)

@@ -362,6 +362,12 @@ func (m *Manager) finish(s *Session, e End) bool {
 	defer cancel()
 	if err := m.store.EndSession(ctx, s.rec.ID, s.endedAt, last, e.Text, s.credits); err != nil {
 		m.log.Error("recording the end of a session", "session", s.rec.ID, "err", err)
+		var fault *store.FaultError
+		if errors.As(err, &fault) {
+			// Its end and charge are written once the store takes them;
+			// a restart meanwhile ends it from its last activity instead.
+			go m.retryEnd(s.rec.ID, s.endedAt, last, e.Text, s.credits)
+		}
 	}
 	close(s.done)
 	if detached != nil {
@@ -493,6 +499,30 @@ type ExecResult struct {
 	Value json.RawMessage
 	// Exception is the text of an uncaught exception, if one was thrown.
 	Exception string
+}
+
+// retryEnd writes a session's end that the store could not take (it was
+// full or unreachable), until it does or the manager closes.
+func (m *Manager) retryEnd(id string, at, last time.Time, reason string, credits int) {
+	for wait := time.Second; ; wait = min(2*wait, 30*time.Second) {
+		time.Sleep(wait)
+		m.mu.Lock()
+		closed := m.closed
+		m.mu.Unlock()
+		if closed {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := m.store.EndSession(ctx, id, at, last, reason, credits)
+		cancel()
+		var fault *store.FaultError
+		if !errors.As(err, &fault) {
+			if err != nil {
+				m.log.Error("recording the end of a session", "session", id, "err", err)
+			}
+			return
+		}
+	}
 }
 
 // ErrExecTimeout is returned when the code ran past its timeout.

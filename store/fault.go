@@ -62,6 +62,10 @@ type Health struct {
 // that succeeds again ends it.
 type faults struct {
 	full, unavailable atomic.Int64
+	// room, when set, says whether the database's filesystem has room:
+	// a full SQLite database still takes some writes (into pages and WAL
+	// frames it already has), which alone must not say it has room again.
+	room func() bool
 
 	mu     sync.Mutex
 	state  string
@@ -113,7 +117,7 @@ func (f *faults) classifyOn(err error, conn driver.Conn) error {
 // reachable; only a write says there is room in it again.
 func (f *faults) ok(write bool) {
 	f.mu.Lock()
-	if f.state == StateUnavailable || (write && f.state == StateFull) {
+	if f.state == StateUnavailable || (write && f.state == StateFull && (f.room == nil || f.room())) {
 		f.state, f.since, f.detail = StateOK, time.Now(), ""
 	}
 	f.mu.Unlock()
@@ -341,6 +345,21 @@ func (t observedTx) Commit() error {
 func (t observedTx) Rollback() error {
 	t.c.inTx = false
 	return t.Tx.Rollback()
+}
+
+// minRoom is the free space below which a SQLite store that found its disk
+// full is still taken as full.
+const minRoom = 1 << 20
+
+// roomIn says whether the filesystem of dir has minRoom free.
+func roomIn(dir string) func() bool {
+	return func() bool {
+		var st syscall.Statfs_t
+		if err := syscall.Statfs(dir, &st); err != nil {
+			return true // no way to tell: the writes say
+		}
+		return st.Bavail*uint64(st.Bsize) >= minRoom
+	}
 }
 
 // sqliteConnector is modernc's connector for dsn, observed.

@@ -334,7 +334,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("creating database directory: %w", err)
 	}
 	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"
-	f := &faults{}
+	f := &faults{room: roomIn(filepath.Dir(path))}
 	conn, err := sqliteConnector(dsn, f)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", path, err)
