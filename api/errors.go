@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
@@ -83,7 +84,7 @@ func (e *Error) body() wire.ErrorBody {
 // failures as scrape.Classify says, then the API's own.
 func (a *API) toError(err error) *Error {
 	if f, ok := scrape.Classify(err); ok {
-		return &Error{Status: f.Status, Code: f.Code, Message: f.Message}
+		return &Error{Status: f.Status, Code: f.Code, Message: f.Message, RetryAfter: f.RetryAfter}
 	}
 	var e *Error
 	var fe *fiber.Error
@@ -145,6 +146,10 @@ func (a *API) toError(err error) *Error {
 		return &Error{Status: fiber.StatusServiceUnavailable, Code: "UNAVAILABLE", Message: unconfined.Error()}
 	case errors.Is(err, sessions.ErrNotFound):
 		return &Error{Status: fiber.StatusNotFound, Code: "NOT_FOUND", Message: "browser session not found"}
+	case errors.As(err, &start) && errors.Is(err, syscall.ENOSPC):
+		a.log.Error("browser start failed", "err", err)
+		return &Error{Status: fiber.StatusInsufficientStorage, Code: "STORAGE_FULL", RetryAfter: 30,
+			Message: "the service's data directory is full: no browser could be started; retry once the operator has freed space"}
 	case errors.As(err, &start):
 		a.log.Error("browser start failed", "err", err)
 		return &Error{Status: fiber.StatusServiceUnavailable, Code: "UNAVAILABLE", Message: "could not start a browser; see the server log"}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -54,6 +55,9 @@ func (a *API) serveParse(w http.ResponseWriter, r *http.Request) {
 		// Let a client that is still sending finish, within reason, so
 		// that it reads this answer rather than a reset connection.
 		io.CopyN(io.Discard, r.Body, maxDiscard)
+		if e.RetryAfter > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
+		}
 		e.body().Write(w, e.Status)
 		return
 	}

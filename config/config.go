@@ -73,6 +73,11 @@ type Config struct {
 	// because clients behind one NAT, or one proxy, share an address: it is
 	// there so that one client cannot take every descriptor of the process.
 	MaxConnsPerAddress int
+	// ParseMemoryMB is the memory one document may be estimated to take
+	// while it is read (TRAWLER_PARSE_MEMORY_MB, default 256), and
+	// ParseMemoryTotalMB what all documents read at once may take together
+	// (TRAWLER_PARSE_MEMORY_TOTAL_MB, default 512); see parse's budget.
+	ParseMemoryMB, ParseMemoryTotalMB int
 
 	// ChromiumPath is the browser binary (TRAWLER_CHROMIUM_PATH, default the
 	// first of chromium, chromium-browser, google-chrome on PATH).
@@ -331,6 +336,8 @@ func defaults() *Config {
 		SearchIndex:         true,
 		HostConcurrency:     8,
 		MaxConnsPerAddress:  512,
+		ParseMemoryMB:       256,
+		ParseMemoryTotalMB:  512,
 		Runtime:             "process",
 		ProfileLockTTL:      time.Minute,
 		NodeLease:           15 * time.Second,
@@ -468,6 +475,8 @@ func (e *envReader) limits(c *Config) {
 	e.integer("TRAWLER_JOB_WORKERS", &c.JobWorkers)
 	e.integer("TRAWLER_HOST_CONCURRENCY", &c.HostConcurrency)
 	e.integer("TRAWLER_MAX_CONNS_PER_ADDRESS", &c.MaxConnsPerAddress)
+	e.integer("TRAWLER_PARSE_MEMORY_MB", &c.ParseMemoryMB)
+	e.integer("TRAWLER_PARSE_MEMORY_TOTAL_MB", &c.ParseMemoryTotalMB)
 }
 
 // teams reads the per-team settings: webhook secrets, features and API keys.
@@ -757,6 +766,12 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxConnsPerAddress < 1 {
 		errs = append(errs, fmt.Errorf("TRAWLER_MAX_CONNS_PER_ADDRESS must be at least 1, got %d", c.MaxConnsPerAddress))
+	}
+	if c.ParseMemoryMB < 32 || c.ParseMemoryMB > 1<<20 {
+		errs = append(errs, fmt.Errorf("TRAWLER_PARSE_MEMORY_MB must be between 32 and 1048576, got %d", c.ParseMemoryMB))
+	}
+	if c.ParseMemoryTotalMB < c.ParseMemoryMB || c.ParseMemoryTotalMB > 1<<20 {
+		errs = append(errs, fmt.Errorf("TRAWLER_PARSE_MEMORY_TOTAL_MB must be at least TRAWLER_PARSE_MEMORY_MB (%d) and at most 1048576, got %d", c.ParseMemoryMB, c.ParseMemoryTotalMB))
 	}
 	if c.QueueWait < 0 || c.QueueWait > 10*time.Minute {
 		errs = append(errs, fmt.Errorf("TRAWLER_QUEUE_WAIT must be between 0s and 10m, got %s", c.QueueWait))

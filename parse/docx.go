@@ -41,6 +41,11 @@ func DOCX(ctx context.Context, data []byte) (doc *Document, err error) {
 	if err != nil {
 		return nil, err
 	}
+	release, err := currentBudget().admit(ctx, officeEstimate(a))
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	r := &docxReader{ctx: ctx, a: a, b: newBodyBuilder(outputsFor(ctx)), seen: map[string]bool{}}
 	pkgRels, err := r.rels("_rels/.rels")
 	if err != nil {

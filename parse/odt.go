@@ -45,6 +45,11 @@ func ODT(ctx context.Context, data []byte) (doc *Document, err error) {
 	if !a.has("content.xml") {
 		return nil, fmt.Errorf("%w: no content.xml: not an OpenDocument file", ErrMalformed)
 	}
+	release, err := currentBudget().admit(ctx, officeEstimate(a))
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	if err := odfEncrypted(ctx, a); err != nil {
 		return nil, err
 	}

@@ -1114,6 +1114,29 @@ func oleStreamName(s string) []byte {
 	return b
 }
 
+// officeEstimate estimates what reading a DOCX or ODT takes, from the
+// archive alone: its XML parts, whether a reader holds them whole or
+// streams them (a UTF-16 part is converted whole, at about four times its
+// size), and what the body builder keeps and renders beside them, which
+// is bounded by the text budget. A flat ODT is outside the budget: it is
+// not compressed, so it is no larger read than sent.
+func officeEstimate(a *archive) memEstimate {
+	est := memEstimate{kind: "document"}
+	for name, f := range a.files {
+		n := strings.ToLower(name)
+		if !strings.HasSuffix(n, ".xml") && !strings.HasSuffix(n, ".rels") {
+			continue
+		}
+		size := int64(f.UncompressedSize64)
+		if size > 1<<20 && isUTF16(memberHead(f, 2)) {
+			size *= 4
+		}
+		est.bytes += size
+	}
+	est.bytes += min(3*est.bytes, officeRenderBytes)
+	return est
+}
+
 // officePanic turns a panic in a reader into ErrMalformed.
 func officePanic(format string, r any) error {
 	return fmt.Errorf("%w: %s reader failed: %v", ErrMalformed, format, r)

@@ -534,9 +534,16 @@ type xlsSheetSpec struct {
 	body   func(b *biff)
 }
 
-// buildXLS writes a BIFF8 workbook: globals (formats, XFs, the given extra
-// records, sheets) and each sheet's substream, wrapped in a compound file.
+// buildXLS writes a BIFF8 workbook (buildXLSStream) wrapped in a compound
+// file.
 func buildXLS(globals func(b *biff), sheets ...xlsSheetSpec) []byte {
+	return cfbFile(map[string][]byte{"Workbook": buildXLSStream(globals, sheets...)}, "Workbook")
+}
+
+// buildXLSStream writes the Workbook stream of a BIFF8 workbook: globals
+// (formats, XFs, the given extra records, sheets) and each sheet's
+// substream.
+func buildXLSStream(globals func(b *biff), sheets ...xlsSheetSpec) []byte {
 	bof := func(b *biff, dt uint16) {
 		b.rec(xlsBOF, uint16(0x0600), dt, uint16(0), uint16(0), uint32(0), uint32(0))
 	}
@@ -571,7 +578,7 @@ func buildXLS(globals func(b *biff), sheets ...xlsSheetSpec) []byte {
 		b.rec(xlsEOF)
 		out = append(out, b.Bytes()...)
 	}
-	return cfbFile(map[string][]byte{"Workbook": out}, "Workbook")
+	return out
 }
 
 // rk encodes an RK number.
@@ -743,6 +750,10 @@ func TestSheetHostile(t *testing.T) {
 		{"xlsx zip of something else", XLSX, zipOf(t, "word/document.xml", "<w/>"), ErrMalformed},
 		{"xlsx encrypted", XLSX, encryptedXLSX, ErrEncrypted},
 		{"xlsx zip bomb", XLSX, zipBomb(t, 300<<20, 300<<20), ErrTooLarge},
+		// A few hundred KB that inflate to three million cells: over the
+		// memory budget (a *BudgetError), refused before excelize reads a
+		// row.
+		{"xlsx cell bomb", XLSX, cellBomb(t, 300_000, 10), ErrTooLarge},
 		{"xls empty", XLS, nil, ErrMalformed},
 		{"xls random", XLS, random, ErrMalformed},
 		{"xls random after the magic", XLS, append(bytes.Clone(xlsOLEMagic), random...), ErrMalformed},

@@ -84,6 +84,27 @@ func XLS(ctx context.Context, data []byte) (doc *Document, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if doc, err = xlsReadWorkbook(ctx, stream); err != nil {
+		return nil, err
+	}
+	if summary != nil {
+		doc.Title, doc.Author = xlsSummary(summary)
+	}
+	return doc, nil
+}
+
+// xlsReadWorkbook reads the sheets of a Workbook stream, within the memory
+// budget.
+func xlsReadWorkbook(ctx context.Context, stream []byte) (*Document, error) {
+	est, err := xlsEstimate(ctx, stream)
+	if err != nil {
+		return nil, err
+	}
+	release, err := currentBudget().admit(ctx, est)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	wb, err := xlsReadGlobals(ctx, stream)
 	if err != nil {
 		return nil, err
@@ -106,11 +127,7 @@ func XLS(ctx context.Context, data []byte) (doc *Document, err error) {
 			sb.add(s)
 		}
 	}
-	doc = sb.document(ctx)
-	if summary != nil {
-		doc.Title, doc.Author = xlsSummary(summary)
-	}
-	return doc, nil
+	return sb.document(ctx), nil
 }
 
 // xlsOLEMagic starts every OLE compound file.
@@ -310,6 +327,117 @@ func xlsReadGlobals(ctx context.Context, stream []byte) (*xlsWorkbook, error) {
 			wb.sst = xlsReadSST(&xlsSegments{segs: segs}, unique)
 		}
 	}
+}
+
+// xlsEstimate estimates what reading a workbook takes from a walk of its
+// records that keeps nothing: the stream, the shared strings of the
+// globals, and the cells of the visible worksheets with the tables they
+// make. Every cell is charged, even those past maxSheetCells that
+// truncation would leave out (see xlsxEstimateSheets). Damage ends the
+// walk where it is: the reader reports it.
+func xlsEstimate(ctx context.Context, stream []byte) (memEstimate, error) {
+	est := memEstimate{kind: "spreadsheet", cellCost: costCellXLS, fixed: sheetBaseBytes + int64(len(stream)), html: outputsFor(ctx).HTML}
+	r := &xlsRecords{b: stream}
+	var sheets []xlsBoundSheet
+globals:
+	for n := 0; ; n++ {
+		if n%sheetCtxEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return est, err
+			}
+		}
+		id, body, err := r.next()
+		if err != nil {
+			break
+		}
+		switch id {
+		case xlsEOF:
+			break globals
+		case xlsBoundSheetRec:
+			if len(body) >= 6 {
+				sheets = append(sheets, xlsBoundSheet{pos: int(binary.LittleEndian.Uint32(body)), hidden: body[4]&3 != 0, kind: body[5]})
+			}
+		case xlsSST:
+			// A string takes at least its count and option byte, and
+			// decodes to at most twice its bytes (Latin-1 to UTF-8).
+			size := 0
+			for _, seg := range r.continues(body) {
+				size += len(seg)
+			}
+			unique := 0
+			if len(body) >= 8 {
+				unique = int(binary.LittleEndian.Uint32(body[4:]))
+			}
+			est.strings += int64(min(unique, size/3))
+			est.bytes += 2 * int64(size)
+		}
+	}
+	var places int64
+	var rows, cols [1 << 16 / 64]uint64
+	for _, bs := range sheets {
+		if bs.kind != 0 || bs.hidden || bs.pos < 0 || bs.pos >= len(stream) {
+			continue
+		}
+		r := &xlsRecords{b: stream, pos: bs.pos}
+		if id, body, err := r.next(); err != nil || id != xlsBOF || len(body) < 4 || binary.LittleEndian.Uint16(body[2:]) != 0x0010 {
+			continue
+		}
+		clear(rows[:])
+		clear(cols[:])
+		var nrows, ncols int64
+		mark := func(set *[1 << 16 / 64]uint64, n *int64, i int) {
+			if set[i/64]&(1<<(i%64)) == 0 {
+				set[i/64] |= 1 << (i % 64)
+				*n++
+			}
+		}
+		cell := func(body []byte, n int) {
+			est.cells += int64(n)
+			mark(&rows, &nrows, int(binary.LittleEndian.Uint16(body)))
+			col := int(binary.LittleEndian.Uint16(body[2:]))
+			for i := range min(n, 1<<16-col) {
+				mark(&cols, &ncols, col+i)
+			}
+		}
+		for n, depth := 0, 1; depth > 0; n++ {
+			if n%sheetCtxEvery == 0 {
+				if err := ctx.Err(); err != nil {
+					return est, err
+				}
+			}
+			id, body, err := r.next()
+			if err != nil {
+				break
+			}
+			switch id {
+			case xlsBOF:
+				depth++
+				continue
+			case xlsEOF:
+				depth--
+				continue
+			}
+			if depth != 1 || len(body) < 4 {
+				continue
+			}
+			switch id {
+			case xlsLabelSST, xlsNumber, xlsRK, xlsBoolErr, xlsFormula:
+				cell(body, 1)
+			case xlsLabel, xlsRString:
+				cell(body, 1)
+				est.bytes += 2 * int64(len(body))
+			case xlsString:
+				for _, seg := range r.continues(body) {
+					est.bytes += 2 * int64(len(seg))
+				}
+			case xlsMulRK:
+				cell(body, max(0, (len(body)-6)/6))
+			}
+		}
+		places += nrows * ncols
+	}
+	est.places = places
+	return est, nil
 }
 
 // readSheet reads one sheet's substream, or returns nil for a sheet that is

@@ -73,10 +73,27 @@ func XLSX(ctx context.Context, data []byte) (doc *Document, err error) {
 	if err := xlsxCheckSizes(a); err != nil {
 		return nil, err
 	}
+	// What excelize decodes whole is weighed before anything is decoded,
+	// and the sheets' cells before excelize opens the workbook.
+	est, err := xlsxEstimateParts(ctx, a, len(data))
+	if err != nil {
+		return nil, err
+	}
+	if err := est.check(currentBudget().perParse); err != nil {
+		return nil, err
+	}
 	parts, err := xlsxSheetParts(a)
 	if err != nil {
 		return nil, err
 	}
+	if err := xlsxEstimateSheets(ctx, a, parts, &est); err != nil {
+		return nil, err
+	}
+	release, err := currentBudget().admit(ctx, est)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 
 	// excelize unpacks parts larger than xlsxXMLInMemory into temporary
 	// files, and may leave them behind when the archive turns out damaged
@@ -109,7 +126,11 @@ func XLSX(ctx context.Context, data []byte) (doc *Document, err error) {
 	}
 	styles := xlsxStyles(f)
 	raw := excelize.Options{RawCellValue: true}
-	scanned := 0
+	walked := 0 // cell places handed over, empty ones included
+	// The estimate is of the cells the scan counted, so no more are read:
+	// markup the scan could not follow cannot take more memory than it
+	// reserved.
+	cellsLeft := est.cells
 	for _, name := range f.GetSheetList() {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -120,7 +141,7 @@ func XLSX(ctx context.Context, data []byte) (doc *Document, err error) {
 		}
 		scan := &xlsxSheetScan{}
 		if p.path != "" {
-			if scan, err = xlsxScanSheet(ctx, a, p.path, book.budget+1); err != nil {
+			if scan, err = xlsxScanSheet(ctx, a, p.path, book.budget+1, nil); err != nil {
 				return nil, err
 			}
 		}
@@ -132,7 +153,8 @@ func XLSX(ctx context.Context, data []byte) (doc *Document, err error) {
 		if err != nil {
 			return nil, xlsxError(err)
 		}
-		k := 0 // the next of scan.cells
+		k := 0        // the next of scan.cells
+		over := false // cellsLeft ran out
 		for r := 0; rows.Next(); r++ {
 			// Raw values: shared and inline strings resolved, numbers as
 			// stored, which the cell's style then formats.
@@ -141,10 +163,14 @@ func XLSX(ctx context.Context, data []byte) (doc *Document, err error) {
 				rows.Close()
 				return nil, xlsxError(err)
 			}
-			scanned += len(cols)
+			walked += len(cols)
 			for c, t := range cols {
 				if t == "" {
 					continue
+				}
+				if cellsLeft--; cellsLeft < 0 {
+					over = true
+					break
 				}
 				for k < len(scan.cells) && (int(scan.cells[k].row) < r || int(scan.cells[k].row) == r && int(scan.cells[k].col) < c) {
 					k++
@@ -154,7 +180,11 @@ func XLSX(ctx context.Context, data []byte) (doc *Document, err error) {
 				}
 				s.cells = append(s.cells, sheetCell{row: r, col: c, text: t})
 			}
-			if len(s.cells) > book.budget || scanned > xlsxMaxScanned {
+			if over {
+				book.warnf("sheet %q has more cells than a scan of the workbook found; the rest of it is left out", name)
+				break
+			}
+			if len(s.cells) > book.budget || walked > xlsxMaxScanned {
 				s.truncated = true
 				break
 			}
@@ -171,7 +201,7 @@ func XLSX(ctx context.Context, data []byte) (doc *Document, err error) {
 			}
 		}
 		book.add(s)
-		if scanned > xlsxMaxScanned {
+		if walked > xlsxMaxScanned {
 			book.warnf("workbook truncated after sheet %q: more than %d cells to walk", name, xlsxMaxScanned)
 			break
 		}
@@ -315,10 +345,108 @@ func xlsxCheckSizes(a *archive) error {
 	return nil
 }
 
-// xlsxPart is where a sheet's XML is in the archive.
+// xlsxEstimateParts begins the estimate of what reading the workbook
+// takes, from the archive alone: excelize copies the file and holds every
+// member inflated, and decodes the workbook-wide parts (workbook,
+// relationships, styles, theme, shared strings, calculation chain,
+// properties) into structures, whose elements are counted.
+func xlsxEstimateParts(ctx context.Context, a *archive, size int) (memEstimate, error) {
+	// io.ReadAll's copy grows by doubling.
+	est := memEstimate{kind: "spreadsheet", cellCost: costCellXLSX, fixed: sheetBaseBytes + 2*int64(size), html: outputsFor(ctx).HTML}
+	for name, f := range a.files {
+		est.bytes += int64(f.UncompressedSize64)
+		cost := xlsxElementCost(name)
+		if cost == 0 {
+			continue
+		}
+		n, err := countMemberElements(ctx, f, max(0, currentBudget().perParse-est.total())/cost)
+		if err != nil {
+			return est, err
+		}
+		est.elements += n
+		est.elementBytes += n * cost
+		if est.total() > currentBudget().perParse {
+			est.partial = true
+			break
+		}
+	}
+	return est, nil
+}
+
+// xlsxElementCost is what an element of a member costs once excelize has
+// decoded it, or 0 for a member excelize does not decode whole when it
+// opens a workbook and reads its sheets' rows. It decodes the XML directly
+// in the package root, docProps, xl, xl/_rels and xl/theme; sheets are
+// streamed, and the rest (drawings, pivot caches, ...) is never decoded.
+// A shared string (<si><t>) and a link of the calculation chain (<c>) are
+// smaller than the elements of the other parts, a style's <xf> the
+// largest.
+func xlsxElementCost(name string) int64 {
+	n := strings.ToLower(strings.ReplaceAll(name, "\\", "/"))
+	if !strings.HasSuffix(n, ".xml") && !strings.HasSuffix(n, ".rels") {
+		return 0
+	}
+	switch path.Dir(n) {
+	case ".", "_rels", "docprops", "xl/_rels", "xl/theme":
+	case "xl":
+		switch path.Base(n) {
+		case "sharedstrings.xml":
+			return 200
+		case "calcchain.xml":
+			return 170
+		}
+	default:
+		return 0
+	}
+	return 450
+}
+
+// xlsxEstimateSheets adds to est the cells of the visible sheets and the
+// places of the tables they make, counted by a scan that keeps nothing.
+// Every cell is charged, even those past maxSheetCells that truncation
+// would leave out: a workbook far past the cell limit is refused rather
+// than read to the limit at the limit's full cost.
+//
+// Counting stops once the estimate passes the budget, so that refusing a
+// workbook takes the time of counting what the budget allows, not all it
+// holds.
+func xlsxEstimateSheets(ctx context.Context, a *archive, parts map[string]xlsxPart, est *memEstimate) error {
+	for _, p := range parts {
+		if p.path == "" || p.chart || p.hidden {
+			continue
+		}
+		if f := a.files[p.path]; isUTF16(memberHead(f, 2)) {
+			// The tag scanner reads UTF-8 only: every element of the
+			// sheet is charged as a cell, in a table of the largest size.
+			est.places += maxSheetCells
+			n, err := countMemberElements(ctx, f, max(0, currentBudget().perParse-est.total())/est.cellCost)
+			if err != nil {
+				return err
+			}
+			est.cells += n
+		} else {
+			cells, places := est.cells, est.places
+			_, err := xlsxScanSheet(ctx, a, p.path, 0, func(s *xlsxSheetScan) bool {
+				est.cells, est.places = cells+s.values, places+s.rows*s.cols
+				return est.total() > currentBudget().perParse
+			})
+			if err != nil {
+				return err
+			}
+		}
+		if est.total() > currentBudget().perParse {
+			est.partial = true
+			break
+		}
+	}
+	return nil
+}
+
+// xlsxPart is where a sheet's XML is in the archive, and whether the
+// sheet is a chart or hidden (as excelize's GetSheetVisible tells it).
 type xlsxPart struct {
-	path  string
-	chart bool
+	path          string
+	chart, hidden bool
 }
 
 // xlsxSheetParts maps sheet names to their parts, from xl/workbook.xml and
@@ -367,11 +495,13 @@ func xlsxSheetParts(a *archive) (map[string]xlsxPart, error) {
 	}
 	parts := map[string]xlsxPart{}
 	for _, s := range ws.Sheets {
-		var name, id string
+		var name, id, state string
 		for _, at := range s.Attrs {
 			switch at.Name.Local {
 			case "name":
 				name = at.Value
+			case "state":
+				state = at.Value
 			case "id":
 				// The relationship id is r:id, in whichever namespace
 				// (transitional or strict) the file uses.
@@ -382,7 +512,8 @@ func xlsxSheetParts(a *archive) (map[string]xlsxPart, error) {
 		}
 		t := targets[id]
 		if _, dup := parts[name]; !dup {
-			parts[name] = xlsxPart{path: xlsxFind(a, t), chart: strings.HasPrefix(t, "xl/chartsheets/")}
+			parts[name] = xlsxPart{path: xlsxFind(a, t), chart: strings.HasPrefix(t, "xl/chartsheets/"),
+				hidden: state != "" && state != "visible"}
 		}
 	}
 	return parts, nil
@@ -414,6 +545,11 @@ type xlsxCell struct {
 type xlsxSheetScan struct {
 	cells  []xlsxCell
 	merges []sheetRange
+	// values counts the cells that may hold a value (all but the empty
+	// <c/>), rows and cols the rows and columns they are in: what reading
+	// the sheet costs. A row is counted again each time the cells go back
+	// to it, which only overestimates.
+	values, rows, cols int64
 }
 
 // xlsxScanSheet streams a worksheet's XML once more for what excelize's
@@ -422,8 +558,10 @@ type xlsxSheetScan struct {
 // of microseconds a cell and tens for dates), and the merged ranges
 // (excelize reads those only by loading the whole sheet into memory). It
 // looks only at start tags, read by a small scanner that skips text,
-// comments and CDATA, and keeps at most maxCells cells.
-func xlsxScanSheet(ctx context.Context, a *archive, name string, maxCells int) (*xlsxSheetScan, error) {
+// comments and CDATA, and keeps at most maxCells cells. When enough is
+// not nil, it is told the counts as they grow (and when the scan ends), and
+// the scan stops when it returns true.
+func xlsxScanSheet(ctx context.Context, a *archive, name string, maxCells int, enough func(*xlsxSheetScan) bool) (*xlsxSheetScan, error) {
 	out := &xlsxSheetScan{}
 	f := a.files[name]
 	if f == nil {
@@ -436,6 +574,8 @@ func xlsxScanSheet(ctx context.Context, a *archive, name string, maxCells int) (
 	defer rc.Close()
 	sc := xlsxTagScanner{br: bufio.NewReaderSize(io.LimitReader(rc, maxMemberBytes), 64<<10)}
 	var row, col int32
+	lastRow := int32(-1)
+	var cols [(excelize.MaxColumns + 63) / 64]uint64
 	for n := 0; ; n++ {
 		if n%(16*sheetCtxEvery) == 0 {
 			if err := ctx.Err(); err != nil {
@@ -446,6 +586,9 @@ func xlsxScanSheet(ctx context.Context, a *archive, name string, maxCells int) (
 		if !ok {
 			// Damage that excelize's reader tolerates is tolerated here
 			// too: what was read until then stands.
+			if enough != nil {
+				enough(out)
+			}
 			return out, nil
 		}
 		switch tag {
@@ -481,6 +624,22 @@ func xlsxScanSheet(ctx context.Context, a *archive, name string, maxCells int) (
 				}
 			})
 			col = c
+			if !sc.empty {
+				if out.values++; enough != nil && out.values%sheetCtxEvery == 0 && enough(out) {
+					return out, nil
+				}
+				if row != lastRow {
+					out.rows++
+					lastRow = row
+				}
+				// Cells past the last column (a row of cells without
+				// references runs on) count as the last one.
+				k := min(max(c, 1), excelize.MaxColumns) - 1
+				if w, bit := k/64, uint64(1)<<(k%64); cols[w]&bit == 0 {
+					cols[w] |= bit
+					out.cols++
+				}
+			}
 			if typ != 0 && len(out.cells) < maxCells {
 				out.cells = append(out.cells, xlsxCell{row: row - 1, col: c - 1, style: style, typ: typ})
 			}
@@ -522,6 +681,8 @@ func xlsxCellRef(ref []byte) (col, row int32, ok bool) {
 // xlsxTagScanner reads the start tags of an XML document.
 type xlsxTagScanner struct {
 	br *bufio.Reader
+	// empty tells that the tag next returned last closes itself (<c/>).
+	empty bool
 }
 
 // next returns the local name of the next start tag and the text of its
@@ -562,7 +723,9 @@ func (s *xlsxTagScanner) next() (name string, attrs []byte, ok bool) {
 		if err != nil {
 			return "", nil, false
 		}
-		tag = bytes.TrimSuffix(tag[:len(tag)-1], []byte("/"))
+		tag = tag[:len(tag)-1]
+		s.empty = bytes.HasSuffix(tag, []byte("/"))
+		tag = bytes.TrimSuffix(tag, []byte("/"))
 		end := bytes.IndexAny(tag, " \t\r\n")
 		if end < 0 {
 			end = len(tag)

@@ -3,6 +3,7 @@ package scrape
 import (
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/trawler-dev/trawler/netguard"
 	"github.com/trawler-dev/trawler/parse"
@@ -16,6 +17,9 @@ type Failure struct {
 	Status  int
 	Code    string
 	Message string
+	// RetryAfter, in seconds, is when a request failing so may be sent
+	// again (the Retry-After header); 0 says nothing.
+	RetryAfter int
 }
 
 // Classify is the one table of scrape failures: the page's own failures,
@@ -29,37 +33,46 @@ func Classify(err error) (f Failure, ok bool) {
 		load     *LoadError
 		action   *ActionError
 		typeErr  *parse.TypeError
+		budget   *parse.BudgetError
+		busy     *parse.BusyError
 		parseErr *ParseError
 		retry    *RetryableError
 		big      *MediaTooLargeError
 	)
 	switch {
 	case errors.As(err, &blocked):
-		return Failure{http.StatusForbidden, "URL_BLOCKED", blocked.Error()}, true
+		return Failure{Status: http.StatusForbidden, Code: "URL_BLOCKED", Message: blocked.Error()}, true
 	case errors.As(err, &resolve):
-		return Failure{http.StatusBadGateway, "SCRAPE_LOAD_ERROR", "the target's host name could not be resolved: " + resolve.Host}, true
+		return Failure{Status: http.StatusBadGateway, Code: "SCRAPE_LOAD_ERROR", Message: "the target's host name could not be resolved: " + resolve.Host}, true
 	case errors.Is(err, ErrTimeout):
-		return Failure{http.StatusRequestTimeout, "SCRAPE_TIMEOUT", "Scrape timed out"}, true
+		return Failure{Status: http.StatusRequestTimeout, Code: "SCRAPE_TIMEOUT", Message: "Scrape timed out"}, true
 	case errors.Is(err, ErrNoCachedData):
-		return Failure{http.StatusNotFound, "SCRAPE_NO_CACHED_DATA", "no cached data for this URL is at least minAge old"}, true
+		return Failure{Status: http.StatusNotFound, Code: "SCRAPE_NO_CACHED_DATA", Message: "no cached data for this URL is at least minAge old"}, true
 	case errors.Is(err, ErrLockdownMiss):
-		return Failure{http.StatusNotFound, "SCRAPE_LOCKDOWN_CACHE_MISS",
-			"lockdown: the cache has no entry for this URL, and lockdown never contacts the target"}, true
+		return Failure{Status: http.StatusNotFound, Code: "SCRAPE_LOCKDOWN_CACHE_MISS",
+			Message: "lockdown: the cache has no entry for this URL, and lockdown never contacts the target"}, true
 	case errors.Is(err, ErrPageCrashed):
-		return Failure{http.StatusBadGateway, "SCRAPE_PAGE_CRASHED", "the page crashed the browser tab"}, true
+		return Failure{Status: http.StatusBadGateway, Code: "SCRAPE_PAGE_CRASHED", Message: "the page crashed the browser tab"}, true
 	case errors.As(err, &load):
-		return Failure{http.StatusBadGateway, "SCRAPE_LOAD_ERROR", load.Error()}, true
+		return Failure{Status: http.StatusBadGateway, Code: "SCRAPE_LOAD_ERROR", Message: load.Error()}, true
 	case errors.As(err, &action):
-		return Failure{http.StatusUnprocessableEntity, "SCRAPE_ACTION_ERROR", action.Error()}, true
+		return Failure{Status: http.StatusUnprocessableEntity, Code: "SCRAPE_ACTION_ERROR", Message: action.Error()}, true
 	case errors.As(err, &typeErr):
-		return Failure{http.StatusUnsupportedMediaType, "UNSUPPORTED_FILE_TYPE", typeErr.Error()}, true
+		return Failure{Status: http.StatusUnsupportedMediaType, Code: "UNSUPPORTED_FILE_TYPE", Message: typeErr.Error()}, true
+	case errors.As(err, &budget):
+		// Like a document too large in any other way (parse.ErrTooLarge),
+		// the document is at fault: it is not the request that is large.
+		return Failure{Status: http.StatusUnprocessableEntity, Code: "PARSE_ERROR", Message: budget.Error()}, true
+	case errors.As(err, &busy):
+		return Failure{Status: http.StatusTooManyRequests, Code: "RATE_LIMITED", Message: busy.Error(),
+			RetryAfter: int((busy.RetryAfter + time.Second - 1) / time.Second)}, true
 	case errors.As(err, &parseErr):
-		return Failure{http.StatusUnprocessableEntity, "PARSE_ERROR", parseErr.Error()}, true
+		return Failure{Status: http.StatusUnprocessableEntity, Code: "PARSE_ERROR", Message: parseErr.Error()}, true
 	case errors.As(err, &big):
-		return Failure{http.StatusRequestEntityTooLarge, "MEDIA_TOO_LARGE", big.Error()}, true
+		return Failure{Status: http.StatusRequestEntityTooLarge, Code: "MEDIA_TOO_LARGE", Message: big.Error()}, true
 	case errors.As(err, &retry):
 		// Only a job's pages meet it, and only once their retries are spent.
-		return Failure{http.StatusServiceUnavailable, "UNAVAILABLE", retry.Error()}, true
+		return Failure{Status: http.StatusServiceUnavailable, Code: "UNAVAILABLE", Message: retry.Error()}, true
 	}
 	return Failure{}, false
 }

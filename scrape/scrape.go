@@ -871,6 +871,12 @@ func (s *Service) transformDocument(ctx context.Context, req Request, pg *page, 
 	pd, err := parse.ParseOutputs(ctx, kind, body, parse.Outputs{Markdown: true,
 		HTML: o.Has("html") || o.Has("rawHtml") || o.Has("links") || o.Has("images") || req.Discover})
 	if err != nil {
+		var busy *parse.BusyError
+		if errors.As(err, &busy) {
+			// The parse waited for memory others held until its deadline:
+			// the document is fine, and the caller may send it again.
+			return nil, err
+		}
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return nil, ErrTimeout
 		}

@@ -37,6 +37,7 @@ import (
 	"github.com/trawler-dev/trawler/liveview"
 	"github.com/trawler-dev/trawler/model"
 	"github.com/trawler-dev/trawler/netguard"
+	"github.com/trawler-dev/trawler/parse"
 	"github.com/trawler-dev/trawler/profiles"
 	"github.com/trawler-dev/trawler/scrape"
 	"github.com/trawler-dev/trawler/sessions"
@@ -159,6 +160,9 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating TRAWLER_DATA_DIR %s: %w", cfg.DataDir, err)
 	}
+	// Documents are read within one memory budget per process, uploads
+	// and scraped documents alike.
+	parse.SetMemoryBudget(int64(cfg.ParseMemoryMB)<<20, int64(cfg.ParseMemoryTotalMB)<<20)
 	// undo releases, last first, what New made before it failed.
 	var undo []func()
 	fail := func(err error) (*Service, error) {
