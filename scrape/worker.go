@@ -328,6 +328,9 @@ func (w *Worker) inTabPage(ctx context.Context, job string, req Request, pre *pr
 		}
 	}()
 	jt, err := w.tab(ctx, job, &req)
+	if errors.Is(err, cdp.ErrMuxClosed) {
+		return nil, &RetryableError{Err: err} // as below: the browser died
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -385,6 +388,11 @@ func (w *Worker) inTabPage(ctx context.Context, job string, req Request, pre *pr
 		var re *RetryableError
 		if cause := context.Cause(ctx); errors.As(cause, &re) {
 			return nil, re
+		}
+		if errors.Is(err, cdp.ErrMuxClosed) {
+			// The browser's pipe closed before its exit was seen (the
+			// lease ends a moment later): it died under the page too.
+			return nil, &RetryableError{Err: err}
 		}
 	}
 	return pg, err
