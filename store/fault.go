@@ -67,6 +67,10 @@ type faults struct {
 	// frames it already has), which alone must not say it has room again.
 	room func() bool
 
+	// faulted is set while state is not ok, so that the statements of a
+	// healthy store pass without taking mu.
+	faulted atomic.Bool
+
 	mu     sync.Mutex
 	state  string
 	since  time.Time
@@ -108,6 +112,7 @@ func (f *faults) classifyOn(err error, conn driver.Conn) error {
 	if f.state != state {
 		f.state, f.since = state, time.Now()
 	}
+	f.faulted.Store(true)
 	f.detail = err.Error()
 	f.mu.Unlock()
 	return &FaultError{Full: full, Err: err}
@@ -116,9 +121,13 @@ func (f *faults) classifyOn(err error, conn driver.Conn) error {
 // ok records that a statement succeeded. A read says the database is
 // reachable; only a write says there is room in it again.
 func (f *faults) ok(write bool) {
+	if !f.faulted.Load() {
+		return
+	}
 	f.mu.Lock()
 	if f.state == StateUnavailable || (write && f.state == StateFull && (f.room == nil || f.room())) {
 		f.state, f.since, f.detail = StateOK, time.Now(), ""
+		f.faulted.Store(false)
 	}
 	f.mu.Unlock()
 }
