@@ -98,22 +98,14 @@ func (a *API) toError(err error) *Error {
 	switch {
 	case errors.As(err, &profileFault):
 		a.log.Error("the profile store failed", "err", err)
-		if profileFault.Full {
-			return &Error{Status: fiber.StatusInsufficientStorage, Code: "STORAGE_FULL", RetryAfter: 30,
-				Message: "the profile store is full: the profile could not be saved; retry once the operator has freed space"}
-		}
-		return &Error{Status: fiber.StatusServiceUnavailable, Code: "UNAVAILABLE", RetryAfter: 5,
-			Message: "the profile store is unavailable (a session that names a profile does not start without it); retry later"}
+		return storageFault(profileFault.Full, "the profile store is full: the profile could not be saved",
+			"the profile store is unavailable (a session that names a profile does not start without it)")
 	case errors.As(err, &fault):
 		// Whatever the request would have recorded, its result and its
 		// charge, was recorded in full or not at all (store.FaultError).
 		a.log.Error("the store failed", "err", err)
-		if fault.Full {
-			return &Error{Status: fiber.StatusInsufficientStorage, Code: "STORAGE_FULL", RetryAfter: 30,
-				Message: "the service's data store is full: nothing of this request was recorded or charged; retry once the operator has freed space"}
-		}
-		return &Error{Status: fiber.StatusServiceUnavailable, Code: "UNAVAILABLE", RetryAfter: 5,
-			Message: "the service's database is unavailable: nothing of this request was recorded or charged; retry later"}
+		return storageFault(fault.Full, "the service's data store is full: nothing of this request was recorded or charged",
+			"the service's database is unavailable: nothing of this request was recorded or charged")
 	case errors.Is(err, profiles.ErrLocked):
 		return &Error{Status: fiber.StatusConflict, Code: "PROFILE_LOCKED",
 			Message: "the profile is locked: another session is writing it (saveChanges:true); open it with saveChanges:false to read its last saved version, or retry when that session ends"}
@@ -148,8 +140,7 @@ func (a *API) toError(err error) *Error {
 		return &Error{Status: fiber.StatusNotFound, Code: "NOT_FOUND", Message: "browser session not found"}
 	case errors.As(err, &start) && errors.Is(err, syscall.ENOSPC):
 		a.log.Error("browser start failed", "err", err)
-		return &Error{Status: fiber.StatusInsufficientStorage, Code: "STORAGE_FULL", RetryAfter: 30,
-			Message: "the service's data directory is full: no browser could be started; retry once the operator has freed space"}
+		return storageFault(true, "the service's data directory is full: no browser could be started", "")
 	case errors.As(err, &start):
 		a.log.Error("browser start failed", "err", err)
 		return &Error{Status: fiber.StatusServiceUnavailable, Code: "UNAVAILABLE", Message: "could not start a browser; see the server log"}
@@ -168,4 +159,16 @@ func (a *API) toError(err error) *Error {
 	a.log.Error("internal error", "errorId", id, "err", err)
 	return &Error{Status: fiber.StatusInternalServerError, Code: "INTERNAL",
 		Message: "internal error " + id + " (the server log has the details)", Details: fiber.Map{"errorId": id}}
+}
+
+// storageFault is the answer to a store that failed for its own state:
+// 507 STORAGE_FULL when it is full, else 503 UNAVAILABLE, each with what
+// happened and when to retry.
+func storageFault(full bool, fullMsg, unavailableMsg string) *Error {
+	if full {
+		return &Error{Status: fiber.StatusInsufficientStorage, Code: "STORAGE_FULL", RetryAfter: 30,
+			Message: fullMsg + "; retry once the operator has freed space"}
+	}
+	return &Error{Status: fiber.StatusServiceUnavailable, Code: "UNAVAILABLE", RetryAfter: 5,
+		Message: unavailableMsg + "; retry later"}
 }
