@@ -31,6 +31,19 @@ func (req *Request) tier() string {
 	return proxyBasic
 }
 
+// proxyClass is the cache's name for the upstream a proxy option fetches
+// through: stealth is enhanced; auto, which starts on basic and may retry
+// on enhanced, is neither.
+func proxyClass(option string) string {
+	switch option {
+	case "", proxyBasic:
+		return proxyBasic
+	case "stealth":
+		return proxyEnhanced
+	}
+	return option
+}
+
 // binding is what a tab's egress route is bound to for req.
 func (req *Request) binding(requestID string) egress.Binding {
 	b := egress.Binding{Team: req.Team, Request: requestID, Tier: req.tier()}

@@ -458,10 +458,16 @@ func nonPublic(ctx context.Context, r *net.Resolver, urls ...string) bool {
 }
 
 // cacheKey identifies what was fetched: the URL and every option that
-// changes what the target serves or what the page shows.
+// changes what may be fetched, how, or what the page shows. A page taken
+// without checking its certificate never answers a scrape that asks for
+// the check, nor one taken through one proxy tier a scrape that asks for
+// another (auto, which may end on enhanced, is a class of its own).
+// Headers, actions and profiles change it too: such scrapes are never
+// cached (api.scrapeOptionsRequest.options).
 func cacheKey(u string, o *Options) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00mobile=%v\x00ads=%v\x00wait=%d\x00", normalizeURL(u), o.Mobile, o.BlockAds, o.WaitFor.Milliseconds())
+	fmt.Fprintf(h, "tls=%v\x00proxy=%s\x00", !o.SkipTLSVerification, proxyClass(o.Proxy))
 	if o.Location != nil {
 		fmt.Fprintf(h, "country=%s\x00langs=%s\x00", strings.ToUpper(o.Location.Country), strings.Join(o.Location.Languages, ","))
 	}

@@ -440,8 +440,16 @@ func TestScrapeTLSAndZeroDataRetention(t *testing.T) {
 	if r := ts.scrape(map[string]any{"url": secure.URL + "/article"}); r.Status != 200 || !strings.Contains(data(r)["markdown"].(string), "Trawling the Deep") {
 		t.Fatalf("self-signed site with skipTlsVerification by default: %d %.300s", r.Status, r.Raw)
 	}
-	if r := ts.scrape(map[string]any{"url": secure.URL + "/article", "skipTlsVerification": false, "maxAge": 0}); r.Status != 502 || !strings.Contains(r.str("error"), "CERT") {
-		t.Fatalf("self-signed site with skipTlsVerification false: %d %s", r.Status, r.Raw)
+	// The cached copy was taken without the check: it must not answer.
+	if r := ts.scrape(map[string]any{"url": secure.URL + "/article", "skipTlsVerification": false}); r.Status != 502 || !strings.Contains(r.str("error"), "CERT") {
+		t.Fatalf("self-signed site with skipTlsVerification false, after a scrape that skipped it: %d %s", r.Status, r.Raw)
+	}
+	// Nor one fetched through another proxy tier than the one asked for.
+	if r := ts.scrape(map[string]any{"url": secure.URL + "/article", "proxy": "enhanced"}); r.Status != 200 || meta(r)["cacheState"] != "miss" {
+		t.Fatalf("proxy enhanced after a scrape on auto: %d %.300s", r.Status, r.Raw)
+	}
+	if r := ts.scrape(map[string]any{"url": secure.URL + "/article"}); r.Status != 200 || meta(r)["cacheState"] != "hit" {
+		t.Fatalf("the same scrape again: %d %.300s", r.Status, r.Raw)
 	}
 	// The same through the browser: a tab that took the page without
 	// checking its certificate (and so holds a connection to the site) is
