@@ -18,6 +18,9 @@ type job struct {
 	spec           *Spec
 	created        time.Time
 	rules          *discover.Rules // crawls only
+	// linksOnly is the key of a start page fetched for its links only
+	// (linksOnlyKey), else empty.
+	linksOnly string
 	ctx            context.Context // ends when the job ends
 	cancel         context.CancelFunc
 	leased         time.Time // when this node created or claimed it

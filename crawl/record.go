@@ -40,6 +40,10 @@ func (s *Service) record(j *job, u *store.JobURL, doc *scrape.Document, scrapeEr
 		if errors.Is(scrapeErr, scrape.ErrLockdownMiss) {
 			credits = scrape.LockdownMissCredits // a lockdown miss is billed too
 		}
+	case u.Key == j.linksOnly:
+		// Fetched for its links only: neither a result nor billed.
+		out.State = store.URLLinks
+		discovered = s.admitLinks(j, u, doc)
 	default:
 		var err error
 		if raw, err = json.Marshal(doc); err != nil {
@@ -52,23 +56,7 @@ func (s *Service) record(j *job, u *store.JobURL, doc *scrape.Document, scrapeEr
 		if !j.spec.ZeroDataRetention {
 			out.Document = raw
 		}
-		j.mu.Lock()
-		// The page a redirect ended on is the same page.
-		if final, ok := doc.Metadata["url"].(string); ok && j.rules != nil {
-			if fu, err := url.Parse(final); err == nil {
-				j.keys[j.rules.Key(fu)] = true
-			}
-		}
-		for _, l := range doc.Discovered {
-			lu, err := url.Parse(l)
-			if err != nil {
-				continue
-			}
-			if nu, ok := s.admitLocked(j, lu, u.Depth+1); ok {
-				discovered = append(discovered, nu)
-			}
-		}
-		j.mu.Unlock()
+		discovered = s.admitLinks(j, u, doc)
 	}
 	var events []store.WebhookEvent
 	if out.State == store.URLDone {
@@ -121,6 +109,8 @@ func (s *Service) record(j *job, u *store.JobURL, doc *scrape.Document, scrapeEr
 	case store.URLRobots:
 		j.robots++
 		j.admitted--
+	case store.URLLinks:
+		j.admitted--
 	}
 	for i := range discovered {
 		if discovered[i].State == store.URLQueued {
@@ -140,6 +130,30 @@ func (s *Service) record(j *job, u *store.JobURL, doc *scrape.Document, scrapeEr
 	// seconds later.)
 	s.broadcast()
 	s.maybeEnd(j)
+}
+
+// admitLinks admits the links of u's document that j takes, in the
+// order the page gave them.
+func (s *Service) admitLinks(j *job, u *store.JobURL, doc *scrape.Document) []store.JobURL {
+	var discovered []store.JobURL
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	// The page a redirect ended on is the same page.
+	if final, ok := doc.Metadata["url"].(string); ok && j.rules != nil {
+		if fu, err := url.Parse(final); err == nil {
+			j.keys[j.rules.Key(fu)] = true
+		}
+	}
+	for _, l := range doc.Discovered {
+		lu, err := url.Parse(l)
+		if err != nil {
+			continue
+		}
+		if nu, ok := s.admitLocked(j, lu, u.Depth+1); ok {
+			discovered = append(discovered, nu)
+		}
+	}
+	return discovered
 }
 
 // maybeEnd completes a job that has nothing left to do.

@@ -167,6 +167,11 @@ func (s *Service) page(ctx context.Context, w *scrape.Worker, j *job, u *store.J
 	}
 	req := scrape.Request{Team: j.team, URL: u.URL, Options: j.spec.Scrape, Job: true,
 		Discover: j.kind == KindCrawl && j.spec.Crawl.Sitemap != "only"}
+	if u.Key == j.linksOnly {
+		// Only its links are kept: no format that costs a model call or a
+		// capture.
+		req.Options.Formats, req.Options.OnlyCleanContent = []scrape.Format{{Type: "links"}}, false
+	}
 	f, err := w.Begin(ctx, j.id, req)
 	if j.ctx.Err() != nil {
 		if f != nil {

@@ -184,7 +184,8 @@ func (s *Service) Create(ctx context.Context, team string, spec *Spec, idempoten
 		target = spec.URL
 		start, _ := url.Parse(spec.URL)
 		j.keys = map[string]bool{}
-		if ok, _ := rules.Allowed(start); ok {
+		j.linksOnly = linksOnlyKey(rules, spec)
+		if ok, _ := rules.Allowed(start); ok || j.linksOnly != "" {
 			first = append(first, store.JobURL{Key: rules.Key(start), URL: spec.URL, Seq: 0, State: store.URLQueued})
 		}
 	case KindBatch:
@@ -225,6 +226,24 @@ func rulesFor(spec *Spec) (*discover.Rules, error) {
 		DeduplicateSimilarURLs: c.DeduplicateSimilarURLs})
 }
 
+// linksOnlyKey is the key of a crawl's start page when the crawl fetches
+// it for its links only: it is in the crawl's scope but excludePaths or
+// includePaths leave it out of the results ("crawl from the home page,
+// keep /blog/*"). Empty otherwise, and when only sitemaps are followed.
+func linksOnlyKey(rules *discover.Rules, spec *Spec) string {
+	start := rules.Start()
+	if spec.Crawl.Sitemap == "only" {
+		return ""
+	}
+	if ok, _ := rules.Allowed(start); ok {
+		return ""
+	}
+	if ok, _ := rules.InScope(start); !ok {
+		return ""
+	}
+	return rules.Key(start)
+}
+
 // resume rebuilds a job a previous run left scraping.
 func (s *Service) resume(ctx context.Context, row store.Job) error {
 	var spec Spec
@@ -244,6 +263,7 @@ func (s *Service) resume(ctx context.Context, row store.Job) error {
 			return err
 		}
 		j.rules = rules
+		j.linksOnly = linksOnlyKey(rules, &spec)
 	}
 	urls, err := s.Store.JobURLs(ctx, row.ID)
 	if err != nil {

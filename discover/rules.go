@@ -212,6 +212,17 @@ func (r *Rules) Start() *url.URL { return r.start }
 // Patterns are matched against the pathname or, with RegexOnFullURL,
 // against the full URL.
 func (r *Rules) Allowed(u *url.URL) (ok bool, reason string) {
+	if ok, reason := r.InScope(u); !ok {
+		return false, reason
+	}
+	return r.matchesPatterns(u)
+}
+
+// InScope is Allowed without excludePaths and includePaths: whether u is
+// a page of the crawl's site and path at all. A crawl's start page that
+// is in scope is fetched for its links even when the patterns leave it
+// out of the results.
+func (r *Rules) InScope(u *url.URL) (ok bool, reason string) {
 	if u == nil {
 		return false, "no URL"
 	}
@@ -249,7 +260,11 @@ func (r *Rules) Allowed(u *url.URL) (ok bool, reason string) {
 	if ext := strings.ToLower(path.Ext(u.Path)); ext != "" && assetExtensions[ext] {
 		return false, fmt.Sprintf("not a page (%s)", ext)
 	}
+	return true, ""
+}
 
+// matchesPatterns applies excludePaths, then includePaths, to u.
+func (r *Rules) matchesPatterns(u *url.URL) (ok bool, reason string) {
 	subjects := r.subjects(u)
 	for i, re := range r.exclude {
 		if matchAny(re, subjects) {

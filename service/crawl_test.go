@@ -281,6 +281,14 @@ func TestCrawlOptions(t *testing.T) {
 			[]string{"/docs/", "/docs/from-sitemap-1", "/docs/from-sitemap-2"}},
 		{"includePaths", map[string]any{"includePaths": []string{"^/docs/c[12]$", "^/docs/$"}, "sitemap": "skip"},
 			[]string{"/docs/", "/docs/c1", "/docs/c2"}},
+		// A start page the patterns leave out is fetched for its links
+		// only, and not counted.
+		{"includePaths without the start page", map[string]any{"includePaths": []string{"^/docs/c[12]$"}, "sitemap": "skip"},
+			[]string{"/docs/c1", "/docs/c2"}},
+		{"includePaths from the home page", map[string]any{"url": site.URL + "/", "includePaths": []string{"^/blog/.*"}, "sitemap": "skip"},
+			[]string{"/blog/", "/blog/post"}},
+		{"excludePaths the start page", map[string]any{"excludePaths": []string{"^/docs/$"}, "maxDiscoveryDepth": 1, "sitemap": "skip"},
+			[]string{"/docs/a?x=1", "/docs/a?x=2", "/docs/c1"}},
 		{"excludePaths first", map[string]any{"includePaths": []string{"^/docs/"}, "excludePaths": []string{"c[2-4]", "^/docs/a$"}, "sitemap": "skip"},
 			[]string{"/docs/", "/docs/c1"}},
 		{"regexOnFullURL", map[string]any{"includePaths": []string{`x=2|/docs/$`}, "regexOnFullURL": true, "sitemap": "skip"},
@@ -304,6 +312,7 @@ func TestCrawlOptions(t *testing.T) {
 				return
 			}
 			assert.Equal(t, c.want, got, "crawled")
+			assert.Equal(t, float64(len(c.want)), st["total"], "total")
 		})
 	}
 	t.Run("allowExternalLinks", func(t *testing.T) {

@@ -33,7 +33,7 @@ type JobURL struct {
 	URL   string
 	Depth int
 	Seq   int64  // discovery order
-	State string // queued, done, failed, robots (blocked by robots.txt)
+	State string // queued, done, failed, robots (blocked by robots.txt), links (fetched for its links only)
 	// Set when done or failed.
 	Document  []byte
 	ErrorCode string
@@ -47,6 +47,9 @@ const (
 	URLDone   = "done"
 	URLFailed = "failed"
 	URLRobots = "robots"
+	// URLLinks is a crawl's start page that its patterns leave out of the
+	// results: it was fetched for its links, and holds no document.
+	URLLinks = "links"
 )
 
 // CreateJob stores a new job with its first URLs and events, in one
