@@ -14,10 +14,13 @@ import (
 // memberFormats are the formats decodeMemberFormat reads, with the members
 // their object form takes.
 var memberFormats = map[string][]string{
-	"json":           {"schema", "prompt"},
-	"summary":        {},
-	"question":       {"question"},
-	"highlights":     {"query"},
+	"json":       {"schema", "prompt"},
+	"summary":    {},
+	"question":   {"question"},
+	"highlights": {"query"},
+	// query is Firecrawl's deprecated form of both: freeform (the
+	// default) is a question, directQuote highlights.
+	"query":          {"prompt", "mode"},
 	"changeTracking": {"modes", "schema", "prompt", "tag"},
 	"branding":       {},
 	"audio":          {},
@@ -48,6 +51,8 @@ func decodeMemberFormat(raw json.RawMessage, name string) (scrape.Format, string
 			return scrape.Format{}, name, name + ` "question" must be an object: {"type": "question", "question": "..."}`
 		case "highlights":
 			return scrape.Format{}, name, name + ` "highlights" must be an object: {"type": "highlights", "query": "..."}`
+		case "query":
+			return scrape.Format{}, name, name + ` "query" must be an object: {"type": "query", "prompt": "...", "mode": "freeform" or "directQuote"}`
 		}
 		return scrape.Format{Type: s}, "", ""
 	}
@@ -104,6 +109,21 @@ func decodeMemberFormat(raw json.RawMessage, name string) (scrape.Format, string
 		if f.Query, msg = text("query", true, maxModelText); msg != "" {
 			return f, name + ".query", msg
 		}
+	case "query":
+		prompt, msg := text("prompt", true, maxModelText)
+		if msg != "" {
+			return f, name + ".prompt", msg
+		}
+		mode, msg := text("mode", false, 20)
+		switch {
+		case msg != "":
+			return f, name + ".mode", msg
+		case mode == "" || mode == "freeform":
+			return scrape.Format{Type: "question", Question: prompt}, "", ""
+		case mode == "directQuote":
+			return scrape.Format{Type: "highlights", Query: prompt}, "", ""
+		}
+		return f, name + ".mode", fmt.Sprintf(`%s.mode must be "freeform" or "directQuote", got %q`, name, mode)
 	case "json":
 		if f.Prompt, msg = text("prompt", false, maxModelText); msg != "" {
 			return f, name + ".prompt", msg

@@ -50,6 +50,8 @@ type scrapeOptionsRequest struct {
 	FastMode            *bool             `json:"fastMode"`
 	RedactPII           json.RawMessage   `json:"redactPII"`
 	UseMock             *string           `json:"useMock"`
+	ThreatProtection    json.RawMessage   `json:"threatProtection"`
+	alexandriaOptions
 }
 
 type locationRequest struct {
@@ -59,7 +61,7 @@ type locationRequest struct {
 
 // unsupportedFormats are formats of Firecrawl's API that Trawler does
 // not make yet.
-var unsupportedFormats = map[string]bool{"attributes": true, "product": true, "menu": true, "query": true}
+var unsupportedFormats = map[string]bool{"attributes": true, "product": true, "menu": true}
 
 var plainFormats = map[string]bool{"markdown": true, "html": true, "rawHtml": true, "links": true, "images": true, "screenshot": true}
 
@@ -84,6 +86,9 @@ func (r *scrapeOptionsRequest) options(prefix string, team teams.Team, problems 
 		add("useMock", "useMock is not supported by this server")
 	}
 	r.actions(&o, add)
+	r.alexandriaOptions.check(problems, prefix)
+	threatProtection(problems, prefix, r.ThreatProtection)
+	o.Unserved = r.alexandriaOptions.warning()
 	// Sensitive scraping (a profile's pages are a user's own) is never
 	// cached, nor answered from the cache.
 	if len(o.Actions) > 0 || len(o.Headers) > 0 || o.Profile != nil {

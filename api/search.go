@@ -34,8 +34,24 @@ type searchRequest struct {
 	IgnoreInvalidURLs *bool             `json:"ignoreInvalidURLs"`
 	Enterprise        []string          `json:"enterprise"`
 	ScrapeOptions     json.RawMessage   `json:"scrapeOptions"`
+	Highlights        *bool             `json:"highlights"`
+	Safe              *bool             `json:"safe"`
+	ThreatProtection  json.RawMessage   `json:"threatProtection"`
+	alexandriaOptions
 	clientTags
 }
+
+// Sources and categories of Firecrawl's search that Trawler has no
+// provider for: accepted, and answered as searchOptions says.
+const (
+	// sourceAlexandria is Firecrawl's catalogue of data providers: its
+	// list is empty here.
+	sourceAlexandria = "alexandria"
+	// categoryDeveloper is Firecrawl's index for coding agents (issues,
+	// pull requests, READMEs, documentation); here it is the GitHub
+	// category.
+	categoryDeveloper = "developer"
+)
 
 // maxQuery is the longest query, in characters.
 const maxQuery = 500
@@ -73,10 +89,13 @@ func (a *API) search(c *fiber.Ctx) error {
 	}
 	data := fiber.Map{}
 	for _, src := range r.Sources {
-		data[src] = searchEntries(src, resp.Results[src])
+		data[src] = relabel(searchEntries(src, resp.Results[src]), index.CategoryGitHub, developer(&req))
+	}
+	if sourceAsked(req.Sources, sourceAlexandria) {
+		data[sourceAlexandria] = []fiber.Map{}
 	}
 	var warning any
-	if w := uniqueJoin(resp.Warnings); w != "" {
+	if w := uniqueJoin(append(searchWarnings(&req), resp.Warnings...)); w != "" {
 		warning = w
 	}
 	return c.JSON(fiber.Map{"success": true, "data": data, "warning": warning, "id": id, "creditsUsed": resp.Credits})
@@ -104,12 +123,23 @@ func (a *API) searchOptions(req *searchRequest, team teams.Team) (*search.Reques
 		r.Query = q
 	}
 	r.Limit = intRange(&problems, "limit", req.Limit, 1, 100, 10)
-	r.Sources = typedList(&problems, "sources", req.Sources, []string{index.SourceWeb, index.SourceImages, index.SourceNews})
-	if len(r.Sources) == 0 {
+	sources := typedList(&problems, "sources", req.Sources,
+		[]string{index.SourceWeb, index.SourceImages, index.SourceNews, sourceAlexandria})
+	r.Sources = slices.DeleteFunc(sources, func(s string) bool { return s == sourceAlexandria })
+	if len(sources) == 0 {
 		r.Sources = []string{index.SourceWeb}
 	}
 	r.Categories = typedList(&problems, "categories", req.Categories,
-		[]string{index.CategoryGitHub, index.CategoryResearch, index.CategoryPDF})
+		[]string{index.CategoryGitHub, index.CategoryResearch, index.CategoryPDF, categoryDeveloper})
+	if slices.Contains(r.Categories, categoryDeveloper) {
+		if len(r.Categories) > 1 {
+			problems = append(problems, fieldError("categories", "categories developer cannot be combined with other categories"))
+		}
+		r.Categories = []string{index.CategoryGitHub}
+	}
+	r.Highlights = req.Highlights == nil || *req.Highlights
+	req.alexandriaOptions.check(&problems, "")
+	threatProtection(&problems, "", req.ThreatProtection)
 	r.IncludeDomains = hostList(&problems, "includeDomains", req.IncludeDomains)
 	r.ExcludeDomains = hostList(&problems, "excludeDomains", req.ExcludeDomains)
 	if len(req.IncludeDomains) > 0 && len(req.ExcludeDomains) > 0 {
@@ -218,17 +248,63 @@ func hostList(problems *[]FieldProblem, field string, hosts []string) []string {
 	return out
 }
 
+// enterpriseList reads enterprise: zdr and anon, each a team feature;
+// default asks for neither.
 func enterpriseList(problems *[]FieldProblem, values []string) []string {
 	var out []string
 	for i, v := range values {
-		if v != "zdr" && v != "anon" {
+		switch v {
+		case "zdr", "anon":
+			out = append(out, v)
+		case "default":
+		default:
 			*problems = append(*problems, fieldError(fmt.Sprintf("enterprise.%d", i),
-				"enterprise[%d] must be zdr or anon, got %q", i, v))
-			continue
+				"enterprise[%d] must be default, zdr or anon, got %q", i, v))
 		}
-		out = append(out, v)
 	}
 	return out
+}
+
+// searchWarnings name what of req this server accepts but cannot serve.
+func searchWarnings(req *searchRequest) []string {
+	var out []string
+	if sourceAsked(req.Sources, sourceAlexandria) {
+		out = append(out, "sources alexandria: this server has no Alexandria provider, so its list is empty")
+	}
+	if w := req.alexandriaOptions.warning(); w != "" {
+		out = append(out, w)
+	}
+	if developer(req) {
+		out = append(out, "categories developer: this server has no developer index; its results are the GitHub category's (repositories, issues, pull requests, READMEs)")
+	}
+	if req.Safe != nil && *req.Safe {
+		out = append(out, "safe: this server does not filter explicit content out of search results")
+	}
+	return out
+}
+
+// sourceAsked reports whether the raw sources name src.
+func sourceAsked(raw []json.RawMessage, src string) bool {
+	var ignored []FieldProblem
+	return slices.Contains(typedList(&ignored, "sources", raw, []string{src}), src)
+}
+
+// developer reports whether req asks for the developer category.
+func developer(req *searchRequest) bool {
+	var ignored []FieldProblem
+	return slices.Contains(typedList(&ignored, "categories", req.Categories, []string{categoryDeveloper}), categoryDeveloper)
+}
+
+// relabel renames the category from of entries to developer's, when asked.
+func relabel(entries []fiber.Map, from string, asked bool) []fiber.Map {
+	if asked {
+		for _, e := range entries {
+			if e["category"] == from {
+				e["category"] = categoryDeveloper
+			}
+		}
+	}
+	return entries
 }
 
 func isCountryCode(s string) bool {

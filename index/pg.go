@@ -829,7 +829,7 @@ func (p *PG) hits(ctx context.Context, r Request, chosen []pgCandidate) ([]Hit, 
 		return nil, fmt.Errorf("searching the index: %w", err)
 	}
 	defer rows.Close()
-	needles := snippetNeedles(r.Query.Words())
+	needles := r.needles()
 	byID := map[string]Hit{}
 	for rows.Next() {
 		var id, url, title, description, body, categoriesRaw, imageURL, alt string

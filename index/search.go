@@ -50,6 +50,10 @@ type Request struct {
 	SortByDate    bool
 	// PublicOnly leaves out pages fetched from non-public addresses.
 	PublicOnly bool
+	// OwnDescriptions describes each hit by the page's own description
+	// (or the start of its text) rather than by the passage around the
+	// query's words (search's highlights: false).
+	OwnDescriptions bool
 }
 
 // Hit is one result.
@@ -107,7 +111,7 @@ func (ix *Index) Search(ctx context.Context, r Request) ([]Hit, error) {
 	if err != nil {
 		return nil, fmt.Errorf("searching the index: %w", err)
 	}
-	needles := snippetNeedles(r.Query.Words())
+	needles := r.needles()
 	hits := make([]Hit, 0, len(res.Hits))
 	for _, m := range res.Hits {
 		hits = append(hits, hitOf(m, r.Categories, needles))
@@ -465,6 +469,15 @@ func hitOf(m *search.DocumentMatch, categories []string, needles []string) Hit {
 	}
 	h.Category = firstOf(categories, have)
 	return h
+}
+
+// needles are what a hit's description is cut around: none when r wants
+// the pages' own descriptions.
+func (r Request) needles() []string {
+	if r.OwnDescriptions {
+		return nil
+	}
+	return snippetNeedles(r.Query.Words())
 }
 
 // describe sets an image hit's title to its alt text, when it has one,

@@ -31,6 +31,10 @@ type span struct{ from, to int }
 // word of the query.
 func highlights(md, query string) string { return passages(md, query, highlightPassages) }
 
+// Highlights is the highlights format's choice of passages of md for
+// query, for a search result described by its page.
+func Highlights(md, query string) string { return highlights(md, query) }
+
 // passages returns the n passages of md most relevant to query, as
 // highlights does.
 func passages(md, query string, most int) string {

@@ -34,6 +34,10 @@ type Options struct {
 	Profile *Profile
 	// OnlyCleanContent runs the model's cleaning pass over the Markdown.
 	OnlyCleanContent bool
+	// Unserved says what the request asked for that this server accepts
+	// but does not serve (a field of Firecrawl's cloud); it is added to
+	// each document's warning.
+	Unserved string
 }
 
 // Profile names a team's browser profile; with SaveChanges the browser's

@@ -363,7 +363,7 @@ func (f *Fetched) Finish() (*Document, error) {
 	}
 	md["creditsUsed"] = credits
 	md["timeTaken"] = time.Since(start).Milliseconds()
-	doc.Warning = joinWarning(pg.warning, doc.Warning)
+	doc.Warning = joinWarning(joinWarning(pg.warning, doc.Warning), o.Unserved)
 
 	// The scrape's charge is written with its stored result, or alone when
 	// the result is not stored. A result the store could not take (or a

@@ -71,6 +71,11 @@ type Request struct {
 	EndToEnd bool
 	// Scrape, when set, is the scrape of each web and news result.
 	Scrape *scrape.Options
+	// Highlights describes each web and news result by the passages of its
+	// page most relevant to the query (the index's snippet; a scraped
+	// page's highlights), else by the page's own description or the
+	// provider's snippet.
+	Highlights bool
 }
 
 // Result is one entry of one source array.
@@ -269,6 +274,11 @@ func (s *Service) scrapeResults(ctx context.Context, r *Request, resp *Response)
 				return
 			}
 			res.Document = doc
+			if r.Highlights && doc.Markdown != "" {
+				if h := scrape.Highlights(doc.Markdown, r.Text); h != "" {
+					res.Description = h
+				}
+			}
 			if c, ok := doc.Metadata["creditsUsed"].(int); ok {
 				mu.Lock()
 				used += c

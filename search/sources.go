@@ -37,7 +37,8 @@ func (s *IndexSource) Search(ctx context.Context, r *Request, source string) (An
 	}
 	hits, err := s.Index.Search(ctx, index.Request{Team: r.Team, Query: r.Query, Source: source, Limit: r.Limit,
 		IncludeHosts: r.IncludeDomains, ExcludeHosts: r.ExcludeDomains, Categories: r.Categories,
-		After: r.TBS.After, Before: r.TBS.Before, SortByDate: r.TBS.SortByDate, PublicOnly: s.PublicOnly})
+		After: r.TBS.After, Before: r.TBS.Before, SortByDate: r.TBS.SortByDate, PublicOnly: s.PublicOnly,
+		OwnDescriptions: !r.Highlights})
 	if err != nil {
 		return a, err
 	}

@@ -318,6 +318,14 @@ func TestScrapeOptions(t *testing.T) {
 	assert.Contains(t, data(r)["markdown"].(string), "Arrived late.", "waitFor 2500")
 	r = ts.scrape(map[string]any{"url": web.URL + "/delayed", "maxAge": 0})
 	assert.NotContains(t, data(r)["markdown"].(string), "Arrived late.", "without waitFor the late text should not be there yet (the page is taken from the network)")
+	// Firecrawl's Alexandria tools have no catalogue here: the warning says so.
+	r = ts.scrape(map[string]any{"url": web.URL + "/article", "domainTools": true, "toolDetail": "compact"})
+	require.Equal(t, 200, r.Status, "domainTools: %s", r.Raw)
+	assert.Contains(t, data(r)["warning"], "domainTools", "domainTools: %.300s", r.Raw)
+	// The deprecated query format: freeform asks a question.
+	r = ts.scrape(map[string]any{"url": web.URL + "/article", "formats": []any{map[string]any{"type": "query", "prompt": "What does a trawler drag?"}}})
+	require.Equal(t, 200, r.Status, "query format: %s", r.Raw)
+	assert.Contains(t, data(r)["answer"], "drags a net", "query freeform: %.300s", r.Raw)
 	// Timeouts: the page hangs, the scrape does not.
 	began := time.Now()
 	r = ts.scrape(map[string]any{"url": web.URL + "/hang", "timeout": 2000})
@@ -418,6 +426,9 @@ func TestScrapeValidation(t *testing.T) {
 		{"parsers", map[string]any{"url": "http://a.example", "parsers": []any{"docx"}}, "BAD_REQUEST", `parsers[0] must be "pdf"`},
 		{"clean content", map[string]any{"url": "http://a.example", "onlyCleanContent": true}, "MODEL_NOT_CONFIGURED", "onlyCleanContent needs a language model"},
 		{"unknown key", map[string]any{"url": "http://a.example", "render": true}, "BAD_REQUEST", `unknown key "render"`},
+		{"toolDetail", map[string]any{"url": "http://a.example", "toolDetail": "all"}, "BAD_REQUEST", "toolDetail must be compact, summary or full"},
+		{"threatProtection", map[string]any{"url": "http://a.example", "threatProtection": map[string]any{"mode": "normal"}}, "BAD_REQUEST", "threatProtection is not available"},
+		{"query mode", map[string]any{"url": "http://a.example", "formats": []any{map[string]any{"type": "query", "prompt": "p", "mode": "quote"}}}, "BAD_REQUEST", `formats[0].mode must be "freeform" or "directQuote"`},
 		{"zdr", map[string]any{"url": "http://a.example", "zeroDataRetention": true}, "FEATURE_NOT_ENABLED", "zeroDataRetention is not enabled"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

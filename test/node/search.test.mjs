@@ -73,7 +73,7 @@ const pages = {
   }),
   '/blog/ferry': () => html({
     title: 'Ferry Timetable Changes',
-    head: `<meta property="article:published_time" content="${FERRY_DATE}">`,
+    head: `<meta property="article:published_time" content="${FERRY_DATE}"><meta name="description" content="Spring sailings from Saltmarsh">`,
     body: 'The harbour ferry timetable changes in spring. Mackerel boats leave at dawn.',
   }),
   '/docs/knots': () => html({ title: 'Knot Guide', body: 'Tie a sheet bend to join two ropes of different thickness.' }),
@@ -218,6 +218,31 @@ test('web search: site:, inurl:, intitle:, filetype: and related:', async () => 
   assert.deepEqual(sorted(where(but.web)), ['/', '/blog/ferry', '/blog/lighthouse'], 'excludeDomains');
 });
 
+test("highlights: on by default a result's passage of the query's words, off the page's own description", async () => {
+  await siteIndexed();
+  const ferry = (res) => res.web.find((e) => e.url === `${base}/blog/ferry`);
+  assert.match(ferry(await search('mackerel')).description, /Mackerel boats leave at dawn/);
+  assert.equal(ferry(await search('mackerel', { highlights: false })).description, 'Spring sailings from Saltmarsh');
+  // A scraped result is described by its page's highlights.
+  const scraped = await search('mackerel', { scrapeOptions: { formats: ['markdown'] } });
+  assert.match(ferry(scraped).description, /Mackerel boats leave at dawn\./);
+});
+
+test("Firecrawl's newer search fields: served where they can be, else named in the warning", async () => {
+  await siteIndexed();
+  const res = await post({ query: 'lighthouse', sources: ['web', { type: 'alexandria' }], domainTools: true, toolDetail: 'full',
+    enterprise: ['default'], safe: true });
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  assert.deepEqual(where(res.body.data.web), ['/blog/lighthouse']);
+  assert.deepEqual(res.body.data.alexandria, []);
+  for (const named of ['alexandria', 'domainTools', 'safe']) assert.match(res.body.warning, new RegExp(named), named);
+  // The developer index is the GitHub category here: none of this site.
+  const dev = await post({ query: 'harbour', categories: ['developer'] });
+  assert.equal(dev.status, 200, JSON.stringify(dev.body));
+  assert.deepEqual(dev.body.data.web, []);
+  assert.match(dev.body.warning, /developer/);
+});
+
 test('web search with scrapeOptions formats: each result carries its own Markdown', async () => {
   await siteIndexed();
   const res = await search('sheet bend', { scrapeOptions: { formats: ['markdown'] } });
@@ -330,6 +355,10 @@ test('bad requests are refused naming the field', async () => {
     ['unknown tbs', { query: 'harbour', tbs: 'qdr:z' }, 'tbs', /qdr:z/],
     ['malformed imagesize:', { query: 'imagesize:big' }, 'query', /imagesize/],
     ['unknown source', { query: 'harbour', sources: ['video'] }, 'sources', /video/],
+    ['unknown toolDetail', { query: 'harbour', toolDetail: 'everything' }, 'toolDetail', /compact, summary or full/],
+    ['threatProtection', { query: 'harbour', threatProtection: { mode: 'normal' } }, 'threatProtection', /threatProtection/],
+    ['developer with another category', { query: 'harbour', categories: ['developer', 'pdf'] }, 'categories', /developer/],
+    ['a key nobody defines', { query: 'harbour', domainToolz: true }, 'domainToolz', /domainToolz/],
   ];
   for (const [name, body, field, message] of cases) {
     const res = await post(body);
