@@ -84,10 +84,10 @@ type Status struct {
 	Status string
 	// Data is the model's answer, nil until completed.
 	Data json.RawMessage
-	// ShowSources says whether Sources are reported; Sources are the URLs
-	// of the pages the model read.
+	// ShowSources says whether Sources are reported: the pages each field
+	// of Data was read from.
 	ShowSources bool
-	Sources     []string
+	Sources     Sources
 	Warning     string
 	Error       string
 	CreatedAt   time.Time
@@ -288,14 +288,18 @@ func (s *Service) Get(ctx context.Context, team, id string) (*Status, error) {
 	if err := json.Unmarshal(row.Request, &rec); err != nil {
 		return nil, fmt.Errorf("reading extract %s: %w", id, err)
 	}
-	st := &Status{ID: row.ID, Status: row.Status, ShowSources: rec.ShowSources, Sources: row.Sources,
+	st := &Status{ID: row.ID, Status: row.Status, ShowSources: rec.ShowSources, Sources: Sources{},
 		Warning: row.Warning, Error: row.Error, CreatedAt: row.CreatedAt, ExpiresAt: row.ExpiresAt,
 		CreditsUsed: row.Credits}
 	if row.Status == StatusCompleted && row.Result != nil {
 		st.Data = row.Result
-	}
-	if st.Sources == nil {
-		st.Sources = []string{}
+		if err := json.Unmarshal(row.Sources, &st.Sources); err != nil {
+			legacy, ok := legacySources(row.Sources, row.Result)
+			if !ok {
+				return nil, fmt.Errorf("reading extract %s's sources: %w", id, err)
+			}
+			st.Sources = legacy
+		}
 	}
 	requests := []string{row.ID}
 	if row.BatchID != "" {

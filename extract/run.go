@@ -40,7 +40,8 @@ type job struct {
 	warnings []string
 	// Set as the job goes.
 	credits int
-	sources []string
+	read    int // pages the model read
+	sources Sources
 	data    json.RawMessage
 }
 
@@ -58,7 +59,11 @@ func (s *Service) run(ctx context.Context, row store.Extract) {
 	if err != nil && ctx.Err() != nil {
 		return
 	}
-	e := store.Extract{ID: j.id, Status: StatusCompleted, Result: j.data, Sources: j.sources,
+	var sources json.RawMessage
+	if j.sources != nil {
+		sources, _ = json.Marshal(j.sources)
+	}
+	e := store.Extract{ID: j.id, Status: StatusCompleted, Result: j.data, Sources: sources,
 		Warning: strings.Join(j.warnings, "; "), Credits: j.credits, ExpiresAt: time.Now().Add(s.Retention)}
 	if err != nil {
 		e.Status, e.Error, e.Result = StatusFailed, err.Error(), nil
@@ -73,7 +78,7 @@ func (s *Service) run(ctx context.Context, row store.Extract) {
 		s.Log.Error("ending an extract", "extract", j.id, "err", err)
 		return
 	}
-	s.Log.Info("extract ended", "extract", j.id, "status", e.Status, "pages", len(j.sources))
+	s.Log.Info("extract ended", "extract", j.id, "status", e.Status, "pages", j.read)
 }
 
 // work scrapes the job's pages, unless its batch did already, and asks
@@ -341,8 +346,6 @@ func (s *Service) ask(ctx context.Context, j *job, pages []page) error {
 	}
 	j.data = data
 	j.credits += extractCredits
-	for _, p := range pages {
-		j.sources = append(j.sources, p.url)
-	}
+	j.read, j.sources = len(pages), sourcesOf(data, pages)
 	return nil
 }

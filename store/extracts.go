@@ -19,8 +19,10 @@ type Extract struct {
 	BatchID string
 	// Result is the model's answer (JSON), nil until completed.
 	Result []byte
-	// Sources are the URLs of the pages the model read.
-	Sources   []string
+	// Sources are, as JSON, the URLs of the pages each field of the result
+	// was read from, by its path (package extract's Sources); an extract
+	// stored by an older version holds the list of pages read instead.
+	Sources   json.RawMessage
 	Warning   string
 	Error     string
 	CreatedAt time.Time
@@ -63,12 +65,9 @@ func (s *Store) SetExtractBatch(ctx context.Context, id, batchID, warning string
 // the credit ledger, once: one that already ended, or that another node
 // holds, is left as it is and ErrNotFound returned.
 func (s *Store) FinishExtract(ctx context.Context, e Extract) error {
-	sources, err := json.Marshal(e.Sources)
-	if err != nil {
-		return err
-	}
-	if e.Sources == nil {
-		sources = []byte("[]")
+	sources := e.Sources
+	if sources == nil {
+		sources = json.RawMessage("{}")
 	}
 	var result any
 	if e.Result != nil {
@@ -102,9 +101,10 @@ func scanExtract(row interface{ Scan(...any) error }) (Extract, error) {
 	if err != nil {
 		return e, err
 	}
-	if err := json.Unmarshal([]byte(sources), &e.Sources); err != nil {
-		return e, fmt.Errorf("reading extract %s's sources: %w", e.ID, err)
+	if !json.Valid([]byte(sources)) {
+		return e, fmt.Errorf("reading extract %s's sources: not JSON", e.ID)
 	}
+	e.Sources = json.RawMessage(sources)
 	e.CreatedAt, e.ExpiresAt = fromMillis(created), fromMillis(expires)
 	return e, nil
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -22,7 +23,7 @@ func TestExtractRecordLifecycle(t *testing.T) {
 	running, err := s.ClaimExtracts(ctx, true, now, now.Add(time.Minute))
 	require.NoError(t, err)
 	require.Len(t, running, 1)
-	require.Equal(t, []string{}, running[0].Sources)
+	require.JSONEq(t, `[]`, string(running[0].Sources))
 
 	require.NoError(t, s.SetExtractBatch(ctx, "x1", "b1", "1 page was left out"))
 	got, err := s.Extract(ctx, "acme", "x1")
@@ -31,7 +32,7 @@ func TestExtractRecordLifecycle(t *testing.T) {
 	require.Equal(t, "1 page was left out", got.Warning)
 	require.Nil(t, got.Result)
 
-	done := Extract{ID: "x1", Status: "completed", Result: []byte(`{"a":1}`), Sources: []string{"https://a.test/"},
+	done := Extract{ID: "x1", Status: "completed", Result: []byte(`{"a":1}`), Sources: json.RawMessage(`{"a":["https://a.test/"]}`),
 		Warning: "w", Credits: 5, ExpiresAt: now.Add(-time.Minute)}
 	require.NoError(t, s.FinishExtract(ctx, done))
 	require.ErrorIs(t, s.FinishExtract(ctx, done), ErrNotFound, "an extract ends once")

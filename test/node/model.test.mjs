@@ -118,7 +118,9 @@ test('fc.extract merges what the pages say into one result', async () => {
     pollInterval: 1, timeout: 100 }), 'extract');
   assert.equal(res.status, 'completed', JSON.stringify(res));
   assert.deepEqual(res.data, { products: [{ name: 'Tarred rope', price: 18.5 }, { name: 'Storm lantern', price: 64 }] });
-  assert.deepEqual([...res.sources].sort(), [`${base}/products/lantern`, `${base}/products/rope`]);
+  // Sources by field, as Firecrawl's: each value's page.
+  assert.deepEqual(res.sources['products[0].name'], [`${base}/products/rope`], JSON.stringify(res.sources));
+  assert.deepEqual(res.sources['products[1].name'], [`${base}/products/lantern`], JSON.stringify(res.sources));
   assert.equal((await llm.requests()).length, 1, 'one model call for all the pages');
   assert.ok(res.tokensUsed > 0, 'tokensUsed counts the extraction');
   const [sent] = await lastRequests(1);
