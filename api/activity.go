@@ -94,20 +94,21 @@ func modelCalls(uses []store.ModelUsage) []fiber.Map {
 }
 
 // tokenUsage is GET /v2/team/token-usage: the team's model tokens in the
-// current billing period (the calendar month, UTC). Trawler has no plans,
-// so planTokens and remainingTokens are null.
+// current billing period. Trawler limits no team's tokens: planTokens is
+// the figure credit usage reports for a team without a limit (clients
+// read remainingTokens as a number, as they do remainingCredits), and
+// unlimited says so.
 func (a *API) tokenUsage(c *fiber.Ctx) error {
-	now := time.Now().UTC()
-	from := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
-	to := from.AddDate(0, 1, 0)
+	from, to := billingPeriod(time.Now())
 	t, err := a.Store.TokenUsage(context.Background(), teamOf(c).ID, from, to)
 	if err != nil {
 		return err
 	}
+	used := t.InputTokens + t.OutputTokens
 	return c.JSON(fiber.Map{"success": true, "data": fiber.Map{
-		"remainingTokens": nil, "planTokens": nil,
+		"remainingTokens": max(0, unlimitedCredits-used), "planTokens": unlimitedCredits, "unlimited": true,
 		"billingPeriodStart": isoTime(from), "billingPeriodEnd": isoTime(to.Add(-time.Second)),
-		"usedTokens": t.InputTokens + t.OutputTokens, "inputTokens": t.InputTokens, "outputTokens": t.OutputTokens,
+		"usedTokens": used, "inputTokens": t.InputTokens, "outputTokens": t.OutputTokens,
 		"calls": t.Calls, "failedCalls": t.Failed,
 	}})
 }

@@ -102,7 +102,9 @@ func TestModelFormatsInScrape(t *testing.T) {
 	assert.EqualValues(t, 330, u["usedTokens"])
 	assert.EqualValues(t, 300, u["inputTokens"])
 	assert.EqualValues(t, 3, u["calls"])
-	assert.Nil(t, u["remainingTokens"])
+	// No team's tokens are limited: a number all the same, as the SDKs want.
+	assert.EqualValues(t, 99_999_999-330, u["remainingTokens"])
+	assert.Equal(t, true, u["unlimited"])
 	other := ts.do("GET", "/v2/team/token-usage", keyGlobex, nil)
 	assert.EqualValues(t, 0, other.Body["data"].(map[string]any)["usedTokens"], "another team's usage is its own")
 }
