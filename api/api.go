@@ -109,6 +109,7 @@ func New(d Deps) *API {
 	v2.Post("/crawl", query(), a.billable, a.startCrawl)
 	v2.Post("/crawl/params-preview", query(), a.paramsPreview)
 	v2.Get("/crawl/active", query(), a.activeCrawls)
+	v2.Get("/crawl/ongoing", query(), a.activeCrawls) // Firecrawl v2 serves both names
 	v2.Get("/crawl/:id", query("skip", "limit"), a.jobStatus(crawl.KindCrawl))
 	v2.Delete("/crawl/:id", query(), a.cancelJob(crawl.KindCrawl))
 	v2.Get("/crawl/:id/errors", query(), a.jobErrors(crawl.KindCrawl))

@@ -393,7 +393,7 @@ func (a *API) jobStatus(kind string) fiber.Handler {
 		if len(problems) > 0 {
 			return badRequest(problems...)
 		}
-		st, err := a.Crawler.Status(context.Background(), teamOf(c).ID, kind, c.Params("id"), skip, limit)
+		st, err := a.jobPage(teamOf(c).ID, kind, c.Params("id"), skip, limit)
 		if err != nil {
 			return err
 		}
@@ -403,7 +403,9 @@ func (a *API) jobStatus(kind string) fiber.Handler {
 		if !st.CompletedAt.IsZero() {
 			body["completedAt"] = isoTime(st.CompletedAt)
 		}
-		if st.More {
+		// As Firecrawl's: next is set whenever more documents are coming,
+		// after this page or, while the job runs, once it has them.
+		if st.More || st.Status == crawl.StatusScraping {
 			body["next"] = fmt.Sprintf("%s%s?skip=%d&limit=%d", a.baseURL(c), c.Path(), skip+len(st.Data), limit)
 		}
 		if st.Warning != "" {
@@ -411,6 +413,37 @@ func (a *API) jobStatus(kind string) fiber.Handler {
 		}
 		return c.JSON(body)
 	}
+}
+
+// pageWait is how long a page past the documents a running job has so far
+// waits for the next one.
+const pageWait = time.Second
+
+// jobPage is the job's status with the page of its documents from skip. A
+// page past the documents a running job has so far waits up to pageWait
+// for one: the SDKs follow next until a job ends, and would otherwise ask
+// again at once, over and over.
+func (a *API) jobPage(team, kind, id string, skip, limit int) (*crawl.Status, error) {
+	ctx := context.Background()
+	if skip == 0 {
+		return a.Crawler.Status(ctx, team, kind, id, skip, limit)
+	}
+	wctx, cancel := context.WithTimeout(ctx, pageWait)
+	defer cancel()
+	// Subscribed before the status is read: a document recorded in
+	// between is an event.
+	events, stop, running := a.Crawler.Watch(wctx, team, kind, id)
+	defer stop()
+	st, err := a.Crawler.Status(ctx, team, kind, id, skip, limit)
+	if err != nil || !running || len(st.Data) > 0 || st.Status != crawl.StatusScraping {
+		return st, err
+	}
+	select {
+	case <-events:
+	case <-wctx.Done():
+		return st, nil
+	}
+	return a.Crawler.Status(ctx, team, kind, id, skip, limit)
 }
 
 func queryInt(c *fiber.Ctx, name string, def, lo, hi int, problems *[]FieldProblem) int {

@@ -418,6 +418,15 @@ func TestCrawlCancelStopsAtOnce(t *testing.T) {
 	assert.Contains(t, string(active.Raw), `"teamId":"acme"`, "active")
 	other := ts.do("GET", "/v2/crawl/active", keyGlobex, nil)
 	assert.NotContains(t, string(other.Raw), id, "another team sees the crawl")
+	// More documents are coming: next says where they will be.
+	running := ts.do("GET", "/v2/crawl/"+id, keyAcme, nil)
+	next, _ := running.Body["next"].(string)
+	require.NotEmpty(t, next, "a running crawl's status has no next: %.300s", running.Raw)
+	assert.Contains(t, next, fmt.Sprintf("skip=%d", len(running.Body["data"].([]any))), "next starts after the documents given")
+	// Firecrawl v2's other name for the list.
+	ongoing := ts.do("GET", "/v2/crawl/ongoing", keyAcme, nil)
+	assert.Equal(t, 200, ongoing.Status, "%s", ongoing.Raw)
+	assert.Contains(t, string(ongoing.Raw), id, "ongoing")
 	c := ts.do("DELETE", "/v2/crawl/"+id, keyAcme, nil)
 	cancelled := time.Now()
 	if c.Status != 200 || c.str("status") != "cancelled" {
