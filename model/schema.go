@@ -134,28 +134,58 @@ func depth(v any, d int) int {
 }
 
 // expandShorthand turns {"price": "number", "tags": ["string"], "seller":
-// {"name": "string"}} into JSON schema; a schema is returned as it is but
-// for type names given as property values.
+// {"name": "string"}} into JSON schema. A schema is returned as it is but
+// for shorthands given as its properties (or items), at any depth: a
+// property's schema may carry no type at all ({"description": "..."},
+// {"properties": {...}}), as JSON schema allows.
 func expandShorthand(obj map[string]any) map[string]any {
-	if isSchema(obj) {
-		if props, ok := obj["properties"].(map[string]any); ok {
-			for k, v := range props {
-				if s, ok := shorthandValue(v); ok {
-					props[k] = s
-				}
-			}
-		}
+	if !isShorthand(obj) {
+		expandSubschemas(obj)
 		return obj
 	}
 	props := map[string]any{}
 	for k, v := range obj {
-		s, ok := shorthandValue(v)
-		if !ok {
-			s = v
-		}
+		s, _ := shorthandValue(v)
 		props[k] = s
 	}
 	return map[string]any{"type": "object", "properties": props}
+}
+
+// expandSubschemas expands the shorthands among schema's properties and
+// items, and looks into the subschemas that are not.
+func expandSubschemas(schema map[string]any) {
+	sub := func(v any) any {
+		if s, ok := shorthandValue(v); ok {
+			return s
+		}
+		if m, ok := v.(map[string]any); ok {
+			expandSubschemas(m)
+		}
+		return v
+	}
+	if props, ok := schema["properties"].(map[string]any); ok {
+		for k, v := range props {
+			props[k] = sub(v)
+		}
+	}
+	if items, ok := schema["items"]; ok {
+		schema["items"] = sub(items)
+	}
+}
+
+// isShorthand reports whether obj is a shorthand map of property names to
+// shorthands rather than a schema: no schema keyword of structure, and
+// every value a shorthand.
+func isShorthand(obj map[string]any) bool {
+	if len(obj) == 0 || isSchema(obj) {
+		return false
+	}
+	for _, v := range obj {
+		if _, ok := shorthandValue(v); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // shorthandValue expands one shorthand value: a type name, a list of one
@@ -173,7 +203,7 @@ func shorthandValue(v any) (any, bool) {
 			}
 		}
 	case map[string]any:
-		if !isSchema(x) && len(x) > 0 {
+		if isShorthand(x) {
 			return expandShorthand(x), true
 		}
 	}

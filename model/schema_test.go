@@ -65,6 +65,18 @@ func TestNormalizeSchema(t *testing.T) {
 			want:   `{"a": {"x": 3}}`,
 		},
 		{
+			// JSON schema needs no type: a schema of properties is an
+			// object's, and a property's may only describe or bound it.
+			name: "schemas without a type are schemas, not shorthands",
+			in: `{"properties": {"title": {"description": "the page's title"}, "price": {"minimum": 0},
+				"author": {"properties": {"name": {"type": "string"}}, "required": ["name"]}}, "required": ["title", "price", "author"]}`,
+			sent: `{"type":"object","properties":{"title":{"description":"the page's title"},"price":{"minimum":0},
+				"author":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"],"additionalProperties":false}},
+				"required":["author","price","title"],"additionalProperties":false}`,
+			answer: `{"title": "T", "price": 3, "author": {"name": "A"}}`,
+			want:   `{"title": "T", "price": 3, "author": {"name": "A"}}`,
+		},
+		{
 			name:   "an optional property without a type is allowed null through anyOf",
 			in:     `{"type": "object", "properties": {"v": {"$ref": "#/$defs/n"}}, "$defs": {"n": {"type": "number"}}}`,
 			sent:   `{"type":"object","properties":{"v":{"anyOf":[{"$ref":"#/$defs/n"},{"type":"null"}]}},"required":["v"],"additionalProperties":false,"$defs":{"n":{"type":"number"}}}`,
