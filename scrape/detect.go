@@ -51,28 +51,33 @@ func jsAlternation(items []string, open, close string) string {
 	return "/" + open + strings.ReplaceAll(strings.Join(quoted, "|"), "/", `\/`) + close + "/i"
 }
 
-// isText says whether a response of contentType is shown by the browser as
-// text (what fetchScript calls kind "text"), and is UTF-8 (or unlabelled,
-// which the browser decodes as UTF-8) so that Go's bytes are what the
-// browser would show.
-func isText(contentType string) bool {
-	mt, params, _ := mime.ParseMediaType(contentType)
-	if !strings.HasPrefix(mt, "text/") && mt != "application/json" && mt != "application/xml" && mt != "application/javascript" {
-		return false
+// textType names what a response of contentType is when the browser shows
+// it as text (what fetchScript calls kind "text"): "json", "xml",
+// "markdown" or "plain"; "" for anything else (HTML, documents, media).
+// Such a body is kept as it came, in UTF-8 (see transform).
+func textType(contentType string) string {
+	mt, _, _ := mime.ParseMediaType(contentType)
+	sub, isApp := strings.CutPrefix(mt, "application/")
+	switch {
+	case isHTML(contentType):
+		return ""
+	case mt == "application/json" || isApp && strings.HasSuffix(sub, "+json"):
+		return "json"
+	case mt == "application/xml" || mt == "text/xml" || isApp && strings.HasSuffix(sub, "+xml"):
+		return "xml"
+	case mt == "text/markdown":
+		return "markdown"
+	case strings.HasPrefix(mt, "text/") || mt == "application/javascript":
+		return "plain"
 	}
-	cs := strings.ToLower(params["charset"])
-	return cs == "" || cs == "utf-8" || cs == "utf8"
+	return ""
 }
 
+// isHTML says whether a response of contentType is a web page, whatever
+// its charset (decodeBody reads that).
 func isHTML(contentType string) bool {
-	mt, params, _ := mime.ParseMediaType(contentType)
-	if mt != "text/html" && mt != "application/xhtml+xml" {
-		return false
-	}
-	// The network layer hands over bytes; only UTF-8 (or unlabelled) pages
-	// are taken without the browser's own decoding.
-	cs := strings.ToLower(params["charset"])
-	return cs == "" || cs == "utf-8" || cs == "utf8"
+	mt, _, _ := mime.ParseMediaType(contentType)
+	return mt == "text/html" || mt == "application/xhtml+xml"
 }
 
 var appShells = [][]byte{
@@ -82,10 +87,11 @@ var appShells = [][]byte{
 	[]byte(`enable JavaScript to run this app`), []byte(`window.location.replace(`), []byte(`http-equiv="refresh"`),
 }
 
-// looksServerRendered reports whether an HTML document already holds its
-// content, so that it may be taken without rendering: enough visible text,
-// and no sign of a client-rendered app shell or a script redirect. When in
-// doubt it says no, and the page is rendered.
+// looksServerRendered reports whether an HTML document (in UTF-8: see
+// decodeBody) already holds its content, so that it may be taken without
+// rendering: enough visible text, and no sign of a client-rendered app
+// shell or a script redirect. When in doubt it says no, and the page is
+// rendered.
 func looksServerRendered(body []byte, contentType string) bool {
 	if !isHTML(contentType) || len(body) == 0 {
 		return false

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/trawler-dev/trawler/browsers"
 	"github.com/trawler-dev/trawler/egress"
@@ -23,14 +22,15 @@ import (
 // with Go's HTTP client, through an egress route of its own like a browser
 // context's (the same guard, upstream proxy, accounting and headers a
 // browser's navigation carries), with a cookie jar of its own that lives
-// for the scrape. A server-rendered HTML page or a document (PDF, office)
-// is then taken as it came, with no browser context at all: opening one
-// (a renderer process) costs most of a static scrape's CPU, and under
-// concurrency sets the pace for every scrape. Anything else (a page that
-// needs rendering, another charset, a refusal that looks like a bot check)
-// goes to the browser as before; an HTML page that needs rendering is
-// handed to the tab, which renders that very response without asking the
-// site again. engine says which way a page was taken: "fetch" here.
+// for the scrape. A server-rendered HTML page, a text body (JSON, XML,
+// plain text) or a document (PDF, office) is then taken as it came, with no
+// browser context at all: opening one (a renderer process) costs most of a
+// static scrape's CPU, and under concurrency sets the pace for every
+// scrape. Anything else (a page that needs rendering, a body whose charset
+// Go cannot tell, a refusal that looks like a bot check) goes to the
+// browser as before; an HTML page that needs rendering is handed to the
+// tab, decoded, which renders that very response without asking the site
+// again. engine says which way a page was taken: "fetch" here.
 
 // directMaxBody bounds the body taken directly; a larger one goes to the
 // browser (which streams documents to the parser).
@@ -188,7 +188,7 @@ func (d *direct) get(ctx context.Context, req Request, guard *netguard.Cache) (*
 	ct := resp.Header.Get("Content-Type")
 	final := resp.Request.URL.String()
 	kind := documentKind(ct, final)
-	text := kind == "" && !isHTML(ct) && isText(ct)
+	text := kind == "" && textType(ct) != ""
 	if kind == "" && !isHTML(ct) && !text {
 		return nil, nil, nil
 	}
@@ -196,11 +196,11 @@ func (d *direct) get(ctx context.Context, req Request, guard *netguard.Cache) (*
 	if err != nil || len(body) > directMaxBody {
 		return nil, nil, nil
 	}
-	if text {
-		if !utf8.Valid(body) {
+	if kind == "" {
+		var ok bool
+		if body, ok = decodeBody(body, ct); !ok {
 			return nil, nil, nil // the browser's decoder says what it shows
 		}
-		body = textDocument(string(body))
 	}
 	pg := &page{engine: "fetch", status: resp.StatusCode, finalURL: final, contentType: ct, body: body, proxyUsed: proxyBasic}
 	if up := d.route.Upstream(); up != nil {

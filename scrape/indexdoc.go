@@ -36,7 +36,7 @@ func IndexDoc(ctx context.Context, c store.CachedPage) (index.Doc, bool, error) 
 	}
 	mt, _, _ := mime.ParseMediaType(c.ContentType)
 	switch {
-	case mt == "text/plain" || mt == "text/markdown":
+	case textType(c.ContentType) != "":
 		d.Markdown = string(c.Body)
 		return d, true, nil
 	case mt != "" && mt != "text/html" && mt != "application/xhtml+xml" && parse.Sniff(c.Body) != "html":

@@ -22,8 +22,9 @@ import (
 // storage) holding one tab on a leased browser, driven over a flattened CDP
 // session. Every request the tab makes passes the network guard and the ad
 // blocker through the Fetch domain; the main document's response is seen
-// there too, which is how documents (PDF) are taken as bytes and how a
-// server-rendered page is taken without rendering it.
+// there too, which is how documents (PDF) are taken as bytes, how a
+// server-rendered page or a text body is taken without rendering it, and
+// how a text body the tab shows is known as it came.
 type tab struct {
 	conn      *cdp.Conn
 	log       *slog.Logger
@@ -81,6 +82,11 @@ type mainResponse struct {
 	Status      int
 	StatusText  string
 	ContentType string
+	// text is a text response's body (JSON, XML, plain text), decoded,
+	// taken as it came when the browser goes on to show it: the page it
+	// shows is a viewer of the body, not the body. taken says it was.
+	text  []byte
+	taken bool
 }
 
 // takenBody is a main document captured at the network layer.
@@ -485,11 +491,13 @@ func (t *tab) onPaused(e *fetchPaused) {
 		return
 	}
 	ct := t.header(e, "Content-Type")
+	main := &mainResponse{URL: e.Request.URL, Status: e.ResponseStatusCode, StatusText: e.ResponseStatusText, ContentType: ct}
 	t.mu.Lock()
-	t.main = &mainResponse{URL: e.Request.URL, Status: e.ResponseStatusCode, StatusText: e.ResponseStatusText, ContentType: ct}
+	t.main = main
 	t.mu.Unlock()
 	kind := documentKind(ct, e.Request.URL)
-	if kind == "" && !(t.static && isHTML(ct)) {
+	text := kind == "" && textType(ct) != ""
+	if kind == "" && !text && !(t.static && isHTML(ct)) {
 		t.commitSite(e.Request.URL)
 		t.networkOn(ctx)
 		t.call(ctx, "Fetch.continueRequest", map[string]any{"requestId": e.RequestID}, nil)
@@ -507,12 +515,25 @@ func (t *tab) onPaused(e *fetchPaused) {
 	if body.Base64Encoded {
 		raw, _ = base64.StdEncoding.DecodeString(body.Body)
 	}
-	if kind == "" && !looksServerRendered(raw, ct) {
-		// Render it after all: hand the response on unchanged.
-		t.commitSite(e.Request.URL)
-		t.networkOn(ctx)
-		t.call(ctx, "Fetch.continueRequest", map[string]any{"requestId": e.RequestID}, nil)
-		return
+	if kind == "" {
+		decoded, ok := decodeBody(raw, ct)
+		// A text body the tab goes on to show (for actions, a screenshot)
+		// is taken as it came all the same: what the browser shows of it
+		// is a viewer, not the body.
+		keep := ok && text && !t.static
+		if keep {
+			t.mu.Lock()
+			main.text, main.taken = decoded, true
+			t.mu.Unlock()
+		}
+		if keep || !ok || !text && !looksServerRendered(decoded, ct) {
+			// Render it after all: hand the response on unchanged.
+			t.commitSite(e.Request.URL)
+			t.networkOn(ctx)
+			t.call(ctx, "Fetch.continueRequest", map[string]any{"requestId": e.RequestID}, nil)
+			return
+		}
+		raw = decoded
 	}
 	select {
 	case t.taken <- takenBody{body: raw, binary: kind != ""}:
@@ -619,8 +640,7 @@ func (t *tab) fetchInPage(ctx context.Context, u string) (*page, *prefetched, er
 	body := []byte(out.Body)
 	switch out.Kind {
 	case "text":
-		// What the browser shows for a text response.
-		return t.fetched(out.URL, out.Status, out.Type, textDocument(out.Body)), nil, nil
+		return t.fetched(out.URL, out.Status, out.Type, body), nil, nil
 	case "binary":
 		raw, err := base64.StdEncoding.DecodeString(out.Body)
 		if err != nil {
@@ -634,10 +654,14 @@ func (t *tab) fetchInPage(ctx context.Context, u string) (*page, *prefetched, er
 	return t.fetched(out.URL, out.Status, out.Type, body), nil, nil
 }
 
-// textDocument is the document the browser shows for a text response.
-func textDocument(text string) []byte {
-	return []byte("<html><head></head><body><pre style=\"word-wrap: break-word; white-space: pre-wrap;\">" +
-		html.EscapeString(text) + "</pre></body></html>")
+// textDocument is a text body of textType kind as HTML: a code block,
+// whose language (for JSON and XML) tags its Markdown fence.
+func textDocument(text, kind string) []byte {
+	code := "<code>"
+	if kind == "json" || kind == "xml" {
+		code = `<code class="language-` + kind + `">`
+	}
+	return []byte("<html><head></head><body><pre>" + code + html.EscapeString(text) + "</code></pre></body></html>")
 }
 
 func (t *tab) fetched(u string, status int, contentType string, body []byte) *page {
@@ -661,15 +685,18 @@ const fetchScript = `(async () => {
     return {skip: "origin"};
   }
   // text() would decode every body as UTF-8: decode by the charset of the
-  // header, else of a <meta> tag, as a navigation would.
-  const decode = async () => {
+  // header, else of an HTML page's <meta> tag, as a navigation would. A
+  // label TextDecoder does not know, or an unlabelled body that is not
+  // UTF-8, is left to the navigation (null): the tab decodes it as Go does
+  // (decodeBody), or leaves it to the browser.
+  const decode = async (html) => {
     const buf = await r.arrayBuffer();
     let cs = (/charset\s*=\s*"?([^\s;"]+)/i.exec(type) || [])[1];
-    if (!cs) {
+    if (!cs && html) {
       const start = new TextDecoder("windows-1252").decode(new Uint8Array(buf, 0, Math.min(buf.byteLength, 4096)));
       cs = (/<meta[^>]+charset\s*=\s*["']?([\w-]+)/i.exec(start) || [])[1];
     }
-    try { return new TextDecoder(cs || "utf-8").decode(buf); } catch (e) { return new TextDecoder("utf-8").decode(buf); }
+    try { return new TextDecoder(cs || "utf-8", {fatal: !cs}).decode(buf); } catch (e) { return null; }
   };
   if (%[3]s.test(type) || (%[4]s.test(new URL(r.url).pathname) && (!type.trim() || %[5]s.test(type)))) {
     const buf = new Uint8Array(await r.arrayBuffer());
@@ -677,10 +704,15 @@ const fetchScript = `(async () => {
     for (let i = 0; i < buf.length; i += 0x8000) s += String.fromCharCode.apply(null, buf.subarray(i, i + 0x8000));
     return {...head, kind: "binary", body: btoa(s)};
   }
-  if (/^\s*(text\/html|application\/xhtml\+xml)/i.test(type)) return {...head, kind: "html", body: await decode()};
-  if (/^\s*(text\/|application\/(json|xml|javascript))/i.test(type)) return {...head, kind: "text", body: await decode()};
-  r.body && r.body.cancel();
-  return {skip: "type"};
+  // As isHTML and textType say.
+  const kind = /^\s*(text\/html|application\/xhtml\+xml)\s*(;|$)/i.test(type) ? "html" :
+    /^\s*(text\/[\w.+-]+|application\/(json|xml|javascript|[\w.-]+\+(json|xml)))\s*(;|$)/i.test(type) ? "text" : "";
+  if (!kind) {
+    r.body && r.body.cancel();
+    return {skip: "type"};
+  }
+  const body = await decode(kind === "html");
+  return body === null ? {skip: "charset"} : {...head, kind, body};
 })()`
 
 // checkRequest applies the network guard and the ad blocker to a URL.
@@ -758,6 +790,17 @@ func (t *tab) evaluate(ctx context.Context, expr string, v any) error {
 		return json.Unmarshal(res.Result.Value, v)
 	}
 	return nil
+}
+
+// shownText is the text the tab shows of a text response (JSON, XML,
+// plain text) as the browser decoded it, for a body the network layer did
+// not hand over: an XML document as it serializes, else the viewer's text.
+func (t *tab) shownText(ctx context.Context) ([]byte, error) {
+	var text string
+	err := t.evaluate(ctx, `document.documentElement instanceof HTMLElement ?
+  ((document.body && document.body.querySelector("pre")) || document.body || document.documentElement).textContent :
+  new XMLSerializer().serializeToString(document)`, &text)
+	return []byte(text), err
 }
 
 // ScriptError is an exception thrown by JavaScript run in the page.

@@ -732,9 +732,12 @@ func (s *Service) drive(ctx context.Context, t *tab, req Request) (*page, error)
 		return nil, err
 	}
 	pg.body, pg.finalURL = []byte(html), finalURL
+	var text []byte
+	taken := false
 	t.mu.Lock()
 	if m := t.main; m != nil {
 		pg.status, pg.contentType = m.Status, m.ContentType
+		text, taken = m.text, m.taken
 	}
 	t.mu.Unlock()
 	if pg.status == 0 {
@@ -742,6 +745,16 @@ func (s *Service) drive(ctx context.Context, t *tab, req Request) (*page, error)
 	}
 	if pg.contentType == "" {
 		pg.contentType = "text/html"
+	}
+	if textType(pg.contentType) != "" {
+		// The page is the browser's viewer of a text body: the body is
+		// the page, as it came, or else as the browser decoded it.
+		if !taken {
+			if text, err = t.shownText(ctx); err != nil {
+				return nil, err
+			}
+		}
+		pg.body = text
 	}
 	if f, ok := o.Screenshot(); ok {
 		shot, err := t.screenshot(ctx, f.FullPage, f.Quality, f.Viewport)
@@ -796,8 +809,16 @@ func (s *Service) transform(ctx context.Context, req Request, pg *page, forIndex
 	if kind := pageDocumentKind(pg); kind != "" {
 		return s.transformDocument(ctx, req, pg, kind, doc)
 	}
+	// A text body (JSON, XML, plain text) is its own rawHtml, and a
+	// Markdown body its own Markdown; the other formats are made from a
+	// code block of it, whose language tags the Markdown fence. The index
+	// reads text as it is (IndexDoc).
+	body, text := pg.body, textType(pg.contentType)
+	if text != "" {
+		body, forIndex = textDocument(string(pg.body), text), false
+	}
 	forIndex = forIndex && servesIndex(o) && pg.status >= 200 && pg.status <= 299
-	res, err := content.Transform(pg.body, pg.finalURL, content.Options{
+	res, err := content.Transform(body, pg.finalURL, content.Options{
 		OnlyMainContent: o.OnlyMainContent, IncludeTags: o.IncludeTags, ExcludeTags: o.ExcludeTags,
 		RemoveBase64Images: o.RemoveBase64Images,
 		Want: content.Want{Markdown: o.Has("markdown") || o.NeedsModel() || o.Has("highlights") || o.Has("question") ||
@@ -813,6 +834,9 @@ func (s *Service) transform(ctx context.Context, req Request, pg *page, forIndex
 		if !fillIndexDoc(doc.forIndex, res) {
 			doc.forIndex = nil
 		}
+	}
+	if text == "markdown" {
+		res.Markdown = string(pg.body)
 	}
 	doc.Markdown, doc.HTML, doc.Images = res.Markdown, res.HTML, res.Images
 	doc.modelInput = res.Markdown

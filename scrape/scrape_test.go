@@ -22,7 +22,7 @@ func TestLooksServerRendered(t *testing.T) {
 		{"too little text", "<html><body><p>Loading…</p></body></html>", "text/html", false},
 		{"noscript warning", "<html><body>" + long + "<noscript>You need to enable JavaScript to run this app.</noscript></body></html>", "text/html", false},
 		{"meta refresh", `<html><head><meta http-equiv="refresh" content="0;url=/x"></head><body>` + long + `</body></html>`, "text/html", false},
-		{"latin-1", "<html><body>" + long + "</body></html>", "text/html; charset=iso-8859-1", false},
+		{"latin-1 (decoded first)", "<html><body>" + long + "</body></html>", "text/html; charset=iso-8859-1", true},
 		{"json", `{"a":1}`, "application/json", false},
 		{"angular app", `<html ng-app="shop"><body>` + long + `</body></html>`, "text/html", false},
 		{"words that contain ng-app", `<html><body><a href="#a-function-for-testing-approximate-equality">x</a>` + long + `</body></html>`, "text/html", true},

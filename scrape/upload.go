@@ -26,7 +26,16 @@ type Upload struct {
 func (s *Service) Parse(ctx context.Context, team string, up Upload, o Options) (*Document, error) {
 	o.MaxAge, o.MinAge, o.StoreInCache, o.Lockdown = 0, nil, false, false
 	req := Request{Team: team, URL: up.Name, Options: o}
+	ct := parse.MediaTypeOf(up.Format)
+	body := up.Data
+	if isHTML(ct) {
+		// Read as a fetched page is; with no browser to decode what Go
+		// cannot tell, the parser's reading of it as UTF-8 stands.
+		if b, ok := decodeBody(body, ct); ok {
+			body = b
+		}
+	}
 	return s.run(ctx, req, nil, func(context.Context, Request) (*page, error) {
-		return &page{status: 200, finalURL: up.Name, contentType: parse.MediaTypeOf(up.Format), body: up.Data, engine: "parse"}, nil
+		return &page{status: 200, finalURL: up.Name, contentType: ct, body: body, engine: "parse"}, nil
 	})
 }
