@@ -21,9 +21,9 @@ type job struct {
 	// linksOnly is the key of a start page fetched for its links only
 	// (linksOnlyKey), else empty.
 	linksOnly string
-	ctx            context.Context // ends when the job ends
-	cancel         context.CancelFunc
-	leased         time.Time // when this node created or claimed it
+	ctx       context.Context // ends when the job ends
+	cancel    context.CancelFunc
+	leased    time.Time // when this node created or claimed it
 
 	mu          sync.Mutex
 	queue       []*store.JobURL // queued URLs, discovery order

@@ -41,8 +41,12 @@ func (s *Service) record(j *job, u *store.JobURL, doc *scrape.Document, scrapeEr
 			credits = scrape.LockdownMissCredits // a lockdown miss is billed too
 		}
 	case u.Key == j.linksOnly:
-		// Fetched for its links only: neither a result nor billed.
+		// Fetched for its links only: neither a result, nor billed, nor
+		// counted against the limit its links are admitted under.
 		out.State = store.URLLinks
+		j.mu.Lock()
+		j.admitted--
+		j.mu.Unlock()
 		discovered = s.admitLinks(j, u, doc)
 	default:
 		var err error
@@ -108,8 +112,6 @@ func (s *Service) record(j *job, u *store.JobURL, doc *scrape.Document, scrapeEr
 		}
 	case store.URLRobots:
 		j.robots++
-		j.admitted--
-	case store.URLLinks:
 		j.admitted--
 	}
 	for i := range discovered {
