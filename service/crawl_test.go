@@ -285,6 +285,8 @@ func TestCrawlOptions(t *testing.T) {
 		// only, and not counted.
 		{"includePaths without the start page", map[string]any{"includePaths": []string{"^/docs/c[12]$"}, "sitemap": "skip"},
 			[]string{"/docs/c1", "/docs/c2"}},
+		{"a links-only start page takes no place of the limit", map[string]any{"includePaths": []string{"^/docs/c[12]$"}, "sitemap": "skip", "limit": 1},
+			[]string{"/docs/c1"}},
 		{"includePaths from the home page", map[string]any{"url": site.URL + "/", "includePaths": []string{"^/blog/.*"}, "sitemap": "skip"},
 			[]string{"/blog/", "/blog/post"}},
 		{"excludePaths the start page", map[string]any{"excludePaths": []string{"^/docs/$"}, "maxDiscoveryDepth": 1, "sitemap": "skip"},
