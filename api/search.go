@@ -138,6 +138,7 @@ func (a *API) searchOptions(req *searchRequest, team teams.Team) (*search.Reques
 		r.Categories = []string{index.CategoryGitHub}
 	}
 	r.Highlights = req.Highlights == nil || *req.Highlights
+	r.Safe = req.Safe != nil && *req.Safe
 	req.alexandriaOptions.check(&problems, "")
 	threatProtection(&problems, "", req.ThreatProtection)
 	r.IncludeDomains = hostList(&problems, "includeDomains", req.IncludeDomains)
@@ -276,9 +277,6 @@ func searchWarnings(req *searchRequest) []string {
 	}
 	if developer(req) {
 		out = append(out, "categories developer: this server has no developer index; its results are the GitHub category's (repositories, issues, pull requests, READMEs)")
-	}
-	if req.Safe != nil && *req.Safe {
-		out = append(out, "safe: this server does not filter explicit content out of search results")
 	}
 	return out
 }

@@ -71,6 +71,8 @@ type Request struct {
 	EndToEnd bool
 	// Scrape, when set, is the scrape of each web and news result.
 	Scrape *scrape.Options
+	// Safe asks the providers to filter explicit content out.
+	Safe bool
 	// Highlights describes each web and news result by the passages of its
 	// page most relevant to the query (the index's snippet; a scraped
 	// page's highlights), else by the page's own description or the

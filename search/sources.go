@@ -35,6 +35,9 @@ func (s *IndexSource) Search(ctx context.Context, r *Request, source string) (An
 	if r.Location != "" || r.Country != "" {
 		a.Warnings = append(a.Warnings, "the index holds the pages Trawler fetched and cannot geotarget: location and country are ignored by it")
 	}
+	if r.Safe {
+		a.Warnings = append(a.Warnings, "safe: the index holds the pages Trawler fetched and does not filter explicit content out of them")
+	}
 	hits, err := s.Index.Search(ctx, index.Request{Team: r.Team, Query: r.Query, Source: source, Limit: r.Limit,
 		IncludeHosts: r.IncludeDomains, ExcludeHosts: r.ExcludeDomains, Categories: r.Categories,
 		After: r.TBS.After, Before: r.TBS.Before, SortByDate: r.TBS.SortByDate, PublicOnly: s.PublicOnly,
@@ -60,7 +63,7 @@ func (s *LiveSource) Name() string { return s.Provider.Name() }
 
 // Search implements Source.
 func (s *LiveSource) Search(ctx context.Context, r *Request, source string) (Answer, error) {
-	q := provider.Query{Text: r.Text, Source: source, Limit: r.Limit, Country: r.Country, Location: r.Location}
+	q := provider.Query{Text: r.Text, Source: source, Limit: r.Limit, Country: r.Country, Location: r.Location, Safe: r.Safe}
 	var a Answer
 	q.TimeRange, a.Warnings = timeRange(r.TBS, s.Name())
 	ans, err := s.Provider.Search(ctx, q)

@@ -78,6 +78,9 @@ func (h *HTTP) Search(ctx context.Context, q Query) (Answer, error) {
 	if q.TimeRange != "" {
 		ignored("time range")
 	}
+	if q.Safe {
+		ignored("safe")
+	}
 	if q.Language != "" && !h.uses["lang"] {
 		ignored("language")
 	}

@@ -98,6 +98,8 @@ type Query struct {
 	Country string
 	// Location is a free-text place such as "Berlin, Germany", or empty.
 	Location string
+	// Safe asks for explicit content to be filtered out (SafeSearch).
+	Safe bool
 }
 
 // Result is one hit.

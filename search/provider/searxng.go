@@ -142,6 +142,9 @@ func searxngParams(q Query) (url.Values, []string) {
 	if strings.TrimSpace(q.Location) != "" {
 		warnings = append(warnings, "searxng: location is not supported, ignored")
 	}
+	if q.Safe {
+		params.Set("safesearch", "2") // strict, as SafeSearch filtering is
+	}
 	return params, warnings
 }
 

@@ -436,6 +436,7 @@ func TestSearXNGParameters(t *testing.T) {
 		q            Query
 		wantLanguage string // "" means not sent
 		wantTime     string
+		wantSafe     string // safesearch, "" means not sent
 		wantWarnings []string
 	}{
 		{name: "defaults", q: Query{}},
@@ -462,6 +463,7 @@ func TestSearXNGParameters(t *testing.T) {
 			name: "location", q: Query{Language: "de", Country: "DE", Location: "Berlin, Germany"}, wantLanguage: "de-DE",
 			wantWarnings: []string{"searxng: location is not supported, ignored"},
 		},
+		{name: "safe", q: Query{Safe: true}, wantSafe: "2"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -475,6 +477,7 @@ func TestSearXNGParameters(t *testing.T) {
 			require.Len(t, reqs, 1)
 			require.Equal(t, tc.wantLanguage, reqs[0].Get("language"))
 			require.Equal(t, tc.wantTime, reqs[0].Get("time_range"))
+			require.Equal(t, tc.wantSafe, reqs[0].Get("safesearch"), "safesearch")
 			require.Equal(t, tc.wantWarnings, ans.Warnings)
 		})
 	}
