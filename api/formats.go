@@ -37,10 +37,12 @@ const maxTag = 256
 // decodeMemberFormat reads a format of memberFormats, given as its name or
 // as an object: {"type": "json", "schema": {...}, "prompt": "..."} with a
 // schema, a prompt or both; {"type": "question", "question": "..."};
-// {"type": "highlights", "query": "..."}; {"type": "changeTracking",
-// "modes": ["git-diff", "json"], "schema": {...}, "prompt": "...", "tag":
-// "..."}; summary, branding, audio and video take no members. It returns
-// the path of the member at fault with its message.
+// {"type": "highlights", "query": "..."}; Firecrawl's deprecated {"type":
+// "query", "prompt": "...", "mode": "freeform" or "directQuote"}, read as
+// a question or highlights; {"type": "changeTracking", "modes":
+// ["git-diff", "json"], "schema": {...}, "prompt": "...", "tag": "..."};
+// summary, branding, audio and video take no members. It returns the path
+// of the member at fault with its message.
 func decodeMemberFormat(raw json.RawMessage, name string) (scrape.Format, string, string) {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {

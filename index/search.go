@@ -60,7 +60,8 @@ type Request struct {
 type Hit struct {
 	URL, Title string
 	// Description is a snippet of the page around the query's words, or the
-	// page's own description when no word is in its text.
+	// page's own description when no word is in its text (or the request
+	// asks for OwnDescriptions).
 	Description string
 	// Category is the first of the request's categories the page is in.
 	Category           string
