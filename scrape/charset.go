@@ -20,6 +20,12 @@ import (
 // as Go should not) says what the page shows. Every way a page is taken
 // calls it: whatever is parsed, cached or handed to a tab as UTF-8 is.
 func decodeBody(body []byte, contentType string) (_ []byte, ok bool) {
+	if textType(contentType) == "json" && utf8.Valid(body) {
+		// JSON is UTF-8 (RFC 8259), as JSON.parse of a fetch reads it,
+		// whatever charset the header names: only a body that is not
+		// UTF-8 is read by the header's label.
+		return bytes.TrimPrefix(body, utf8BOM), true
+	}
 	e, name, certain := charset.DetermineEncoding(body, contentType)
 	if !certain {
 		switch text := textType(contentType); {

@@ -1,6 +1,7 @@
 package scrape
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -58,6 +59,11 @@ func TestDecodeBody(t *testing.T) {
 		tc{"plain text by header", "text/plain; charset=windows-1251", encode(charmap.Windows1251, "Русский"), "Русский"},
 		tc{"a meta tag does not label JSON", "application/json", `{"a": "<meta charset=Shift_JIS>日本"}`, `{"a": "<meta charset=Shift_JIS>日本"}`},
 		tc{"JSON is UTF-8", "application/json", "{\"a\": \"Caf\xe9\"}", "{\"a\": \"Caf\uFFFD\"}"},
+		tc{"UTF-8 JSON whatever the header says", "application/json; charset=utf-16", `{"a": "Café"}`, `{"a": "Café"}`},
+		tc{"JSON that is not UTF-8 by the header", "application/json; charset=windows-1251", encode(charmap.Windows1251, `{"a": "Русский"}`), `{"a": "Русский"}`},
+		tc{"a meta tag past the first 1024 bytes is not read, as browsers read it", "text/html",
+			strings.Repeat(" ", 1100) + `<meta charset="Shift_JIS">` + encode(japanese.ShiftJIS, "日本"), ""},
+		tc{"a quoted, upper-case header label", `text/html; charset="SHIFT_JIS"`, encode(japanese.ShiftJIS, "<p>日本</p>"), "<p>日本</p>"},
 		tc{"XML with no declaration is UTF-8", "application/xml", "<a>Caf\xe9</a>", "<a>Caf\uFFFD</a>"},
 		tc{"unlabelled plain text, not UTF-8", "text/plain", "Caf\xe9", ""},
 		tc{"XML by its declaration", "application/xml", encode(japanese.ShiftJIS, `<?xml version="1.0" encoding="Shift_JIS"?><a>日本</a>`), `<?xml version="1.0" encoding="Shift_JIS"?><a>日本</a>`},

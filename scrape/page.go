@@ -691,9 +691,14 @@ const fetchScript = `(async () => {
   // (decodeBody), or leaves it to the browser.
   const decode = async (html) => {
     const buf = await r.arrayBuffer();
+    if (/^\s*application\/([\w.-]+\+)?json\s*(;|$)/i.test(type)) {
+      // JSON is UTF-8 whatever the header names, unless it is not UTF-8.
+      try { return new TextDecoder("utf-8", {fatal: true}).decode(buf); } catch (e) {}
+    }
     let cs = (/charset\s*=\s*"?([^\s;"]+)/i.exec(type) || [])[1];
     if (!cs && html) {
-      const start = new TextDecoder("windows-1252").decode(new Uint8Array(buf, 0, Math.min(buf.byteLength, 4096)));
+      // The first 1024 bytes, as a browser's prescan (and decodeBody) reads.
+      const start = new TextDecoder("windows-1252").decode(new Uint8Array(buf, 0, Math.min(buf.byteLength, 1024)));
       cs = (/<meta[^>]+charset\s*=\s*["']?([\w-]+)/i.exec(start) || [])[1];
     }
     try { return new TextDecoder(cs || "utf-8", {fatal: !cs}).decode(buf); } catch (e) { return null; }

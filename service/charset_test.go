@@ -34,13 +34,20 @@ func fromGoClient(r *http.Request) bool {
 	return !strings.Contains(r.Header.Get("Accept-Encoding"), "deflate")
 }
 
-// browserStarted makes sure a browser of ts has started (a screenshot of u
-// needs one): until then the service does not know the user agent that Go's
-// client sends, and takes no page without a browser.
-func browserStarted(t *testing.T, ts *testService, u string) {
+// engines are the engines the ways of taking a page report.
+var engines = map[string]string{viaDirect: "fetch", viaIntercept: "browser-fetch", viaRender: "browser-render", viaInPage: "browser-fetch"}
+
+// pathsService starts a service for the tests that take pages every way
+// (one lane for the crawls, so that the in-page fetch is reached), once a
+// browser of it has started (a screenshot of u needs one): until then the
+// service does not know the user agent that Go's client sends, and takes
+// no page without a browser.
+func pathsService(t *testing.T, u string) *testService {
 	t.Helper()
+	ts := start(t, map[string]string{"TRAWLER_ALLOW_PRIVATE_NETWORKS": "true", "TRAWLER_JOB_WORKERS": "1"})
 	r := ts.scrape(map[string]any{"url": u, "formats": []string{"screenshot"}, "maxAge": 0})
 	require.Equal(t, 200, r.Status, "a scrape that starts a browser: %s", r.Raw)
+	return ts
 }
 
 // copyFor is ts for a parallel subtest, failing t rather than ts's test.
@@ -131,9 +138,7 @@ func charsetSite(t *testing.T) *httptest.Server {
 func TestScrapeLegacyCharsets(t *testing.T) {
 	t.Parallel()
 	web := charsetSite(t)
-	ts := start(t, map[string]string{"TRAWLER_ALLOW_PRIVATE_NETWORKS": "true", "TRAWLER_JOB_WORKERS": "1"})
-	browserStarted(t, ts, web.URL+"/"+viaRender+"/0/header")
-	engines := map[string]string{viaDirect: "fetch", viaIntercept: "browser-fetch", viaRender: "browser-render", viaInPage: "browser-fetch"}
+	ts := pathsService(t, web.URL+"/"+viaRender+"/0/header")
 	check := func(t *testing.T, cs int, md map[string]any, markdown, want string) {
 		t.Helper()
 		assert.Equal(t, want, md["engine"], "engine")
@@ -186,6 +191,9 @@ var textBodies = []struct {
 }{
 	{name: "json", contentType: "application/json", fence: "```json\n", everywhere: true,
 		body: []byte(`{"name": "Trawler", "tags": ["nets", "boats"], "note": "<b>x & y</b> – ünïcödé"}` + "\n")},
+	// A wrong label does not garble JSON, which is UTF-8.
+	{name: "json-mislabelled", contentType: "application/json; charset=utf-16", fence: "```json\n",
+		body: []byte(`{"name": "Café"}`)},
 	{name: "problem+json", contentType: "application/problem+json", fence: "```json\n",
 		body: []byte(`{"type": "about:blank", "title": "Not Found", "status": 404}`)},
 	{name: "xml", contentType: "application/xml", fence: "```xml\n", everywhere: true,
@@ -255,9 +263,7 @@ func textSite(t *testing.T) *httptest.Server {
 func TestScrapeTextBodies(t *testing.T) {
 	t.Parallel()
 	web := textSite(t)
-	ts := start(t, map[string]string{"TRAWLER_ALLOW_PRIVATE_NETWORKS": "true", "TRAWLER_JOB_WORKERS": "1"})
-	browserStarted(t, ts, web.URL+"/"+viaRender+"/plain")
-	engines := map[string]string{viaDirect: "fetch", viaIntercept: "browser-fetch", viaRender: "browser-render", viaInPage: "browser-fetch"}
+	ts := pathsService(t, web.URL+"/"+viaRender+"/plain")
 	check := func(t *testing.T, i int, d map[string]any, engine string) {
 		t.Helper()
 		tb := textBodies[i]
