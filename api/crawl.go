@@ -425,24 +425,13 @@ const pageWait = time.Second
 // again at once, over and over.
 func (a *API) jobPage(team, kind, id string, skip, limit int) (*crawl.Status, error) {
 	ctx := context.Background()
-	if skip == 0 {
-		return a.Crawler.Status(ctx, team, kind, id, skip, limit)
+	st, err := a.Crawler.Status(ctx, team, kind, id, skip, limit)
+	if err != nil || skip == 0 || len(st.Data) > 0 || st.Status != crawl.StatusScraping {
+		return st, err
 	}
 	wctx, cancel := context.WithTimeout(ctx, pageWait)
 	defer cancel()
-	// Subscribed before the status is read: a document recorded in
-	// between is an event.
-	events, stop, running := a.Crawler.Watch(wctx, team, kind, id)
-	defer stop()
-	st, err := a.Crawler.Status(ctx, team, kind, id, skip, limit)
-	if err != nil || !running || len(st.Data) > 0 || st.Status != crawl.StatusScraping {
-		return st, err
-	}
-	select {
-	case <-events:
-	case <-wctx.Done():
-		return st, nil
-	}
+	a.Crawler.AwaitDocument(wctx, team, kind, id, skip)
 	return a.Crawler.Status(ctx, team, kind, id, skip, limit)
 }
 

@@ -107,6 +107,24 @@ type Event struct {
 	Seq  int64
 }
 
+// subscribeLocked adds a watcher of the job's live events.
+func (j *job) subscribeLocked() *watcher {
+	w := &watcher{ch: make(chan Event, 1024)}
+	j.subs[w] = struct{}{}
+	return w
+}
+
+// unsubscribe removes w, unless publishing dropped it already.
+func (j *job) unsubscribe(w *watcher) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if !w.closed {
+		delete(j.subs, w)
+		close(w.ch)
+		w.closed = true
+	}
+}
+
 // publishLocked hands an event to every watcher; a watcher too slow to keep
 // up is dropped (its channel closed), and falls back to polling.
 func (j *job) publishLocked(ev Event) {

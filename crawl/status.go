@@ -164,17 +164,50 @@ func (s *Service) Watch(ctx context.Context, team, kind, id string) (events <-ch
 	if j.status != StatusScraping {
 		return nil, func() {}, false
 	}
-	w := &watcher{ch: make(chan Event, 1024)}
-	j.subs[w] = struct{}{}
-	return w.ch, func() {
+	w := j.subscribeLocked()
+	return w.ch, func() { j.unsubscribe(w) }, true
+}
+
+// AwaitDocument returns once team's job has more than have documents, or
+// is not running, or ctx ends: a client paging past what a running job
+// has so far waits here for the next document. A job another node runs
+// is read from the store at its change notices, else every followEvery.
+func (s *Service) AwaitDocument(ctx context.Context, team, kind, id string, have int) {
+	if j := s.running(team, kind, id); j != nil {
 		j.mu.Lock()
-		if !w.closed {
-			delete(j.subs, w)
-			close(w.ch)
-			w.closed = true
+		if j.done > have || j.status != StatusScraping {
+			j.mu.Unlock()
+			return
 		}
+		w := j.subscribeLocked()
 		j.mu.Unlock()
-	}, true
+		defer j.unsubscribe(w)
+		select {
+		case <-w.ch: // a document, the end, or the watcher dropped
+		case <-ctx.Done():
+		}
+		return
+	}
+	changed, unsubscribe := s.Store.JobChanges(id)
+	defer unsubscribe()
+	t := time.NewTicker(followEvery)
+	defer t.Stop()
+	for {
+		row, err := s.Store.Job(ctx, team, kind, id)
+		if err != nil || row.Status != StatusScraping {
+			return
+		}
+		counts, err := s.Store.JobCounts(ctx, id)
+		if err != nil || counts[store.URLDone] > have {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		case <-t.C:
+		}
+	}
 }
 
 // Progress is a running job's counters, for the CLI.

@@ -425,6 +425,18 @@ func TestCrawlCancelStopsAtOnce(t *testing.T) {
 	next, _ := running.Body["next"].(string)
 	require.NotEmpty(t, next, "a running crawl's status has no next: %.300s", running.Raw)
 	assert.Contains(t, next, fmt.Sprintf("skip=%d", len(running.Body["data"].([]any))), "next starts after the documents given")
+	// Past the documents so far, a page waits for the next one (a slow
+	// page takes 400 ms), rather than answer an empty page at once for
+	// the SDK's pager to ask again.
+	asks := 0
+	for past := len(running.Body["data"].([]any)); asks < 5; {
+		asks++
+		p := ts.do("GET", fmt.Sprintf("/v2/crawl/%s?skip=%d", id, past), keyAcme, nil)
+		if len(p.Body["data"].([]any)) > 0 {
+			break
+		}
+	}
+	assert.Less(t, asks, 5, "five asks past the documents so far found no new one")
 	// Firecrawl v2's other name for the list.
 	ongoing := ts.do("GET", "/v2/crawl/ongoing", keyAcme, nil)
 	assert.Equal(t, 200, ongoing.Status, "%s", ongoing.Raw)
