@@ -88,8 +88,9 @@ func (a *API) search(c *fiber.Ctx) error {
 		a.recordActivity(team.ID, id, "search", r.Text)
 	}
 	data := fiber.Map{}
+	dev := developer(&req)
 	for _, src := range r.Sources {
-		data[src] = relabel(searchEntries(src, resp.Results[src]), index.CategoryGitHub, developer(&req))
+		data[src] = relabel(searchEntries(src, resp.Results[src]), index.CategoryGitHub, dev)
 	}
 	if sourceAsked(req.Sources, sourceAlexandria) {
 		data[sourceAlexandria] = []fiber.Map{}
