@@ -48,6 +48,10 @@ type tab struct {
 	reach *netguard.Cache
 	// probe is the name of the settle probe on the page's window.
 	probe string
+	// in0 and out0 are the route's byte counts when the tab was readied
+	// for its scrape, and routeWarning what binding the route said.
+	in0, out0    int64
+	routeWarning string
 
 	mu       sync.Mutex
 	inflight map[string]struct{}

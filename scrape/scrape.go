@@ -497,166 +497,65 @@ func normalizeURL(raw string) string {
 	return u.String()
 }
 
-// fetch takes the page from the target on a leased browser; run has
-// applied guard to its host.
+// fetch takes the page from the target: directly when the page needs no
+// browser, else on a tab of a leased browser; run has applied guard to its
+// host.
 func (s *Service) fetch(ctx context.Context, req Request, guard *netguard.Cache) (*page, error) {
-	o := &req.Options
-	var pre *prefetched
-	if s.directEligible(&req) {
-		release, waited, err := s.Pool.AcquireSlot(ctx, req.Team, req.TeamLimit)
-		if err != nil {
-			return nil, err
-		}
-		pg, p, err := s.fetchDirect(ctx, req, guard)
-		release()
-		if pg != nil {
-			pg.teamWait = waited
-		}
-		if err != nil || pg != nil {
-			return pg, err
-		}
-		pre = p
+	pg, pre, err := s.fetchFirstDirect(ctx, req, guard)
+	if err != nil || pg != nil {
+		return pg, err
 	}
 	// The profile is opened first: a writer that finds it locked is
 	// refused before it takes a browser.
-	use, err := s.openProfile(ctx, req.Team, o.Profile)
+	use, err := s.openProfile(ctx, req.Team, req.Options.Profile)
 	if err != nil {
 		return nil, err
-	}
-	saved := false
-	if use != nil {
-		defer func() {
-			if !saved {
-				use.Close(context.Background(), profiles.Discard)
-			}
-		}()
 	}
 	// A one-off scrape works in a context of its own: it may share a
 	// browser with other scrapes when the pool is full.
-	lease, err := s.Pool.Acquire(ctx, browsers.LeaseRequest{Team: req.Team, TeamLimit: req.TeamLimit, Lifetime: o.Timeout + 10*time.Second,
-		Reusable: true, Shareable: true})
+	lease, err := s.Pool.Acquire(ctx, browsers.LeaseRequest{Team: req.Team, TeamLimit: req.TeamLimit,
+		Lifetime: req.Options.Timeout + 10*time.Second, Reusable: true, Shareable: true})
+	if err != nil {
+		if use != nil {
+			use.Close(context.Background(), profiles.Discard)
+		}
+		return nil, err
+	}
+	t, ctx, done, err := s.openTab(ctx, lease, tabRequest{req: &req, guard: guard, profile: use, pre: pre})
 	if err != nil {
 		return nil, err
 	}
-	// The browser is destroyed unless the page shows it is fine.
-	disposal := browsers.Destroy
-	defer func() { lease.Release(disposal) }()
-	// The lease ends early if the browser dies: stop waiting then.
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	go func() {
-		select {
-		case <-lease.Done():
-			cancel(fmt.Errorf("%w", lease.Cause()))
-		case <-ctx.Done():
-		}
-	}()
-	b := lease.Browser()
-	s.spares.begin(b.ID())
-	defer s.spares.end(b.ID())
-	var t *tab
-	// recycling: the tab is cleared for the team's next scrape instead of
-	// closed (recycle.go).
-	recycling := false
-	group := recycleGroup(&req)
-	if use == nil && s.ReuseTabs {
-		t = s.recycled.get(ctx, b.ID(), group)
-		defer func() {
-			if !recycling {
-				s.recycled.done(b.ID(), group)
-			}
-		}()
-	}
-	if t == nil {
-		t = s.spares.take(b.ID())
-	}
-	if t == nil {
-		conn, err := b.CDP().Dial(ctx)
-		if err != nil {
-			return nil, err
-		}
-		route, err := s.newRoute(b.ID())
-		if err != nil {
-			conn.Close()
-			return nil, err
-		}
-		if t, err = blankTab(ctx, conn, route); err != nil {
-			conn.Close()
-			return nil, err
-		}
-	}
-	defer func() {
-		if !recycling {
-			t.conn.Close()
-		}
-	}()
-	var in0, out0 int64
-	if t.route != nil {
-		in0, out0 = t.route.Bytes()
-	}
-	requestID := req.RequestID
-	if requestID == "" {
-		requestID = req.id
-	}
-	routeWarning := t.bindRoute(&req, requestID)
-	ua, err := s.spares.userAgent(ctx, t.conn)
-	if err != nil {
-		t.close()
-		return nil, err
-	}
-	if use != nil {
-		if err := use.Apply(ctx, b.CDP(), t.contextID); err != nil {
-			t.close()
-			return nil, err
-		}
-	}
-	if err := t.setup(ctx, o, guard, !o.needsRender(), ua, s.Log); err != nil {
-		return nil, err
-	}
-	if pre != nil {
-		// Fetched directly, to be rendered: the tab renders that response.
-		t.mu.Lock()
-		t.prefetched = pre
-		t.mu.Unlock()
-		req.URL = pre.url
-	}
-	defer func() {
-		if disposal == browsers.Reuse {
-			s.spares.refill(b.ID(), b.CDP(), s.newRoute, s.SpareTabs)
-		}
-		if recycling {
-			go s.recycle(t, b.ID(), group)
-			return
-		}
-		t.close()
-	}()
-
-	pg, err := s.drive(ctx, t, req)
+	out := outcome{err: errors.New("the scrape did not end")}
+	defer func() { done(out) }()
+	pg, err = s.drive(ctx, t, req)
+	out = outcome{err: err, drove: true}
 	if pg != nil {
-		pg.private = t.reachedPrivate()
+		t.notePage(pg)
 		pg.teamWait = lease.TeamWait()
-		t.noteRoute(pg, in0, out0)
-		pg.warning = joinWarning(pg.warning, routeWarning)
 	}
-	if use != nil && use.Writes() && lease.Cause() == nil {
-		// Save what the page left in its context before the context goes.
-		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		if cerr := use.Close(sctx, profiles.Save); cerr != nil {
-			s.Log.Error("saving the scrape's profile", "profile", use.Name(), "err", cerr)
-		}
-		cancel()
-		saved = true
-	}
-	if err == nil || errors.Is(err, ErrPageCrashed) || errors.As(err, new(*ActionError)) {
-		disposal = browsers.Reuse // the browser itself is fine
-	}
-	// A tab that served its scrape well is cleared for the team's next
-	// one; not one that held a profile's state.
-	recycling = s.ReuseTabs && err == nil && use == nil && t.route != nil && lease.Cause() == nil
 	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.DeadlineExceeded) && !errors.Is(cause, context.Canceled) {
 		return nil, &LoadError{URL: req.URL, Reason: cause.Error()}
 	}
 	return pg, err
+}
+
+// fetchFirstDirect takes the page with the Go client when it is eligible,
+// on a place of the team's in the pool: the page itself when it needed no
+// browser, or its response to render (pre), or neither.
+func (s *Service) fetchFirstDirect(ctx context.Context, req Request, guard *netguard.Cache) (pg *page, pre *prefetched, err error) {
+	if !s.directEligible(&req) {
+		return nil, nil, nil
+	}
+	release, waited, err := s.Pool.AcquireSlot(ctx, req.Team, req.TeamLimit)
+	if err != nil {
+		return nil, nil, err
+	}
+	pg, pre, err = s.fetchDirect(ctx, req, guard)
+	release()
+	if pg != nil {
+		pg.teamWait = waited
+	}
+	return pg, pre, err
 }
 
 // openProfile starts the use of p for team; nil without a profile.

@@ -57,7 +57,6 @@ type jobTab struct {
 	// binding is what the tab's egress route is bound to: a page that
 	// asks for another tier (proxy auto's retry) gets a tab of its own.
 	binding egress.Binding
-	warning string // the route's, for each of its pages
 }
 
 const (
@@ -203,7 +202,7 @@ func (w *Worker) tab(ctx context.Context, job string, req *Request) (*jobTab, er
 	if err != nil {
 		return nil, &RetryableError{Err: err}
 	}
-	t, warning, err := w.crewTab(ctx, conn, job, req)
+	t, err := w.crewTab(ctx, conn, job, req)
 	if err != nil {
 		conn.Close()
 		return nil, err
@@ -233,25 +232,26 @@ func (w *Worker) tab(ctx context.Context, job string, req *Request) (*jobTab, er
 		}
 	}
 	w.inTab[job] = true
-	jt := &jobTab{t: t, guard: guard, binding: req.binding(job), warning: warning}
+	jt := &jobTab{t: t, guard: guard, binding: req.binding(job)}
 	w.tabs[job] = jt
 	w.touch(job)
 	return jt, nil
 }
 
 // crewTab opens a tab over conn in job's context on the crew's browser.
-func (w *Worker) crewTab(ctx context.Context, conn *cdp.Conn, job string, req *Request) (*tab, string, error) {
+// Its pages carry the warning of the context's route.
+func (w *Worker) crewTab(ctx context.Context, conn *cdp.Conn, job string, req *Request) (*tab, error) {
 	sc, err := w.cl.context(ctx, w, job, req)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	t := newTab(conn, sc.route)
-	t.contextID, t.shared = sc.id, sc
+	t.contextID, t.shared, t.routeWarning = sc.id, sc, sc.warning
 	if err := t.open(ctx, sc.id); err != nil {
 		t.close()
-		return nil, "", &RetryableError{Err: err}
+		return nil, &RetryableError{Err: err}
 	}
-	return t, sc.warning, nil
+	return t, nil
 }
 
 func (w *Worker) touch(job string) {
@@ -341,20 +341,13 @@ func (w *Worker) inTabPage(ctx context.Context, job string, req Request, pre *pr
 	w.cl.pages++
 	w.cl.c.mu.Unlock()
 	// Stop waiting at once if the browser dies under the page.
-	ctx, cancel := context.WithCancelCause(ctx)
+	ctx, cancel := leaseContext(ctx, w.leased(), func(cause error) error {
+		return &RetryableError{Err: fmt.Errorf("the browser ended: %w", cause)}
+	})
 	defer cancel(nil)
-	lease := w.leased()
-	go func() {
-		select {
-		case <-lease.Done():
-			cancel(&RetryableError{Err: fmt.Errorf("the browser ended: %w", lease.Cause())})
-		case <-ctx.Done():
-		}
-	}()
 	jt.t.reset()
-	var in0, out0 int64
 	if jt.t.route != nil {
-		in0, out0 = jt.t.route.Bytes()
+		jt.t.in0, jt.t.out0 = jt.t.route.Bytes()
 	}
 	if o := &req.Options; pre == nil && !o.needsRender() && jt.t.showsSite(req.URL) {
 		pg, pre, err = jt.t.fetchInPage(ctx, req.URL)
@@ -363,24 +356,16 @@ func (w *Worker) inTabPage(ctx context.Context, job string, req Request, pre *pr
 			w.dropTab(job)
 			return nil, err
 		case pg != nil:
-			pg.private = jt.t.reachedPrivate()
-			jt.t.noteRoute(pg, in0, out0)
-			pg.warning = joinWarning(pg.warning, jt.warning)
+			jt.t.notePage(pg)
 			return pg, nil
 		}
 	}
 	if pre != nil {
-		jt.t.mu.Lock()
-		jt.t.prefetched = pre
-		jt.t.mu.Unlock()
+		jt.t.render(pre)
 		req.URL = pre.url // the tab renders what was fetched, redirects followed
 	}
 	pg, err = w.s.drive(ctx, jt.t, req)
-	if pg != nil {
-		pg.private = jt.t.reachedPrivate()
-		jt.t.noteRoute(pg, in0, out0)
-		pg.warning = joinWarning(pg.warning, jt.warning)
-	}
+	jt.t.notePage(pg)
 	if err != nil {
 		// The tab's state is unknown after a failure: the job's next page
 		// gets a fresh one.
