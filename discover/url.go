@@ -189,6 +189,17 @@ func (r *Rules) Key(u *url.URL) string {
 	return b.String()
 }
 
+// PageKey is the identity of the page at raw outside any crawl (a cached
+// page, a page's change-tracking history): Key with no crawl's options.
+// A URL that does not parse is its own key.
+func PageKey(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return raw
+	}
+	return (&Rules{}).Key(u)
+}
+
 // sortedQuery orders a raw query by parameter name without decoding it, so
 // that differently escaped but equal values are not merged by accident and
 // the key stays a faithful copy of what is sent.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/trawler-dev/trawler/discover"
 	"github.com/trawler-dev/trawler/store"
 )
 
@@ -81,7 +82,7 @@ func (s *Service) trackChanges(ctx context.Context, req Request, requestID strin
 	}
 	// A page that is gone has no content of its own; what the server
 	// wrote on its error page is not a version of it.
-	current := store.PageVersion{Team: req.Team, URLKey: normalizeURL(req.URL), Tag: f.Tag, ScrapedAt: time.Now(),
+	current := store.PageVersion{Team: req.Team, URLKey: discover.PageKey(req.URL), Tag: f.Tag, ScrapedAt: time.Now(),
 		StatusCode: pg.status}
 	if !removed {
 		current.Markdown = doc.Markdown

@@ -17,7 +17,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"sort"
 	"strings"
 	"time"
 
@@ -25,6 +24,7 @@ import (
 
 	"github.com/trawler-dev/trawler/browsers"
 	"github.com/trawler-dev/trawler/content"
+	"github.com/trawler-dev/trawler/discover"
 	"github.com/trawler-dev/trawler/egress"
 	"github.com/trawler-dev/trawler/index"
 	"github.com/trawler-dev/trawler/model"
@@ -466,7 +466,7 @@ func nonPublic(ctx context.Context, r *net.Resolver, urls ...string) bool {
 // cached (api.scrapeOptionsRequest.options).
 func cacheKey(u string, o *Options) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00mobile=%v\x00ads=%v\x00wait=%d\x00", normalizeURL(u), o.Mobile, o.BlockAds, o.WaitFor.Milliseconds())
+	fmt.Fprintf(h, "%s\x00mobile=%v\x00ads=%v\x00wait=%d\x00", discover.PageKey(u), o.Mobile, o.BlockAds, o.WaitFor.Milliseconds())
 	fmt.Fprintf(h, "tls=%v\x00proxy=%s\x00", !o.SkipTLSVerification, proxyClass(o.Proxy))
 	if o.Location != nil {
 		fmt.Fprintf(h, "country=%s\x00langs=%s\x00", strings.ToUpper(o.Location.Country), strings.Join(o.Location.Languages, ","))
@@ -475,26 +475,6 @@ func cacheKey(u string, o *Options) string {
 		fmt.Fprintf(h, "shot=%v,%d,%v\x00", f.FullPage, f.Quality, f.Viewport)
 	}
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-func normalizeURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return raw
-	}
-	u.Fragment = ""
-	u.Host = strings.ToLower(u.Host)
-	if u.Path == "" {
-		u.Path = "/"
-	}
-	q := u.Query()
-	keys := make([]string, 0, len(q))
-	for k := range q {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	u.RawQuery = q.Encode()
-	return u.String()
 }
 
 // fetch takes the page from the target: directly when the page needs no
