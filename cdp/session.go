@@ -35,12 +35,16 @@ func (s Session) Call(ctx context.Context, method string, params, result any) er
 	return s.Conn.Call(ctx, s.ID, method, params, result)
 }
 
+// lenientUTF8 reads what a browser sends as encoding/json does: a string a
+// page made may hold a lone surrogate, which the v2 package refuses.
+var lenientUTF8 = jsonv2.AllowInvalidUTF8(true)
+
 // Do runs the cdproto command c with params on s and returns its result.
 // cdproto's types are encoded and decoded with its own JSON layer (they
 // rely on omitzero and on the v2 package's handling of their enums).
 func Do[P, R any](ctx context.Context, s Session, c cdproto.Command[P, R], params P) (R, error) {
 	var res R
-	b, err := jsonv2.Marshal(params)
+	b, err := jsonv2.Marshal(params, lenientUTF8)
 	if err != nil {
 		return res, fmt.Errorf("encoding the params of %s: %w", c.Method, err)
 	}
@@ -49,7 +53,7 @@ func Do[P, R any](ctx context.Context, s Session, c cdproto.Command[P, R], param
 		return res, err
 	}
 	if len(raw) > 0 {
-		if err := jsonv2.Unmarshal(raw, &res); err != nil {
+		if err := jsonv2.Unmarshal(raw, &res, lenientUTF8); err != nil {
 			return res, fmt.Errorf("decoding the result of %s: %w", c.Method, err)
 		}
 	}
@@ -68,7 +72,7 @@ func Decode[E any](ev Event, e cdproto.Event[E]) (payload E, ok bool, err error)
 	if ev.Method != e.Method {
 		return payload, false, nil
 	}
-	if err := jsonv2.Unmarshal(ev.Params, &payload); err != nil {
+	if err := jsonv2.Unmarshal(ev.Params, &payload, lenientUTF8); err != nil {
 		return payload, true, fmt.Errorf("decoding %s: %w", e.Method, err)
 	}
 	return payload, true, nil

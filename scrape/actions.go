@@ -179,7 +179,7 @@ func (t *tab) runScript(ctx context.Context, script string) (JSReturn, error) {
 	if r.Subtype == "null" {
 		out.Type = "null"
 	}
-	v, err := cdp.ValueOf(ctx, t.conn, t.sid, r)
+	v, err := cdp.ValueOf(ctx, t.conn, t.sess.ID, r)
 	if err != nil {
 		return JSReturn{}, err
 	}

@@ -175,7 +175,7 @@ func (t *tab) evaluateIsolated(ctx context.Context, world, expr string, v any) e
 	var w struct {
 		ExecutionContextID int `json:"executionContextId"`
 	}
-	if err := t.call(ctx, "Page.createIsolatedWorld", map[string]any{"frameId": t.targetID, "worldName": world}, &w); err != nil {
+	if err := t.call(ctx, "Page.createIsolatedWorld", map[string]any{"frameId": t.sess.TargetID, "worldName": world}, &w); err != nil {
 		return err
 	}
 	var res cdp.EvalResult

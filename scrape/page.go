@@ -13,6 +13,17 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chromedp/cdproto/browser"
+	cdproto "github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/inspector"
+	"github.com/chromedp/cdproto/network"
+	cdppage "github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/cdproto/security"
+	"github.com/chromedp/cdproto/target"
+
 	"github.com/trawler-dev/trawler/cdp"
 	"github.com/trawler-dev/trawler/egress"
 	"github.com/trawler-dev/trawler/netguard"
@@ -26,12 +37,12 @@ import (
 // server-rendered page or a text body is taken without rendering it, and
 // how a text body the tab shows is known as it came.
 type tab struct {
-	conn      *cdp.Conn
-	log       *slog.Logger
-	opts      *Options
-	guard     *netguard.Cache
-	sid       string
-	targetID  string
+	conn  *cdp.Conn
+	log   *slog.Logger
+	opts  *Options
+	guard *netguard.Cache
+	// sess is the tab's own CDP session, attached to its target.
+	sess      cdp.Session
 	contextID string
 	// route is the context's way through the egress proxy: whose its
 	// traffic is, and which upstream it leaves through. Nil: the context
@@ -150,29 +161,23 @@ func blankTab(ctx context.Context, conn *cdp.Conn, route *egress.Route) (*tab, e
 // newContext creates a browser context over conn, disposed when conn
 // closes; route, when given, is its way through the egress proxy.
 func newContext(ctx context.Context, conn *cdp.Conn, route *egress.Route) (string, error) {
-	var bc struct {
-		BrowserContextID string `json:"browserContextId"`
-	}
-	params := map[string]any{"disposeOnDetach": true}
+	dispose := true
+	p := target.CreateBrowserContextParams{DisposeOnDetach: &dispose}
 	if route != nil {
-		params["proxyServer"] = route.URL()
-		params["proxyBypassList"] = "<-loopback>"
+		p.ProxyServer, p.ProxyBypassList = route.URL(), "<-loopback>"
 	}
-	if err := conn.Call(ctx, "", "Target.createBrowserContext", params, &bc); err != nil {
-		return "", err
-	}
-	return bc.BrowserContextID, nil
+	id, err := cdp.NewContext(ctx, conn, p)
+	return string(id), err
 }
 
 // open opens t's blank tab in browser context id and attaches to it.
 func (t *tab) open(ctx context.Context, id string) error {
-	var tg struct {
-		TargetID string `json:"targetId"`
-	}
-	if err := t.conn.Call(ctx, "", "Target.createTarget", map[string]any{"url": "about:blank", "browserContextId": id}, &tg); err != nil {
+	created, err := cdp.Do(ctx, cdp.Browser(t.conn), target.CreateTarget,
+		target.CreateTargetParams{URL: "about:blank", BrowserContextID: cdproto.BrowserContextID(id)})
+	if err != nil {
 		return err
 	}
-	t.targetID = tg.TargetID
+	t.sess.TargetID = created.TargetID
 	return t.attach(ctx)
 }
 
@@ -184,18 +189,16 @@ func newTab(conn *cdp.Conn, route *egress.Route) *tab {
 // attach opens a CDP session of its own on t's target, with the Page
 // domain on.
 func (t *tab) attach(ctx context.Context) error {
-	var at struct {
-		SessionID string `json:"sessionId"`
-	}
-	if err := t.conn.Call(ctx, "", "Target.attachToTarget", map[string]any{"targetId": t.targetID, "flatten": true}, &at); err != nil {
+	sess, err := cdp.Attach(ctx, t.conn, t.sess.TargetID)
+	if err != nil {
 		return err
 	}
-	// The handler reads sid on the connection's reader: it is installed
-	// once sid is known (a blank tab with no domain enabled has nothing to
-	// say before).
-	t.sid = at.SessionID
+	// The handler reads the session on the connection's reader: it is
+	// installed once the session is known (a blank tab with no domain
+	// enabled has nothing to say before).
+	t.sess = sess
 	t.conn.OnEvent(t.onEvent)
-	return t.call(ctx, "Page.enable", nil, nil)
+	return cdp.Run(ctx, t.sess, cdppage.Enable, cdppage.EnableParams{})
 }
 
 // reset readies a tab that served one page for the next one, in the same
@@ -228,93 +231,114 @@ func (t *tab) setup(ctx context.Context, opts *Options, guard *netguard.Cache, s
 	return nil
 }
 
+// call sends a command cdproto has no type for, or whose reply is read in
+// part, on the tab's session.
 func (t *tab) call(ctx context.Context, method string, params, result any) error {
-	return t.conn.Call(ctx, t.sid, method, params, result)
+	return t.sess.Call(ctx, method, params, result)
 }
+
+// interceptPatterns pause every request, and every document's response.
+var interceptPatterns = []*fetch.RequestPattern{{URLPattern: "*", RequestStage: fetch.RequestStageRequest},
+	{URLPattern: "*", ResourceType: network.ResourceTypeDocument, RequestStage: fetch.RequestStageResponse}}
 
 // prepare sets up interception, emulation and headers before navigation.
 func (t *tab) prepare(ctx context.Context, browserUA string) error {
-	patterns := []map[string]any{{"urlPattern": "*", "requestStage": "Request"},
-		{"urlPattern": "*", "resourceType": "Document", "requestStage": "Response"}}
-	ua := t.userAgent(browserUA)
 	// The Network domain (which the smart wait's idle tracking needs) costs
 	// the browser an event per request and per chunk of data, and a copy of
 	// every body: a static tab turns it on only when a page turns out to
 	// need rendering (see networkOn), before that page's resources load.
-	var steps []step
+	var steps []func() error
 	if !t.static || len(t.extraHeaders()) > 0 {
-		steps = append(steps, step{"Network.enable", networkParams})
+		steps = append(steps, func() error { return cdp.Run(ctx, t.sess, network.Enable, networkParams) })
 		t.mu.Lock()
 		t.network = true
 		t.mu.Unlock()
 	}
-	steps = append(steps, []step{
-		{"Fetch.enable", map[string]any{"patterns": patterns}},
-		{"Security.setIgnoreCertificateErrors", map[string]any{"ignore": t.opts.SkipTLSVerification}},
-	}...)
-	w, h, dpr, mobile := 1920, 1080, 1.0, false
+	metrics := emulation.SetDeviceMetricsOverrideParams{Width: 1920, Height: 1080, DeviceScaleFactor: 1}
 	if t.opts.Mobile {
-		w, h, dpr, mobile = 390, 844, 3.0, true
+		metrics = emulation.SetDeviceMetricsOverrideParams{Width: 390, Height: 844, DeviceScaleFactor: 3, Mobile: true}
 	}
-	steps = append(steps, struct {
-		method string
-		params any
-	}{"Emulation.setDeviceMetricsOverride", map[string]any{"width": w, "height": h, "deviceScaleFactor": dpr, "mobile": mobile}})
+	steps = append(steps,
+		func() error {
+			return cdp.Run(ctx, t.sess, fetch.Enable, fetch.EnableParams{Patterns: interceptPatterns})
+		},
+		func() error {
+			return cdp.Run(ctx, t.sess, security.SetIgnoreCertificateErrors,
+				security.SetIgnoreCertificateErrorsParams{Ignore: t.opts.SkipTLSVerification})
+		},
+		func() error { return cdp.Run(ctx, t.sess, emulation.SetDeviceMetricsOverride, metrics) })
 	if t.opts.Mobile {
-		steps = append(steps, step{"Emulation.setTouchEmulationEnabled", map[string]any{"enabled": true, "maxTouchPoints": 5}})
+		steps = append(steps, func() error {
+			return cdp.Run(ctx, t.sess, emulation.SetTouchEmulationEnabled,
+				emulation.SetTouchEmulationEnabledParams{Enabled: true, MaxTouchPoints: 5})
+		})
 	}
-	uaParams := t.userAgentOverride(ua)
 	if loc := t.opts.Location; loc != nil {
-		langs := loc.Languages
-		if len(langs) == 0 {
-			langs = defaultLanguages(loc.Country)
-		}
-		steps = append(steps, step{"Emulation.setLocaleOverride", map[string]any{"locale": langs[0]}})
+		steps = append(steps, func() error {
+			return cdp.Run(ctx, t.sess, emulation.SetLocaleOverride, emulation.SetLocaleOverrideParams{Locale: t.languages()[0]})
+		})
 		if tz := countryTimezone(loc.Country); tz != "" {
-			steps = append(steps, struct {
-				method string
-				params any
-			}{"Emulation.setTimezoneOverride", map[string]any{"timezoneId": tz}})
+			steps = append(steps, func() error {
+				return cdp.Run(ctx, t.sess, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: tz})
+			})
 		}
 	}
-	steps = append(steps, struct {
-		method string
-		params any
-	}{"Network.setUserAgentOverride", uaParams})
+	ua := t.userAgentOverride(t.userAgent(browserUA))
+	// Network's override, not Emulation's, which cdproto alone types: the
+	// two differ in what else they emulate.
+	steps = append(steps, func() error { return t.call(ctx, "Network.setUserAgentOverride", ua, nil) })
 	if extra := t.extraHeaders(); len(extra) > 0 {
-		steps = append(steps, step{"Network.setExtraHTTPHeaders", map[string]any{"headers": extra}})
+		headers := network.Headers{}
+		for k, v := range extra {
+			headers[k] = v
+		}
+		steps = append(steps, func() error {
+			return cdp.Run(ctx, t.sess, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{Headers: headers})
+		})
 	}
+	scripts := []string{}
 	if t.opts.BlockAds {
-		steps = append(steps, step{"Page.addScriptToEvaluateOnNewDocument", map[string]any{"source": hideBannersScript}})
+		scripts = append(scripts, hideBannersScript)
 	}
 	t.probe = newProbeName()
-	steps = append(steps, step{"Page.addScriptToEvaluateOnNewDocument", map[string]any{"source": fmt.Sprintf(settleProbeScript, t.probe)}})
-	for _, s := range steps {
-		if err := t.call(ctx, s.method, s.params, nil); err != nil {
+	scripts = append(scripts, fmt.Sprintf(settleProbeScript, t.probe))
+	for _, src := range scripts {
+		steps = append(steps, func() error {
+			return cdp.Run(ctx, t.sess, cdppage.AddScriptToEvaluateOnNewDocument, cdppage.AddScriptToEvaluateOnNewDocumentParams{Source: src})
+		})
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// languages are the languages of the tab's location: those asked, else
+// the country's.
+func (t *tab) languages() []string {
+	loc := t.opts.Location
+	if len(loc.Languages) > 0 {
+		return loc.Languages
+	}
+	return defaultLanguages(loc.Country)
+}
+
 // userAgentOverride is Network.setUserAgentOverride's parameters for the
 // tab's options: the user agent, and the languages of its location.
-func (t *tab) userAgentOverride(ua string) map[string]any {
-	params := map[string]any{"userAgent": ua}
-	if loc := t.opts.Location; loc != nil {
-		langs := loc.Languages
-		if len(langs) == 0 {
-			langs = defaultLanguages(loc.Country)
-		}
-		params["acceptLanguage"] = acceptLanguage(langs)
+func (t *tab) userAgentOverride(ua string) emulation.SetUserAgentOverrideParams {
+	p := emulation.SetUserAgentOverrideParams{UserAgent: ua}
+	if t.opts.Location != nil {
+		p.AcceptLanguage = acceptLanguage(t.languages())
 	}
-	return params
+	return p
 }
 
 // networkParams keep the browser from holding copies of response bodies
 // for Network.getResponseBody, which nothing here calls (the Fetch domain
 // hands over the bodies that are taken).
-var networkParams = map[string]any{"maxTotalBufferSize": 0, "maxResourceBufferSize": 0}
+var networkParams = network.EnableParams{MaxTotalBufferSize: new(int64(0)), MaxResourceBufferSize: new(int64(0))}
 
 // networkOn turns the Network domain on for a page that is going to be
 // rendered, before it commits (so before any of its resources load).
@@ -326,7 +350,7 @@ func (t *tab) networkOn(ctx context.Context) {
 	if !on {
 		// Not awaited: the browser answers it only once the paused response
 		// goes on, which the caller does next.
-		go t.call(ctx, "Network.enable", networkParams, nil)
+		go cdp.Run(ctx, t.sess, network.Enable, networkParams)
 	}
 }
 
@@ -358,10 +382,8 @@ func (t *tab) userAgent(browserUA string) string {
 // browserUserAgent asks the browser for its user agent and drops the
 // "Headless" marker.
 func browserUserAgent(ctx context.Context, conn *cdp.Conn) (string, error) {
-	var v struct {
-		UserAgent string `json:"userAgent"`
-	}
-	if err := conn.Call(ctx, "", "Browser.getVersion", nil, &v); err != nil {
+	v, err := cdp.Do(ctx, cdp.Browser(conn), browser.GetVersion, cdproto.Empty{})
+	if err != nil {
 		return "", err
 	}
 	return strings.Replace(v.UserAgent, "HeadlessChrome", "Chrome", 1), nil
@@ -378,26 +400,22 @@ func (t *tab) extraHeaders() map[string]string {
 	return out
 }
 
-// onEvent runs on the connection's reader: it never blocks.
+// onEvent runs on the connection's reader: it never blocks. The network
+// events, one or more per request, are read in part with encoding/json;
+// cdproto's types would decode every header and initiator of each.
 func (t *tab) onEvent(ev cdp.Event) {
-	if ev.SessionID != t.sid {
-		if ev.Method == "Target.targetCrashed" {
-			var c struct {
-				TargetID string `json:"targetId"`
-			}
-			if json.Unmarshal(ev.Params, &c) == nil && c.TargetID == t.targetID {
-				t.once.crashed.Do(func() { close(t.crashed) })
-			}
+	if ev.SessionID != t.sess.ID {
+		if c, ok, err := cdp.Decode(ev, target.TargetCrashed); ok && err == nil && c.TargetID == t.sess.TargetID {
+			t.once.crashed.Do(func() { close(t.crashed) })
 		}
 		return
 	}
 	switch ev.Method {
-	case "Fetch.requestPaused":
-		var e fetchPaused
-		if json.Unmarshal(ev.Params, &e) == nil {
+	case fetch.RequestPaused.Method:
+		if e, _, err := cdp.Decode(ev, fetch.RequestPaused); err == nil {
 			go t.onPaused(&e)
 		}
-	case "Network.requestWillBeSent":
+	case network.RequestWillBeSent.Method:
 		var e struct {
 			RequestID string `json:"requestId"`
 			Type      string `json:"type"`
@@ -408,13 +426,13 @@ func (t *tab) onEvent(ev cdp.Event) {
 		// this session never hears (it would hold the page to the settle
 		// cap); the load event waits for frames anyway.
 		if json.Unmarshal(ev.Params, &e) == nil && e.Type != "WebSocket" && e.Type != "EventSource" &&
-			!(e.Type == "Document" && e.FrameID != t.targetID) {
+			!(e.Type == "Document" && e.FrameID != string(t.sess.TargetID)) {
 			t.mu.Lock()
 			t.inflight[e.RequestID] = struct{}{}
 			t.lastNet = time.Now()
 			t.mu.Unlock()
 		}
-	case "Network.loadingFinished", "Network.loadingFailed":
+	case network.LoadingFinished.Method, network.LoadingFailed.Method:
 		var e struct {
 			RequestID string `json:"requestId"`
 		}
@@ -424,101 +442,132 @@ func (t *tab) onEvent(ev cdp.Event) {
 			t.lastNet = time.Now()
 			t.mu.Unlock()
 		}
-	case "Page.loadEventFired":
+	case cdppage.LoadEventFired.Method:
 		t.mu.Lock()
 		if !t.isLoaded {
 			t.isLoaded = true
 			close(t.loaded)
 		}
 		t.mu.Unlock()
-	case "Page.windowOpen":
+	case cdppage.WindowOpen.Method:
 		t.mu.Lock()
 		t.opened = true
 		t.mu.Unlock()
-	case "Inspector.targetCrashed":
+	case inspector.TargetCrashed.Method:
 		t.once.crashed.Do(func() { close(t.crashed) })
 	}
 }
 
+// paused is a paused request the tab answers: go on, fail, or fulfil.
+type paused struct {
+	ctx  context.Context
+	sess cdp.Session
+	id   fetch.RequestID
+}
+
+func (p paused) proceed() {
+	cdp.Run(p.ctx, p.sess, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: p.id})
+}
+
+func (p paused) fail(reason network.ErrorReason) {
+	cdp.Run(p.ctx, p.sess, fetch.FailRequest, fetch.FailRequestParams{RequestID: p.id, ErrorReason: reason})
+}
+
+// fulfil answers the request with status and an HTML body.
+func (p paused) fulfil(status int, contentType string, body []byte) {
+	cdp.Run(p.ctx, p.sess, fetch.FulfillRequest, fetch.FulfillRequestParams{RequestID: p.id, ResponseCode: int64(status),
+		ResponseHeaders: []*fetch.HeaderEntry{{Name: "Content-Type", Value: contentType}}, Body: body})
+}
+
 // onPaused decides the fate of one intercepted request or response.
-func (t *tab) onPaused(e *fetchPaused) {
+func (t *tab) onPaused(e *fetch.EventRequestPaused) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	isMain := e.ResourceType == "Document" && e.FrameID == t.targetID
-	if e.ResponseStatusCode == 0 && e.ResponseErrorReason == "" {
-		if !t.noteRequest(e.Request.URL, isMain) {
-			// The tab is being cleared for another scrape: nothing the
-			// page left behind (a beacon on unload) may reach the network.
-			t.call(ctx, "Fetch.failRequest", map[string]any{"requestId": e.RequestID, "errorReason": "Aborted"}, nil)
-			return
-		}
-		if !isMain && t.opts.skipsAssets() && isAsset(e.ResourceType) {
-			t.call(ctx, "Fetch.failRequest", map[string]any{"requestId": e.RequestID, "errorReason": "BlockedByClient"}, nil)
-			return
-		}
-		if err := t.checkRequest(ctx, e.Request.URL); err != nil {
-			if isMain || (e.ResourceType == "Fetch" && t.fetching) {
-				t.mu.Lock()
-				if t.blocked == nil {
-					t.blocked = err
-				}
-				t.mu.Unlock()
+	p := paused{ctx: ctx, sess: t.sess, id: e.RequestID}
+	isMain := e.ResourceType == network.ResourceTypeDocument && e.FrameID == cdproto.FrameID(t.sess.TargetID)
+	switch {
+	case e.ResponseStatusCode == 0 && e.ResponseErrorReason == "":
+		t.onRequest(ctx, p, e, isMain)
+	case !isMain || e.ResponseErrorReason != "" || (e.ResponseStatusCode >= 300 && e.ResponseStatusCode < 400):
+		p.proceed()
+	default:
+		t.onMainResponse(ctx, p, e)
+	}
+}
+
+// onRequest decides whether a request goes out: refused while the tab is
+// being cleared, when it is an asset the scrape skips, or when the guard
+// or the ad blocker refuse it; answered with the prefetched response the
+// tab is to render; else sent.
+func (t *tab) onRequest(ctx context.Context, p paused, e *fetch.EventRequestPaused, isMain bool) {
+	if !t.noteRequest(e.Request.URL, isMain) {
+		// The tab is being cleared for another scrape: nothing the page
+		// left behind (a beacon on unload) may reach the network.
+		p.fail(network.ErrorReasonAborted)
+		return
+	}
+	if !isMain && t.opts.skipsAssets() && isAsset(string(e.ResourceType)) {
+		p.fail(network.ErrorReasonBlockedByClient)
+		return
+	}
+	if err := t.checkRequest(ctx, e.Request.URL); err != nil {
+		if isMain || (e.ResourceType == network.ResourceTypeFetch && t.fetching) {
+			t.mu.Lock()
+			if t.blocked == nil {
+				t.blocked = err
 			}
-			t.call(ctx, "Fetch.failRequest", map[string]any{"requestId": e.RequestID, "errorReason": "BlockedByClient"}, nil)
-			return
+			t.mu.Unlock()
 		}
-		t.mu.Lock()
-		pre := t.prefetched
-		if isMain && pre != nil && pre.url == e.Request.URL {
-			t.prefetched = nil
-			t.main = &mainResponse{URL: pre.url, Status: pre.status, ContentType: pre.contentType}
-		} else {
-			pre = nil
-		}
-		t.mu.Unlock()
-		if pre != nil {
-			// A page fetched in the tab that needs rendering after all: the
-			// tab renders the very response it fetched, without asking the
-			// site a second time.
-			t.commitSite(pre.url)
-			t.networkOn(ctx)
-			t.call(ctx, "Fetch.fulfillRequest", map[string]any{"requestId": e.RequestID, "responseCode": pre.status,
-				"responseHeaders": []map[string]string{{"name": "Content-Type", "value": "text/html; charset=utf-8"}},
-				"body":            base64.StdEncoding.EncodeToString(pre.body)}, nil)
-			return
-		}
-		t.call(ctx, "Fetch.continueRequest", map[string]any{"requestId": e.RequestID}, nil)
+		p.fail(network.ErrorReasonBlockedByClient)
 		return
 	}
-	if !isMain || e.ResponseErrorReason != "" || (e.ResponseStatusCode >= 300 && e.ResponseStatusCode < 400) {
-		t.call(ctx, "Fetch.continueRequest", map[string]any{"requestId": e.RequestID}, nil)
+	t.mu.Lock()
+	pre := t.prefetched
+	if isMain && pre != nil && pre.url == e.Request.URL {
+		t.prefetched = nil
+		t.main = &mainResponse{URL: pre.url, Status: pre.status, ContentType: pre.contentType}
+	} else {
+		pre = nil
+	}
+	t.mu.Unlock()
+	if pre == nil {
+		p.proceed()
 		return
 	}
-	ct := t.header(e, "Content-Type")
-	main := &mainResponse{URL: e.Request.URL, Status: e.ResponseStatusCode, StatusText: e.ResponseStatusText, ContentType: ct}
+	// A page fetched in the tab that needs rendering after all: the tab
+	// renders the very response it fetched, without asking the site a
+	// second time.
+	t.commitSite(pre.url)
+	t.networkOn(ctx)
+	p.fulfil(pre.status, "text/html; charset=utf-8", pre.body)
+}
+
+// onMainResponse decides what becomes of the main document's response:
+// rendered (handed on), or taken from the network as it came (a document
+// for parse, a text body, a server-rendered page of a static tab).
+func (t *tab) onMainResponse(ctx context.Context, p paused, e *fetch.EventRequestPaused) {
+	ct := responseHeader(e, "Content-Type")
+	main := &mainResponse{URL: e.Request.URL, Status: int(e.ResponseStatusCode), StatusText: e.ResponseStatusText, ContentType: ct}
 	t.mu.Lock()
 	t.main = main
 	t.mu.Unlock()
+	render := func() {
+		t.commitSite(e.Request.URL)
+		t.networkOn(ctx)
+		p.proceed()
+	}
 	kind := documentKind(ct, e.Request.URL)
 	text := kind == "" && textType(ct) != ""
 	if kind == "" && !text && !(t.static && isHTML(ct)) {
-		t.commitSite(e.Request.URL)
-		t.networkOn(ctx)
-		t.call(ctx, "Fetch.continueRequest", map[string]any{"requestId": e.RequestID}, nil)
+		render()
 		return
 	}
-	var body struct {
-		Body          string `json:"body"`
-		Base64Encoded bool   `json:"base64Encoded"`
-	}
-	if err := t.call(ctx, "Fetch.getResponseBody", map[string]any{"requestId": e.RequestID}, &body); err != nil {
-		t.call(ctx, "Fetch.continueRequest", map[string]any{"requestId": e.RequestID}, nil)
+	body, err := cdp.Do(ctx, t.sess, fetch.GetResponseBody, fetch.GetResponseBodyParams{RequestID: e.RequestID})
+	if err != nil {
+		p.proceed()
 		return
 	}
-	raw := []byte(body.Body)
-	if body.Base64Encoded {
-		raw, _ = base64.StdEncoding.DecodeString(body.Body)
-	}
+	raw := body.Body // cdproto decodes a base64 body
 	if kind == "" {
 		decoded, ok := decodeBody(raw, ct)
 		// A text body the tab goes on to show (for actions, a screenshot)
@@ -531,10 +580,7 @@ func (t *tab) onPaused(e *fetchPaused) {
 			t.mu.Unlock()
 		}
 		if keep || !ok || !text && !looksServerRendered(decoded, ct) {
-			// Render it after all: hand the response on unchanged.
-			t.commitSite(e.Request.URL)
-			t.networkOn(ctx)
-			t.call(ctx, "Fetch.continueRequest", map[string]any{"requestId": e.RequestID}, nil)
+			render() // after all: the response goes on unchanged
 			return
 		}
 		raw = decoded
@@ -555,12 +601,20 @@ func (t *tab) onPaused(e *fetchPaused) {
 	t.site = site
 	t.mu.Unlock()
 	if same {
-		t.call(ctx, "Fetch.failRequest", map[string]any{"requestId": e.RequestID, "errorReason": "Aborted"}, nil)
+		p.fail(network.ErrorReasonAborted)
 		return
 	}
-	t.call(ctx, "Fetch.fulfillRequest", map[string]any{"requestId": e.RequestID, "responseCode": 200,
-		"responseHeaders": []map[string]string{{"name": "Content-Type", "value": "text/html"}},
-		"body":            base64.StdEncoding.EncodeToString([]byte("<!doctype html><title></title>"))}, nil)
+	p.fulfil(200, "text/html", []byte("<!doctype html><title></title>"))
+}
+
+// responseHeader is the value of the paused response's header name.
+func responseHeader(e *fetch.EventRequestPaused, name string) string {
+	for _, h := range e.ResponseHeaders {
+		if strings.EqualFold(h.Name, name) {
+			return h.Value
+		}
+	}
+	return ""
 }
 
 // commitSite notes that the tab is about to show a page of u's site.
@@ -765,10 +819,8 @@ var errAdBlocked = errors.New("blocked as an ad or tracker")
 
 // navigate loads u and returns once the main document has been answered.
 func (t *tab) navigate(ctx context.Context, u string) error {
-	var nav struct {
-		ErrorText string `json:"errorText"`
-	}
-	if err := t.call(ctx, "Page.navigate", map[string]any{"url": u}, &nav); err != nil {
+	nav, err := cdp.Do(ctx, t.sess, cdppage.Navigate, cdppage.NavigateParams{URL: u})
+	if err != nil {
 		return err
 	}
 	t.mu.Lock()
@@ -787,8 +839,8 @@ func (t *tab) navigate(ctx context.Context, u string) error {
 // its JSON value into v.
 func (t *tab) evaluate(ctx context.Context, expr string, v any) error {
 	var res cdp.EvalResult
-	err := t.call(ctx, "Runtime.evaluate", map[string]any{"expression": expr, "awaitPromise": true,
-		"returnByValue": true, "userGesture": true}, &res)
+	err := t.call(ctx, runtime.CommandEvaluate, runtime.EvaluateParams{Expression: expr, AwaitPromise: new(true),
+		ReturnByValue: new(true), UserGesture: new(true)}, &res)
 	if err != nil {
 		return err
 	}
@@ -830,36 +882,38 @@ func (t *tab) html(ctx context.Context) (string, string, error) {
 // screenshot captures the page as a data URL.
 func (t *tab) screenshot(ctx context.Context, fullPage bool, quality int, vp *Viewport) (string, error) {
 	if vp != nil {
-		if err := t.call(ctx, "Emulation.setDeviceMetricsOverride", map[string]any{"width": vp.Width, "height": vp.Height,
-			"deviceScaleFactor": 1, "mobile": t.opts.Mobile}, nil); err != nil {
+		err := cdp.Run(ctx, t.sess, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
+			Width: int64(vp.Width), Height: int64(vp.Height), DeviceScaleFactor: 1, Mobile: t.opts.Mobile})
+		if err != nil {
 			return "", err
 		}
 	}
-	params := map[string]any{"format": "png"}
+	params := cdppage.CaptureScreenshotParams{Format: cdppage.CaptureScreenshotFormatPng}
 	mime := "image/png"
 	if quality > 0 {
-		params["format"], params["quality"], mime = "jpeg", quality, "image/jpeg"
+		q := int64(quality)
+		params.Format, params.Quality, mime = cdppage.CaptureScreenshotFormatJpeg, &q, "image/jpeg"
 	}
 	if fullPage {
-		var m struct {
-			CSSContentSize struct {
-				Width, Height float64
-			} `json:"cssContentSize"`
-		}
-		if err := t.call(ctx, "Page.getLayoutMetrics", nil, &m); err != nil {
+		m, err := cdp.Do(ctx, t.sess, cdppage.GetLayoutMetrics, cdproto.Empty{})
+		if err != nil {
 			return "", err
 		}
-		height := m.CSSContentSize.Height
-		if height > 30000 {
-			height = 30000 // beyond this Chromium's capture fails; the top is what matters
+		if m.CSSContentSize == nil {
+			return "", errors.New("the page has no layout")
 		}
-		params["captureBeyondViewport"] = true
-		params["clip"] = map[string]any{"x": 0, "y": 0, "width": m.CSSContentSize.Width, "height": height, "scale": 1}
+		// Beyond this height Chromium's capture fails; the top is what
+		// matters.
+		height := min(m.CSSContentSize.Height, 30000)
+		params.CaptureBeyondViewport = new(true)
+		params.Clip = &cdppage.Viewport{Width: m.CSSContentSize.Width, Height: height, Scale: 1}
 	}
+	// The image is read as the browser's base64, which the data URL is:
+	// cdproto's result would decode it, to be encoded again.
 	var shot struct {
 		Data string `json:"data"`
 	}
-	if err := t.call(ctx, "Page.captureScreenshot", params, &shot); err != nil {
+	if err := t.call(ctx, cdppage.CommandCaptureScreenshot, params, &shot); err != nil {
 		return "", err
 	}
 	return "data:" + mime + ";base64," + shot.Data, nil
@@ -873,18 +927,24 @@ func (t *tab) close() {
 	defer cancel()
 	t.conn.OnEvent(nil)
 	if t.shared != nil {
-		if t.targetID != "" {
-			t.conn.Call(ctx, "", "Target.closeTarget", map[string]any{"targetId": t.targetID}, nil)
+		if t.sess.TargetID != "" {
+			cdp.Run(ctx, cdp.Browser(t.conn), target.CloseTarget, target.CloseTargetParams{TargetID: t.sess.TargetID})
 		}
 		t.shared.leave(ctx)
 		return
 	}
 	if t.contextID != "" {
-		t.conn.Call(ctx, "", "Target.disposeBrowserContext", map[string]any{"browserContextId": t.contextID}, nil)
+		disposeContext(ctx, t.conn, t.contextID)
 	}
 	if t.route != nil {
 		t.route.Close()
 	}
+}
+
+// disposeContext disposes of the browser context id, closing its tabs.
+func disposeContext(ctx context.Context, conn *cdp.Conn, id string) error {
+	return cdp.Run(ctx, cdp.Browser(conn), target.DisposeBrowserContext,
+		target.DisposeBrowserContextParams{BrowserContextID: cdproto.BrowserContextID(id)})
 }
 
 // LoadError is a page that could not be loaded at all.

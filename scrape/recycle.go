@@ -2,7 +2,6 @@ package scrape
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -13,6 +12,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	cdproto "github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/network"
+	cdppage "github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/cdproto/storage"
+	"github.com/chromedp/cdproto/target"
 
 	"github.com/trawler-dev/trawler/cdp"
 	"github.com/trawler-dev/trawler/egress"
@@ -334,20 +340,14 @@ func (t *tab) clear(ctx context.Context) (*tab, error) {
 	// not when the next scrape binds the route (the request's activity
 	// entry has them); the cleared tab's own traffic counts against nobody.
 	t.route.Bind(egress.Binding{})
-	call := func(method string, params any) error {
-		if err := t.call(ctx, method, params, nil); err != nil {
-			return fmt.Errorf("%s: %w", method, err)
-		}
-		return nil
-	}
 	if err := t.leave(ctx); err != nil {
 		return nil, err
 	}
-	if err := call("Page.resetNavigationHistory", nil); err != nil {
-		return nil, err
+	if err := cdp.Run(ctx, t.sess, cdppage.ResetNavigationHistory, cdproto.Empty{}); err != nil {
+		return nil, fmt.Errorf("Page.resetNavigationHistory: %w", err)
 	}
-	if err := call("Runtime.evaluate", map[string]any{"expression": "window.name = ''"}); err != nil {
-		return nil, err
+	if err := cdp.Run(ctx, t.sess, runtime.Evaluate, runtime.EvaluateParams{Expression: "window.name = ''"}); err != nil {
+		return nil, fmt.Errorf("Runtime.evaluate: %w", err)
 	}
 	t.mu.Lock()
 	opened := t.opened
@@ -378,34 +378,34 @@ func (t *tab) clear(ctx context.Context) (*tab, error) {
 	}
 	for _, o := range origins {
 		send(func() error {
-			return call("Storage.clearDataForOrigin", map[string]any{"origin": o, "storageTypes": "all"})
+			return cdp.Run(ctx, t.sess, storage.ClearDataForOrigin, storage.ClearDataForOriginParams{Origin: o, StorageTypes: "all"})
 		})
 		for _, k := range storageKeys(o, tops) {
 			send(func() error {
-				return call("Storage.clearDataForStorageKey", map[string]any{"storageKey": k, "storageTypes": "all"})
+				return cdp.Run(ctx, t.sess, storage.ClearDataForStorageKey,
+					storage.ClearDataForStorageKeyParams{StorageKey: k, StorageTypes: "all"})
 			})
 		}
 	}
-	send(func() error { return call("Network.clearBrowserCache", nil) })
+	send(func() error { return cdp.Run(ctx, t.sess, network.ClearBrowserCache, cdproto.Empty{}) })
 	send(func() error {
-		if err := t.conn.Call(ctx, "", "Storage.clearCookies", map[string]any{"browserContextId": t.contextID}, nil); err != nil {
-			return fmt.Errorf("Storage.clearCookies: %w", err)
-		}
-		return nil
+		return cdp.Run(ctx, cdp.Browser(t.conn), storage.ClearCookies,
+			storage.ClearCookiesParams{BrowserContextID: cdproto.BrowserContextID(t.contextID)})
 	})
 	wg.Wait()
 	close(errs)
 	if err := <-errs; err != nil {
 		return nil, err
 	}
-	if err := t.conn.Call(ctx, "", "Target.detachFromTarget", map[string]any{"sessionId": t.sid}, nil); err != nil {
-		return nil, fmt.Errorf("Target.detachFromTarget: %w", err)
+	if err := cdp.Run(ctx, cdp.Browser(t.conn), target.DetachFromTarget,
+		target.DetachFromTargetParams{SessionID: target.SessionID(t.sess.ID)}); err != nil {
+		return nil, err
 	}
 	if err := t.checkEmpty(ctx); err != nil {
 		return nil, err
 	}
 	next := newTab(t.conn, t.route)
-	next.contextID, next.targetID = t.contextID, t.targetID
+	next.contextID, next.sess.TargetID = t.contextID, t.sess.TargetID
 	if err := next.attach(ctx); err != nil {
 		return nil, err
 	}
@@ -435,12 +435,11 @@ func (t *tab) leave(ctx context.Context) error {
 	t.mu.Lock()
 	loaded := t.loaded
 	t.mu.Unlock()
-	var w struct {
-		ExecutionContextID int `json:"executionContextId"`
-	}
-	err := t.call(ctx, "Page.createIsolatedWorld", map[string]any{"frameId": t.targetID, "worldName": "trawler-leave"}, &w)
+	w, err := cdp.Do(ctx, t.sess, cdppage.CreateIsolatedWorld,
+		cdppage.CreateIsolatedWorldParams{FrameID: cdproto.FrameID(t.sess.TargetID), WorldName: "trawler-leave"})
 	if err == nil {
-		err = t.call(ctx, "Runtime.evaluate", map[string]any{"expression": "location.replace('about:blank')", "contextId": w.ExecutionContextID}, nil)
+		err = cdp.Run(ctx, t.sess, runtime.Evaluate,
+			runtime.EvaluateParams{Expression: "location.replace('about:blank')", ContextID: w.ExecutionContextID})
 	}
 	if err == nil && wait(loaded, 2*time.Second) {
 		return nil
@@ -449,8 +448,8 @@ func (t *tab) leave(ctx context.Context) error {
 	t.mu.Lock()
 	loaded = t.loaded
 	t.mu.Unlock()
-	if err := t.call(ctx, "Page.navigate", map[string]any{"url": "about:blank"}, nil); err != nil {
-		return fmt.Errorf("Page.navigate: %w", err)
+	if err := cdp.Run(ctx, t.sess, cdppage.Navigate, cdppage.NavigateParams{URL: "about:blank"}); err != nil {
+		return err
 	}
 	if !wait(loaded, 5*time.Second) {
 		return errors.New("about:blank did not load")
@@ -461,28 +460,25 @@ func (t *tab) leave(ctx context.Context) error {
 // checkEmpty makes sure t's context holds nothing but its tab, blank, and
 // no cookie.
 func (t *tab) checkEmpty(ctx context.Context) error {
-	var tg struct {
-		TargetInfos []cdp.TargetInfo `json:"targetInfos"`
-	}
-	if err := t.conn.Call(ctx, "", "Target.getTargets", nil, &tg); err != nil {
-		return fmt.Errorf("Target.getTargets: %w", err)
+	browser := cdp.Browser(t.conn)
+	tg, err := cdp.Do(ctx, browser, target.GetTargets, target.GetTargetsParams{})
+	if err != nil {
+		return err
 	}
 	for _, ti := range tg.TargetInfos {
-		if ti.BrowserContextID != t.contextID || ti.Type == "browser_ui" {
+		if string(ti.BrowserContextID) != t.contextID || ti.Type == "browser_ui" {
 			continue // browser_ui: the browser's own (an omnibox popup)
 		}
-		if ti.TargetID != t.targetID {
+		if ti.TargetID != t.sess.TargetID {
 			return fmt.Errorf("the context still holds a %s (%s)", ti.Type, ti.URL)
 		}
 		if ti.URL != "about:blank" {
 			return fmt.Errorf("the tab shows %s", ti.URL)
 		}
 	}
-	var ck struct {
-		Cookies []json.RawMessage `json:"cookies"`
-	}
-	if err := t.conn.Call(ctx, "", "Storage.getCookies", map[string]any{"browserContextId": t.contextID}, &ck); err != nil {
-		return fmt.Errorf("Storage.getCookies: %w", err)
+	ck, err := cdp.Do(ctx, browser, storage.GetCookies, storage.GetCookiesParams{BrowserContextID: cdproto.BrowserContextID(t.contextID)})
+	if err != nil {
+		return err
 	}
 	if len(ck.Cookies) > 0 {
 		return fmt.Errorf("%d cookies are left", len(ck.Cookies))
