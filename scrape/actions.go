@@ -3,9 +3,14 @@ package scrape
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/chromedp/cdproto/input"
+	cdppage "github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
 
 	"github.com/trawler-dev/trawler/cdp"
 )
@@ -45,106 +50,143 @@ var keys = map[string]struct {
 func (t *tab) runActions(ctx context.Context, actions []Action) (*ActionResults, error) {
 	res := &ActionResults{Screenshots: []string{}, Scrapes: []ActionScrape{}, JavascriptReturns: []JSReturn{}, PDFs: []string{}}
 	for i, a := range actions {
-		fail := func(format string, args ...any) error {
-			return &ActionError{Index: i, Type: a.Type, Reason: fmt.Sprintf(format, args...)}
-		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		sel, _ := json.Marshal(a.Selector)
-		switch a.Type {
-		case "wait":
-			if a.Selector == "" {
-				select {
-				case <-time.After(time.Duration(a.Milliseconds) * time.Millisecond):
-				case <-ctx.Done():
-					return nil, ctx.Err()
-				}
-				continue
-			}
-			for {
-				var found bool
-				if err := t.evaluate(ctx, "!!document.querySelector("+string(sel)+")", &found); err != nil {
-					return nil, fail("%v", err)
-				}
-				if found {
-					break
-				}
-				select {
-				case <-time.After(100 * time.Millisecond):
-				case <-ctx.Done():
-					return nil, fail("no element matched %s before the timeout", a.Selector)
-				}
-			}
-		case "click":
-			if err := t.click(ctx, a, string(sel)); err != nil {
-				return nil, fail("%v", err)
-			}
-			t.afterInput(ctx)
-		case "write":
-			if err := t.call(ctx, "Input.insertText", map[string]any{"text": a.Text}, nil); err != nil {
-				return nil, fail("%v", err)
-			}
-		case "press":
-			if err := t.press(ctx, a.Key); err != nil {
-				return nil, fail("%v", err)
-			}
-			t.afterInput(ctx)
-		case "scroll":
-			sign := 1
-			if a.Direction == "up" {
-				sign = -1
-			}
-			script := fmt.Sprintf("window.scrollBy(0, %d * window.innerHeight); true", sign)
-			if a.Selector != "" {
-				script = fmt.Sprintf(`(() => { const el = document.querySelector(%s); if (!el) throw new Error("no element matches " + %s);
-  el.scrollBy(0, %d * (el.clientHeight || window.innerHeight)); return true; })()`, sel, sel, sign)
-			}
-			if err := t.evaluate(ctx, script, nil); err != nil {
-				return nil, fail("%v", err)
-			}
-			t.afterInput(ctx)
-		case "screenshot":
-			shot, err := t.screenshot(ctx, a.FullPage, a.Quality, a.Viewport)
-			if err != nil {
-				return nil, fail("%v", err)
-			}
-			res.Screenshots = append(res.Screenshots, shot)
-		case "scrape":
-			html, u, err := t.html(ctx)
-			if err != nil {
-				return nil, fail("%v", err)
-			}
-			res.Scrapes = append(res.Scrapes, ActionScrape{URL: u, HTML: html})
-		case "executeJavascript":
-			ret, err := t.runScript(ctx, a.Script)
-			if err != nil {
-				return nil, fail("%v", err)
-			}
-			res.JavascriptReturns = append(res.JavascriptReturns, ret)
-			t.afterInput(ctx)
-		case "pdf":
-			size := paperSizes[a.PaperFormat]
-			if a.PaperFormat == "" {
-				size = paperSizes["Letter"]
-			}
-			scale := a.Scale
-			if scale == 0 {
-				scale = 1
-			}
-			var pdf struct {
-				Data string `json:"data"`
-			}
-			if err := t.call(ctx, "Page.printToPDF", map[string]any{"landscape": a.Landscape, "scale": scale,
-				"paperWidth": size[0], "paperHeight": size[1], "printBackground": true}, &pdf); err != nil {
-				return nil, fail("%v", err)
-			}
-			res.PDFs = append(res.PDFs, "data:application/pdf;base64,"+pdf.Data)
-		default:
-			return nil, fail("unknown action type")
+		err := t.runAction(ctx, a, res)
+		var stop *stopActions
+		switch {
+		case errors.As(err, &stop):
+			return nil, stop.err
+		case err != nil:
+			return nil, &ActionError{Index: i, Type: a.Type, Reason: err.Error()}
 		}
 	}
 	return res, nil
+}
+
+// stopActions ends the actions with err as it is, not as the action's
+// failure: the scrape's time ran out during a plain wait.
+type stopActions struct{ err error }
+
+func (e *stopActions) Error() string { return e.err.Error() }
+
+// runAction performs one action, adding what it returns to res.
+func (t *tab) runAction(ctx context.Context, a Action, res *ActionResults) error {
+	sel, _ := json.Marshal(a.Selector)
+	switch a.Type {
+	case "wait":
+		return t.wait(ctx, a, string(sel))
+	case "click":
+		if err := t.click(ctx, a, string(sel)); err != nil {
+			return err
+		}
+	case "write":
+		return cdp.Run(ctx, t.sess, input.InsertText, input.InsertTextParams{Text: a.Text})
+	case "press":
+		if err := t.press(ctx, a.Key); err != nil {
+			return err
+		}
+	case "scroll":
+		if err := t.scroll(ctx, a, string(sel)); err != nil {
+			return err
+		}
+	case "screenshot":
+		shot, err := t.screenshot(ctx, a.FullPage, a.Quality, a.Viewport)
+		if err != nil {
+			return err
+		}
+		res.Screenshots = append(res.Screenshots, shot)
+		return nil
+	case "scrape":
+		html, u, err := t.html(ctx)
+		if err != nil {
+			return err
+		}
+		res.Scrapes = append(res.Scrapes, ActionScrape{URL: u, HTML: html})
+		return nil
+	case "executeJavascript":
+		ret, err := t.runScript(ctx, a.Script)
+		if err != nil {
+			return err
+		}
+		res.JavascriptReturns = append(res.JavascriptReturns, ret)
+	case "pdf":
+		pdf, err := t.pdf(ctx, a)
+		if err != nil {
+			return err
+		}
+		res.PDFs = append(res.PDFs, pdf)
+		return nil
+	default:
+		return errors.New("unknown action type")
+	}
+	t.afterInput(ctx)
+	return nil
+}
+
+// wait waits the action's milliseconds, or until an element matches its
+// selector.
+func (t *tab) wait(ctx context.Context, a Action, sel string) error {
+	if a.Selector == "" {
+		select {
+		case <-time.After(time.Duration(a.Milliseconds) * time.Millisecond):
+			return nil
+		case <-ctx.Done():
+			return &stopActions{err: ctx.Err()}
+		}
+	}
+	for {
+		var found bool
+		if err := t.evaluate(ctx, "!!document.querySelector("+sel+")", &found); err != nil {
+			return err
+		}
+		if found {
+			return nil
+		}
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			return fmt.Errorf("no element matched %s before the timeout", a.Selector)
+		}
+	}
+}
+
+// scroll scrolls the page, or the element the selector matches, by a
+// screenful up or down.
+func (t *tab) scroll(ctx context.Context, a Action, sel string) error {
+	sign := 1
+	if a.Direction == "up" {
+		sign = -1
+	}
+	script := fmt.Sprintf("window.scrollBy(0, %d * window.innerHeight); true", sign)
+	if a.Selector != "" {
+		script = fmt.Sprintf(`(() => { const el = document.querySelector(%s); if (!el) throw new Error("no element matches " + %s);
+  el.scrollBy(0, %d * (el.clientHeight || window.innerHeight)); return true; })()`, sel, sel, sign)
+	}
+	return t.evaluate(ctx, script, nil)
+}
+
+// pdf prints the page as the action asks, as a data URL.
+func (t *tab) pdf(ctx context.Context, a Action) (string, error) {
+	size := paperSizes[a.PaperFormat]
+	if a.PaperFormat == "" {
+		size = paperSizes["Letter"]
+	}
+	scale := a.Scale
+	if scale == 0 {
+		scale = 1
+	}
+	// Read as the browser's base64, which the data URL is.
+	var pdf struct {
+		Data string `json:"data"`
+	}
+	err := t.call(ctx, cdppage.CommandPrintToPDF, cdppage.PrintToPDFParams{Landscape: new(a.Landscape), Scale: scale,
+		PaperWidth: size[0], PaperHeight: size[1], PrintBackground: new(true)}, &pdf)
+	if err != nil {
+		return "", err
+	}
+	return "data:application/pdf;base64," + pdf.Data, nil
 }
 
 // scriptGroup holds the remote objects an executeJavascript action makes.
@@ -163,11 +205,11 @@ func (t *tab) runScript(ctx context.Context, script string) (JSReturn, error) {
 		// browser must not hold the scrape.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
-		t.call(rctx, "Runtime.releaseObjectGroup", map[string]any{"objectGroup": scriptGroup}, nil)
+		cdp.Run(rctx, t.sess, runtime.ReleaseObjectGroup, runtime.ReleaseObjectGroupParams{ObjectGroup: scriptGroup})
 	}()
 	var res cdp.EvalResult
-	err := t.call(ctx, "Runtime.evaluate", map[string]any{"expression": "(async () => {\n" + script + "\n})()",
-		"awaitPromise": true, "userGesture": true, "objectGroup": scriptGroup}, &res)
+	err := t.call(ctx, runtime.CommandEvaluate, runtime.EvaluateParams{Expression: "(async () => {\n" + script + "\n})()",
+		AwaitPromise: new(true), UserGesture: new(true), ObjectGroup: scriptGroup}, &res)
 	if err != nil {
 		return JSReturn{}, err
 	}
@@ -213,12 +255,13 @@ func (t *tab) click(ctx context.Context, a Action, sel string) error {
 	if box == nil {
 		return fmt.Errorf("no element matches %s", a.Selector)
 	}
-	for _, event := range []string{"mouseMoved", "mousePressed", "mouseReleased"} {
-		params := map[string]any{"type": event, "x": box.X, "y": box.Y, "button": "left", "clickCount": 1}
-		if event == "mouseMoved" {
-			params["button"] = "none"
+	for _, event := range []input.DispatchMouseEventType{input.DispatchMouseEventTypeMouseMoved,
+		input.DispatchMouseEventTypeMousePressed, input.DispatchMouseEventTypeMouseReleased} {
+		p := input.DispatchMouseEventParams{Type: event, X: box.X, Y: box.Y, Button: input.MouseButtonLeft, ClickCount: 1}
+		if event == input.DispatchMouseEventTypeMouseMoved {
+			p.Button = input.MouseButtonNone
 		}
-		if err := t.call(ctx, "Input.dispatchMouseEvent", params, nil); err != nil {
+		if err := cdp.Run(ctx, t.sess, input.DispatchMouseEvent, p); err != nil {
 			return err
 		}
 	}
@@ -235,14 +278,13 @@ func (t *tab) press(ctx context.Context, key string) error {
 		upper := strings.ToUpper(key)
 		k.code, k.vk, k.text = "Key"+upper, int([]rune(upper)[0]), key
 	}
-	down := map[string]any{"type": "keyDown", "key": key, "code": k.code, "windowsVirtualKeyCode": k.vk}
-	if k.text != "" {
-		down["text"] = k.text
-	}
-	if err := t.call(ctx, "Input.dispatchKeyEvent", down, nil); err != nil {
+	ev := input.DispatchKeyEventParams{Type: input.DispatchKeyEventTypeKeyDown, Key: key, Code: k.code,
+		WindowsVirtualKeyCode: int64(k.vk), Text: k.text}
+	if err := cdp.Run(ctx, t.sess, input.DispatchKeyEvent, ev); err != nil {
 		return err
 	}
-	return t.call(ctx, "Input.dispatchKeyEvent", map[string]any{"type": "keyUp", "key": key, "code": k.code, "windowsVirtualKeyCode": k.vk}, nil)
+	ev.Type, ev.Text = input.DispatchKeyEventTypeKeyUp, ""
+	return cdp.Run(ctx, t.sess, input.DispatchKeyEvent, ev)
 }
 
 // afterInput gives what an input set off (a navigation, a fetch) a moment

@@ -289,7 +289,7 @@ func (sc *sharedContext) leave(ctx context.Context) {
 }
 
 func (sc *sharedContext) dispose(ctx context.Context) {
-	sc.cl.conn.Call(ctx, "", "Target.disposeBrowserContext", map[string]any{"browserContextId": sc.id}, nil)
+	disposeContext(ctx, sc.cl.conn, sc.id)
 	if sc.route != nil {
 		sc.route.Close()
 	}

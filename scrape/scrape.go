@@ -285,29 +285,76 @@ func (f *Fetched) Cancel() {
 // Finish makes the scrape's document from its page.
 func (f *Fetched) Finish() (*Document, error) {
 	defer f.cancel()
-	s, ctx, req, guard, id, start, seq, cached, cacheState, cachedAt, pg := f.s, f.ctx, f.req, f.guard, f.id, f.start, f.seq, f.cached, f.cacheState, f.cachedAt, f.pg
+	s, ctx, req, id, seq, pg := f.s, f.ctx, f.req, f.id, f.seq, f.pg
 	o := &req.Options
 	doc, err := s.transform(ctx, req, pg, seq > 0 && s.OnCached != nil)
 	if seq > 0 && s.OnCached != nil {
-		s.OnCached(seq, doc.indexDoc(cached))
+		s.OnCached(seq, doc.indexDoc(f.cached))
 	}
 	if err != nil {
 		return nil, err
 	}
-	md := doc.Metadata
-	md["sourceURL"] = req.URL
+	f.describe(doc)
+	credits := pageCredits(doc, pg, o)
+	requestID := req.RequestID
+	if requestID == "" {
+		requestID = id
+	}
+	if o.NeedsModel() || s.Model != nil && o.Has("question") {
+		credits += s.modelPass(ctx, req, requestID, doc)
+	} else if q, ok := o.Format("question"); ok {
+		// Without a model the answer is the page's own words.
+		if doc.Answer = bestPassage(doc.modelInput, q.Question); doc.Answer != "" {
+			doc.Warning = joinWarning(doc.Warning, "question: no language model is configured, so the answer is the passage of the page that best matches the question")
+		} else {
+			doc.Warning = joinWarning(doc.Warning, "question: no language model is configured, and no passage of the page has a word of the question")
+		}
+	}
+	if h, ok := o.Format("highlights"); ok {
+		if doc.Highlights = highlights(doc.modelInput, h.Query); doc.Highlights == "" {
+			doc.Warning = joinWarning(doc.Warning, "highlights: no passage of the page has a word of the query")
+		}
+	}
+	if ct, ok := o.Format("changeTracking"); ok {
+		credits += s.trackChanges(ctx, req, requestID, doc, pg, ct)
+	}
+	if o.needsLivePage() {
+		if f.cacheState == "hit" {
+			doc.Warning = joinWarning(doc.Warning, "branding, audio and video are read from the rendered page, and this answer came from the cache (lockdown or minAge)")
+		} else {
+			doc.Branding = pg.branding
+			s.brandPersonality(ctx, req, requestID, doc)
+			s.finishMedia(ctx, req, doc, pg)
+		}
+	}
+	doc.Metadata["creditsUsed"] = credits
+	doc.Metadata["timeTaken"] = time.Since(f.start).Milliseconds()
+	doc.Warning = joinWarning(joinWarning(pg.warning, doc.Warning), o.Unserved)
+
+	if err := f.keep(doc, credits); err != nil {
+		return nil, err
+	}
+	return doc, nil
+}
+
+// describe fills the document's metadata with what the fetch knows of the
+// page: its URLs, status and type, the scrape's id, engine, proxy and
+// cache state, and the wait for the team's concurrency.
+func (f *Fetched) describe(doc *Document) {
+	pg, md := f.pg, doc.Metadata
+	md["sourceURL"] = f.req.URL
 	md["url"] = pg.finalURL
 	md["statusCode"] = pg.status
 	md["contentType"] = pg.contentType
-	md["scrapeId"] = id
+	md["scrapeId"] = f.id
 	md["proxyUsed"] = proxyBasic
 	if pg.proxyUsed != "" {
 		md["proxyUsed"] = pg.proxyUsed
 	}
-	md["cacheState"] = cacheState
+	md["cacheState"] = f.cacheState
 	md["engine"] = pg.engine
-	if !cachedAt.IsZero() {
-		md["cachedAt"] = cachedAt.UTC().Format(time.RFC3339Nano)
+	if !f.cachedAt.IsZero() {
+		md["cachedAt"] = f.cachedAt.UTC().Format(time.RFC3339Nano)
 	}
 	md["concurrencyLimited"] = pg.teamWait > 0
 	if pg.teamWait > 0 {
@@ -320,6 +367,12 @@ func (f *Fetched) Finish() (*Document, error) {
 		}
 		doc.Warning = joinWarning(doc.Warning, fmt.Sprintf("the page answered HTTP %d", pg.status))
 	}
+}
+
+// pageCredits is what taking the page costs, before the model's formats:
+// one, or a PDF's pages; five in lockdown; at least enhancedCredits for a
+// page that an enhanced upstream served.
+func pageCredits(doc *Document, pg *page, o *Options) int {
 	credits := 1
 	if doc.pdfPages > 1 {
 		credits = doc.pdfPages
@@ -330,65 +383,34 @@ func (f *Fetched) Finish() (*Document, error) {
 	if pg.proxyUsed == proxyEnhanced && pg.status < 400 && credits < enhancedCredits {
 		credits = enhancedCredits
 	}
-	requestID := req.RequestID
-	if requestID == "" {
-		requestID = id
-	}
-	if o.NeedsModel() || s.Model != nil && o.Has("question") {
-		credits += s.modelPass(ctx, req, requestID, doc)
-	} else if f, ok := o.Format("question"); ok {
-		// Without a model the answer is the page's own words.
-		if doc.Answer = bestPassage(doc.modelInput, f.Question); doc.Answer != "" {
-			doc.Warning = joinWarning(doc.Warning, "question: no language model is configured, so the answer is the passage of the page that best matches the question")
-		} else {
-			doc.Warning = joinWarning(doc.Warning, "question: no language model is configured, and no passage of the page has a word of the question")
-		}
-	}
-	if f, ok := o.Format("highlights"); ok {
-		if doc.Highlights = highlights(doc.modelInput, f.Query); doc.Highlights == "" {
-			doc.Warning = joinWarning(doc.Warning, "highlights: no passage of the page has a word of the query")
-		}
-	}
-	if f, ok := o.Format("changeTracking"); ok {
-		credits += s.trackChanges(ctx, req, requestID, doc, pg, f)
-	}
-	if o.needsLivePage() {
-		if cacheState == "hit" {
-			doc.Warning = joinWarning(doc.Warning, "branding, audio and video are read from the rendered page, and this answer came from the cache (lockdown or minAge)")
-		} else {
-			doc.Branding = pg.branding
-			s.brandPersonality(ctx, req, requestID, doc)
-			s.finishMedia(ctx, req, doc, pg)
-		}
-	}
-	md["creditsUsed"] = credits
-	md["timeTaken"] = time.Since(start).Milliseconds()
-	doc.Warning = joinWarning(joinWarning(pg.warning, doc.Warning), o.Unserved)
+	return credits
+}
 
-	// The scrape's charge is written with its stored result, or alone when
-	// the result is not stored. A result the store could not take (or a
-	// charge it could not record) is not answered: the caller would hold
-	// an id that finds nothing, or a page nobody paid for.
-	due := charge(req, guard == nil, id, credits)
-	if !o.ZeroDataRetention && !o.Lockdown && !req.Job {
-		raw, err := json.Marshal(doc)
-		if err != nil {
-			return nil, fmt.Errorf("encoding the scrape: %w", err)
-		}
-		retention := s.Retention
-		if retention == 0 {
-			retention = 24 * time.Hour
-		}
-		now := time.Now()
-		if err := s.Store.PutScrape(context.Background(), id, req.Team, now, now.Add(retention), raw, due); err != nil {
-			return nil, fmt.Errorf("storing the scrape: %w", err)
-		}
-		return doc, nil
+// keep writes the scrape's charge with its stored result, or alone when
+// the result is not stored. A result the store could not take (or a
+// charge it could not record) is not answered: the caller would hold an
+// id that finds nothing, or a page nobody paid for.
+func (f *Fetched) keep(doc *Document, credits int) error {
+	s, req, o := f.s, f.req, &f.req.Options
+	due := charge(req, f.guard == nil, f.id, credits)
+	if o.ZeroDataRetention || o.Lockdown || req.Job {
+		return s.bill(due)
 	}
-	if err := s.bill(due); err != nil {
-		return nil, err
+	raw, err := json.Marshal(doc)
+	if err != nil {
+		return fmt.Errorf("encoding the scrape: %w", err)
 	}
-	return doc, nil
+	retention := s.Retention
+	if retention == 0 {
+		retention = 24 * time.Hour
+	}
+	now := time.Now()
+	// Not the request's context: a result whose charge was counted is
+	// stored even when the client has gone.
+	if err := s.Store.PutScrape(context.Background(), f.id, req.Team, now, now.Add(retention), raw, due); err != nil {
+		return fmt.Errorf("storing the scrape: %w", err)
+	}
+	return nil
 }
 
 func joinWarning(a, b string) string {
@@ -601,14 +623,27 @@ func (s *Service) drive(ctx context.Context, t *tab, req Request) (*page, error)
 		}
 		pg.actions = res
 	}
+	if err := t.read(ctx, pg); err != nil {
+		return nil, err
+	}
+	if err := s.capture(ctx, t, o, pg); err != nil {
+		return nil, err
+	}
+	return pg, nil
+}
+
+// read takes the rendered page into pg: its HTML and URL, the main
+// response's status and type, and, for the browser's viewer of a text
+// body, the body.
+func (t *tab) read(ctx context.Context, pg *page) error {
 	html, finalURL, err := t.html(ctx)
 	if err != nil {
 		select {
 		case <-t.crashed:
-			return nil, ErrPageCrashed
+			return ErrPageCrashed
 		default:
 		}
-		return nil, err
+		return err
 	}
 	pg.body, pg.finalURL = []byte(html), finalURL
 	var text []byte
@@ -630,15 +665,21 @@ func (s *Service) drive(ctx context.Context, t *tab, req Request) (*page, error)
 		// the page, as it came, or else as the browser decoded it.
 		if !taken {
 			if text, err = t.shownText(ctx); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		pg.body = text
 	}
+	return nil
+}
+
+// capture takes what the formats read from the rendered page: a
+// screenshot, the branding, the main audio or video.
+func (s *Service) capture(ctx context.Context, t *tab, o *Options, pg *page) error {
 	if f, ok := o.Screenshot(); ok {
 		shot, err := t.screenshot(ctx, f.FullPage, f.Quality, f.Viewport)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		pg.screenshot = shot
 	}
@@ -652,7 +693,7 @@ func (s *Service) drive(ctx context.Context, t *tab, req Request) (*page, error)
 	if o.Has("audio") || o.Has("video") {
 		pg.media = t.takeMedia(ctx, o, s.mediaLimit())
 	}
-	return pg, nil
+	return nil
 }
 
 func deadlineOf(ctx context.Context) time.Time {
