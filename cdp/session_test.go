@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/target"
 
@@ -78,4 +80,50 @@ func TestSessionTyped(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// TestIntercept answers a tab's navigation from the interception: the
+// request never leaves the browser, and the page shows the body given.
+func TestIntercept(t *testing.T) {
+	b := startPipeBrowser(t, MuxOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := b.mux.Dial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	s, err := OpenTarget(ctx, conn, target.CreateTargetParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.CloseTarget()
+	conn.OnEvent(func(ev Event) {
+		e, ok, err := Decode(ev, fetch.RequestPaused)
+		if !ok || err != nil || ev.SessionID != s.ID {
+			return
+		}
+		go func() {
+			p := PausedOf(s, &e)
+			if e.Request.URL != "http://127.0.0.1:9/page" {
+				p.Fail(ctx, network.ErrorReasonBlockedByClient)
+				return
+			}
+			p.Fulfil(ctx, 200, "text/html", []byte("<title>from the interception</title>"))
+		}()
+	})
+	if err := Intercept(ctx, s, &fetch.RequestPattern{URLPattern: "*"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Do(ctx, s, page.Navigate, page.NavigateParams{URL: "http://127.0.0.1:9/page"}); err != nil {
+		t.Fatal(err)
+	}
+	polltest.Until(t, 10*time.Second, "the fulfilled page to show", func() bool {
+		v, err := s.Evaluate(ctx, "document.title")
+		return err == nil && string(v) == `"from the interception"`
+	})
+	nav, err := Do(ctx, s, page.Navigate, page.NavigateParams{URL: "http://127.0.0.1:9/other"})
+	if err != nil || nav.ErrorText != "net::ERR_BLOCKED_BY_CLIENT" {
+		t.Fatalf("a failed request: %+v, %v", nav, err)
+	}
 }

@@ -458,32 +458,25 @@ func (t *tab) onEvent(ev cdp.Event) {
 	}
 }
 
-// paused is a paused request the tab answers: go on, fail, or fulfil.
+// paused is a paused request the tab answers: its answers are sent on the
+// handler's own context, and what the browser says back is not waited on
+// by anyone (a tab that went away has nothing to answer).
 type paused struct {
-	ctx  context.Context
-	sess cdp.Session
-	id   fetch.RequestID
+	ctx context.Context
+	cdp.Paused
 }
 
-func (p paused) proceed() {
-	cdp.Run(p.ctx, p.sess, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: p.id})
-}
-
-func (p paused) fail(reason network.ErrorReason) {
-	cdp.Run(p.ctx, p.sess, fetch.FailRequest, fetch.FailRequestParams{RequestID: p.id, ErrorReason: reason})
-}
-
-// fulfil answers the request with status and an HTML body.
+func (p paused) proceed()                        { p.Continue(p.ctx) }
+func (p paused) fail(reason network.ErrorReason) { p.Fail(p.ctx, reason) }
 func (p paused) fulfil(status int, contentType string, body []byte) {
-	cdp.Run(p.ctx, p.sess, fetch.FulfillRequest, fetch.FulfillRequestParams{RequestID: p.id, ResponseCode: int64(status),
-		ResponseHeaders: []*fetch.HeaderEntry{{Name: "Content-Type", Value: contentType}}, Body: body})
+	p.Fulfil(p.ctx, status, contentType, body)
 }
 
 // onPaused decides the fate of one intercepted request or response.
 func (t *tab) onPaused(e *fetch.EventRequestPaused) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	p := paused{ctx: ctx, sess: t.sess, id: e.RequestID}
+	p := paused{ctx: ctx, Paused: cdp.PausedOf(t.sess, e)}
 	isMain := e.ResourceType == network.ResourceTypeDocument && e.FrameID == cdproto.FrameID(t.sess.TargetID)
 	switch {
 	case e.ResponseStatusCode == 0 && e.ResponseErrorReason == "":
@@ -546,7 +539,7 @@ func (t *tab) onRequest(ctx context.Context, p paused, e *fetch.EventRequestPaus
 // rendered (handed on), or taken from the network as it came (a document
 // for parse, a text body, a server-rendered page of a static tab).
 func (t *tab) onMainResponse(ctx context.Context, p paused, e *fetch.EventRequestPaused) {
-	ct := responseHeader(e, "Content-Type")
+	ct := cdp.ResponseHeader(e, "Content-Type")
 	main := &mainResponse{URL: e.Request.URL, Status: int(e.ResponseStatusCode), StatusText: e.ResponseStatusText, ContentType: ct}
 	t.mu.Lock()
 	t.main = main
@@ -562,12 +555,11 @@ func (t *tab) onMainResponse(ctx context.Context, p paused, e *fetch.EventReques
 		render()
 		return
 	}
-	body, err := cdp.Do(ctx, t.sess, fetch.GetResponseBody, fetch.GetResponseBodyParams{RequestID: e.RequestID})
+	raw, err := p.Body(ctx)
 	if err != nil {
 		p.proceed()
 		return
 	}
-	raw := body.Body // cdproto decodes a base64 body
 	if kind == "" {
 		decoded, ok := decodeBody(raw, ct)
 		// A text body the tab goes on to show (for actions, a screenshot)
@@ -605,16 +597,6 @@ func (t *tab) onMainResponse(ctx context.Context, p paused, e *fetch.EventReques
 		return
 	}
 	p.fulfil(200, "text/html", []byte("<!doctype html><title></title>"))
-}
-
-// responseHeader is the value of the paused response's header name.
-func responseHeader(e *fetch.EventRequestPaused, name string) string {
-	for _, h := range e.ResponseHeaders {
-		if strings.EqualFold(h.Name, name) {
-			return h.Value
-		}
-	}
-	return ""
 }
 
 // commitSite notes that the tab is about to show a page of u's site.
