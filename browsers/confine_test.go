@@ -2,6 +2,7 @@ package browsers_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +20,7 @@ import (
 	"github.com/trawler-dev/trawler/browsers"
 	"github.com/trawler-dev/trawler/browsers/browserstest"
 	"github.com/trawler-dev/trawler/cdp"
+	"github.com/trawler-dev/trawler/test/polltest"
 )
 
 // TestConfinedBrowserReachesNothing drives a confined browser over
@@ -79,17 +81,20 @@ func confinedReachesNothing(t *testing.T, rt *browsers.ProcessRuntime, dir strin
 	require.NoError(t, err)
 	defer conn.Close()
 	page := newTab(t, ctx, conn, "")
-	text := func() string {
+	eval := func(sid, expr string) string {
 		var r struct {
 			Result struct{ Value string } `json:"result"`
 		}
-		require.NoError(t, conn.Call(ctx, page, "Runtime.evaluate", map[string]any{"expression": "document.documentElement.innerText", "returnByValue": true}, &r))
+		require.NoError(t, conn.Call(ctx, sid, "Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true}, &r))
 		return r.Result.Value
 	}
+	text := func() string { return eval(page, "document.documentElement.innerText") }
 	navigate := func(sid, u string) {
 		var r struct{ ErrorText string }
 		require.NoError(t, conn.Call(ctx, sid, "Page.navigate", map[string]any{"url": u}, &r))
-		time.Sleep(300 * time.Millisecond)
+		// Page.navigate answers once the navigation committed (or failed):
+		// what is left is the new document's load.
+		polltest.Until(t, 20*time.Second, "the page to load "+u, func() bool { return eval(sid, "document.readyState") == "complete" })
 	}
 
 	// The control: a loopback site through the egress proxy loads.
@@ -117,8 +122,15 @@ func confinedReachesNothing(t *testing.T, rt *browsers.ProcessRuntime, dir strin
 	dl := newTab(t, ctx, conn, ctxID.BrowserContextID)
 	require.NoError(t, conn.Call(ctx, "", "Browser.setDownloadBehavior", map[string]any{"behavior": "allow",
 		"downloadPath": hostDir, "browserContextId": ctxID.BrowserContextID, "eventsEnabled": true}, nil))
+	var downloaded atomic.Bool
+	conn.OnEvent(func(e cdp.Event) {
+		var p struct{ State string }
+		if e.Method == "Browser.downloadProgress" && json.Unmarshal(e.Params, &p) == nil && (p.State == "completed" || p.State == "canceled") {
+			downloaded.Store(true)
+		}
+	})
 	navigate(dl, site.URL+"/download")
-	time.Sleep(time.Second)
+	polltest.Until(t, 20*time.Second, "the download to end", downloaded.Load)
 	entries, _ := os.ReadDir(hostDir)
 	for _, e := range entries {
 		assert.Equal(t, "notes.txt", e.Name(), "a download landed in the host directory %s", hostDir)

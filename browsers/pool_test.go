@@ -115,7 +115,7 @@ func TestTeamLimitWaitsThenRefuses(t *testing.T) {
 	// A request held back by the limit is given the browser released
 	// meanwhile, and knows how long the limit held it.
 	go func() {
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // a wait long enough to measure
 		l.Release(browsers.Destroy)
 	}()
 	l2, err := p.Acquire(ctx, browsers.LeaseRequest{Team: "a", TeamLimit: 1})
@@ -303,7 +303,7 @@ func TestShareableLeasesJoinBeforeStarting(t *testing.T) {
 	// The browser is full (MaxShare 2): the third waits for a place there,
 	// and gets the one given back meanwhile.
 	go func() {
-		time.Sleep(shareWait / 4)
+		time.Sleep(shareWait / 4) // given back while the third waits, well within ShareWait
 		l2.Release(browsers.Reuse)
 	}()
 	l2b, err := p.Acquire(ctx, share)

@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/trawler-dev/trawler/docker/dockertest"
+	"github.com/trawler-dev/trawler/test/polltest"
 )
 
 func run(t *testing.T, env []string, name string, args ...string) string {
@@ -108,27 +109,20 @@ func TestComposeRig(t *testing.T) {
 	})
 	compose("up", "-d")
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		if resp, err := http.Get(base + "/healthz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
+	polltest.UntilState(t, 90*time.Second, "the rig's Trawler to answer /healthz", func() bool {
+		resp, err := http.Get(base + "/healthz")
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the rig's Trawler did not answer /healthz within 90 s:\n%s", compose("ps"))
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	}, func() string { return "\n" + compose("ps") })
 	// docker-compose's own view: both services up and healthy.
-	waitHealthy := time.Now().Add(60 * time.Second)
-	for !strings.Contains(compose("ps"), "(healthy)") || strings.Count(compose("ps"), "(healthy)") < 2 {
-		if time.Now().After(waitHealthy) {
-			t.Fatalf("the rig's services are not both healthy:\n%s", compose("ps"))
-		}
-		time.Sleep(time.Second)
-	}
+	var ps string
+	polltest.UntilEvery(t, 60*time.Second, time.Second, "the rig's services both to be healthy", func() bool {
+		ps = compose("ps")
+		return strings.Count(ps, "(healthy)") >= 2
+	}, func() string { return "\n" + ps })
 	if n := len(dockertest.InstanceContainers(t, project)); n < 1 {
 		t.Fatalf("the rig's Trawler runs no browser container (want its warm browser)")
 	}

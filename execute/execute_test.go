@@ -23,6 +23,7 @@ import (
 	"github.com/trawler-dev/trawler/cdpproxy"
 	"github.com/trawler-dev/trawler/sessions"
 	"github.com/trawler-dev/trawler/store"
+	"github.com/trawler-dev/trawler/test/polltest"
 	"github.com/trawler-dev/trawler/wire"
 )
 
@@ -219,11 +220,9 @@ func TestLocalRunLeavesNothing(t *testing.T) {
 	require.NoError(t, err)
 	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
 	require.NoError(t, err)
-	deadline := time.Now().Add(5 * time.Second)
-	for syscall.Kill(pid, 0) == nil {
-		require.True(t, time.Now().Before(deadline), "the run's background process %d still runs", pid)
-		time.Sleep(50 * time.Millisecond)
-	}
+	polltest.Until(t, 10*time.Second, fmt.Sprintf("the run's background process %d to end", pid), func() bool {
+		return syscall.Kill(pid, 0) != nil
+	})
 }
 
 // A session that ends during a run ends the run; a run waits for a free
@@ -232,19 +231,16 @@ func TestLocalRunEndsWithItsSession(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, 1)
 	s := r.session(t)
-	go func() {
-		time.Sleep(2 * time.Second)
-		s.End(sessions.Deleted)
-	}()
 	done := make(chan error, 1)
 	go func() {
 		_, err := r.svc.Run(context.Background(), s, LangBash, "sleep 60", time.Minute)
 		done <- err
 	}()
-	time.Sleep(500 * time.Millisecond)
+	polltest.Until(t, 10*time.Second, "the run to take the only slot", func() bool { return len(r.svc.slots) == 1 })
 	// The only slot is taken.
 	_, err := r.svc.Run(context.Background(), s, LangBash, "true", time.Minute)
 	require.ErrorIs(t, err, ErrBusy)
+	s.End(sessions.Deleted)
 	select {
 	case err := <-done:
 		var destroyed *sessions.DestroyedError

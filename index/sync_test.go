@@ -21,6 +21,7 @@ import (
 	"github.com/trawler-dev/trawler/index"
 	"github.com/trawler-dev/trawler/scrape"
 	"github.com/trawler-dev/trawler/store"
+	"github.com/trawler-dev/trawler/test/logtest"
 	"github.com/trawler-dev/trawler/test/pgdb"
 	"github.com/trawler-dev/trawler/test/polltest"
 )
@@ -117,6 +118,13 @@ func TestIndexFollowsTheCache(t *testing.T) {
 // starts and kills.
 const killEnv = "TRAWLER_INDEX_KILL_DIR"
 
+// killAfter is how many pages that child caches before it says killSignal
+// (and caches on, to be killed mid-stride).
+const (
+	killAfter  = 300
+	killSignal = "killed-while-indexing: pages cached"
+)
+
 // TestKilledWhileIndexing kills (SIGKILL) a process that is caching and
 // indexing pages, and checks that the next start indexes every page the
 // store holds.
@@ -125,14 +133,21 @@ func TestKilledWhileIndexing(t *testing.T) {
 		n := startNode(t, dir)
 		for i := 0; ; i++ {
 			n.cachePage(t, "a", fmt.Sprintf("p%d", i), fmt.Sprintf("common words of page number%d", i), time.Now())
+			if i == killAfter {
+				fmt.Println(killSignal)
+			}
 		}
 	}
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestKilledWhileIndexing$")
 	cmd.Env = append(os.Environ(), killEnv+"="+dir)
+	var out logtest.Buffer
+	cmd.Stdout = &out
 	require.NoError(t, cmd.Start())
 	// Let it cache a few hundred pages, then kill it mid-stride.
-	time.Sleep(3 * time.Second)
+	polltest.UntilState(t, 60*time.Second, "the child to cache pages", func() bool {
+		return strings.Contains(out.String(), killSignal)
+	}, out.String)
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 	_ = cmd.Wait()
 

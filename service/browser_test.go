@@ -258,7 +258,7 @@ func TestDiscoveryEndpointsAndManyClients(t *testing.T) {
 	_, err = b.call("Target.getTargets", nil)
 	require.NoError(t, err)
 	a.ws.Close()
-	time.Sleep(200 * time.Millisecond)
+	time.Sleep(200 * time.Millisecond) // a window in which the session must not end
 	_, err = b.call("Browser.getVersion", nil)
 	require.NoError(t, err, "second client after the first left")
 	g := ts.do("GET", "/v2/browser/"+id, keyAcme, nil)
@@ -289,7 +289,7 @@ func TestRateLimitAndQueue(t *testing.T) {
 
 	// A waiting request is served as soon as the slot frees.
 	go func() {
-		time.Sleep(300 * time.Millisecond)
+		time.Sleep(300 * time.Millisecond) // the request below is waiting by then
 		ts.do("DELETE", "/v2/browser/"+first.str("id"), keyAcme, nil)
 	}()
 	r = ts.do("POST", "/v2/browser", keyAcme, map[string]any{})

@@ -182,7 +182,7 @@ func trapSite(t *testing.T) (*httptest.Server, *atomic.Int32) {
 			fmt.Fprint(w, "self.addEventListener('fetch', () => {});")
 		case strings.HasPrefix(r.URL.Path, "/beacon/"):
 			beacons.Add(1)
-			time.Sleep(200 * time.Millisecond)
+			time.Sleep(200 * time.Millisecond) // a little late, past the cookies' clearing
 			http.SetCookie(w, &http.Cookie{Name: "beacon" + n, Value: n, Path: "/"})
 		case strings.HasPrefix(r.URL.Path, "/frame/"):
 			w.Header().Set("Content-Type", "text/html")
@@ -284,7 +284,9 @@ func TestRecycledTabsKeepNoState(t *testing.T) {
 			device = "device mobile 980 touch 5" // no viewport tag: a phone's 980-pixel layout
 		}
 		assert.Contains(t, found, device, "scrape %d", n)
-		time.Sleep(400 * time.Millisecond) // the tab is cleared after the answer
+		// The tab is cleared after the answer, and no count outside scrape
+		// says when; a beacon would arrive in this window too.
+		time.Sleep(400 * time.Millisecond)
 	}
 	// A frame of another site loads in a process of its own, whose end of
 	// its document request the page's session never hears: the settle
@@ -325,7 +327,7 @@ func TestRecycledTabsKeepNoState(t *testing.T) {
 	r := ts.do("POST", "/v2/scrape", keyAcme, map[string]any{"url": site.URL + "/popup/8", "formats": []string{"markdown"}})
 	require.Equal(t, 200, r.Status, "%s", r.Raw)
 	assert.Equal(t, served+1, ts.Crawler.Scrape.Recycled(), "the popup page did not run in acme's kept tab")
-	time.Sleep(400 * time.Millisecond)
+	time.Sleep(400 * time.Millisecond) // time to clear the tab, were it kept
 	found = scrape(keyAcme, 9)
 	assert.True(t, strings.HasPrefix(found, clean), "scrape 9 found state: %s", found)
 	assert.Equal(t, served+1, ts.Crawler.Scrape.Recycled(), "the tab that opened a window was kept")

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/trawler-dev/trawler/cdp"
+	"github.com/trawler-dev/trawler/test/polltest"
 )
 
 // TestCDPProxyRefusesBypasses replays, as raw WebSocket frames through team
@@ -132,7 +133,13 @@ func TestConfinedBrowsersReachNothing(t *testing.T) {
 	}
 	open := func(sid, u string) string {
 		conn.Call(ctx, sid, "Page.navigate", map[string]any{"url": u}, nil)
-		time.Sleep(300 * time.Millisecond)
+		// Page.navigate answers once the navigation committed (or failed):
+		// what is left is the new document's load.
+		polltest.Until(t, 20*time.Second, "the page to load "+u, func() bool {
+			var res cdp.EvalResult
+			require.NoError(t, conn.Call(ctx, sid, "Runtime.evaluate", map[string]any{"expression": "document.readyState", "returnByValue": true}, &res))
+			return string(res.Result.Value) == `"complete"`
+		})
 		return text(sid)
 	}
 	page := tab(map[string]any{"url": "about:blank"})
@@ -174,10 +181,17 @@ func TestConfinedBrowsersReachNothing(t *testing.T) {
 	var bc struct{ BrowserContextID string }
 	require.NoError(t, conn.Call(ctx, "", "Target.createBrowserContext", nil, &bc))
 	require.NoError(t, conn.Call(ctx, "", "Browser.setDownloadBehavior", map[string]any{"behavior": "allow",
-		"downloadPath": dataDir, "browserContextId": bc.BrowserContextID}, nil))
+		"downloadPath": dataDir, "browserContextId": bc.BrowserContextID, "eventsEnabled": true}, nil))
+	var downloaded atomic.Bool
+	conn.OnEvent(func(e cdp.Event) {
+		var p struct{ State string }
+		if e.Method == "Browser.downloadProgress" && jsonUnmarshal(e.Params, &p) == nil && (p.State == "completed" || p.State == "canceled") {
+			downloaded.Store(true)
+		}
+	})
 	dl := tab(map[string]any{"url": "about:blank", "browserContextId": bc.BrowserContextID})
 	open(dl, site.URL+"/download")
-	time.Sleep(time.Second)
+	polltest.Until(t, 20*time.Second, "the download to end", downloaded.Load)
 	after, _ := os.ReadDir(dataDir)
 	assert.Equal(t, names(before), names(after), "a download landed in the data directory")
 

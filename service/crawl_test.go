@@ -446,7 +446,7 @@ func TestCrawlCancelStopsAtOnce(t *testing.T) {
 	if c.Status != 200 || c.str("status") != "cancelled" {
 		t.Fatalf("cancel: %d %s", c.Status, c.Raw)
 	}
-	time.Sleep(1500 * time.Millisecond)
+	time.Sleep(1500 * time.Millisecond) // a window in which nothing may start
 	// A request already on the wire when the cancel came may land a moment
 	// later (its tab is gone by then); nothing may start afterwards.
 	if last := site.last(); last.After(cancelled.Add(250 * time.Millisecond)) {
@@ -683,7 +683,10 @@ func TestFairness(t *testing.T) {
 	site := newCrawlSite(t)
 	ts := crawlService(t, map[string]string{"TRAWLER_POOL_SIZE": "4", "TRAWLER_JOB_WORKERS": "2"})
 	big := ts.do("POST", "/v2/crawl", keyAcme, map[string]any{"url": site.URL + "/slow/0", "crawlEntireDomain": true, "sitemap": "skip"})
-	time.Sleep(time.Second)
+	polltest.Until(t, 30*time.Second, "the big crawl to record a page", func() bool {
+		n, _ := ts.do("GET", "/v2/crawl/"+big.str("id"), keyAcme, nil).Body["completed"].(float64)
+		return n >= 1
+	})
 	small := ts.do("POST", "/v2/batch/scrape", keyGlobex, map[string]any{"urls": []string{site.URL + "/docs/c1", site.URL + "/docs/c2", site.URL + "/docs/c3"}})
 	began := time.Now()
 	polltest.Until(t, 30*time.Second, "the small batch", func() bool {

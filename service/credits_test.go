@@ -115,7 +115,7 @@ func TestCreditUsageAndLimits(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		time.Sleep(700 * time.Millisecond)
+		time.Sleep(700 * time.Millisecond) // the held scrape waits a while first, to be measured
 		deleted = ts.do("DELETE", "/v2/browser/"+id, keyAcme, nil)
 	}()
 	static := ts.scrape(map[string]any{"url": site.URL + "/docs/c3"})

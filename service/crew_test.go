@@ -111,7 +111,7 @@ func TestJobLanesSurviveTheirBrowserDying(t *testing.T) {
 		mu.Lock()
 		hits++
 		mu.Unlock()
-		time.Sleep(150 * time.Millisecond)
+		time.Sleep(150 * time.Millisecond) // pages are in flight when the browser is killed
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprintf(w, `<!doctype html><html><head><title>P</title></head><body><main id="m"></main>
 <script>document.getElementById('m').innerHTML = '<h1>Rendered %s</h1>';</script></body></html>`, r.URL.Path)

@@ -110,7 +110,7 @@ func TestScrapesLeaveThroughUpstreamProxies(t *testing.T) {
 	// lane that took its pages): wait for at least least bytes in.
 	egressOf := func(key, id string, least float64) map[string]any {
 		var egressed map[string]any
-		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline) && (egressed == nil || egressed["in"].(float64) < least); time.Sleep(50 * time.Millisecond) {
+		polltest.UntilState(t, 30*time.Second, fmt.Sprintf("%s's activity entry to count %.0f bytes in", id, least), func() bool {
 			r := ts.do("GET", "/v2/team/activity", key, nil)
 			entries, _ := r.Body["data"].([]any)
 			for _, e := range entries {
@@ -118,7 +118,9 @@ func TestScrapesLeaveThroughUpstreamProxies(t *testing.T) {
 					egressed, _ = m["egressBytes"].(map[string]any)
 				}
 			}
-		}
+			in, _ := egressed["in"].(float64)
+			return in >= least
+		}, func() string { return fmt.Sprintf("egressBytes %v", egressed) })
 		return egressed
 	}
 	egressed := egressOf(keyAcme, acmeScrape, 3000)

@@ -124,8 +124,7 @@ func TestHostileRequests(t *testing.T) {
 	// two browsers' directories (the session's and the warm one); after, the
 	// same but for the session's browser.
 	var stray, browsers []string
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	polltest.UntilState(t, 20*time.Second, "the data directory to hold what it held and one warm browser", func() bool {
 		stray, browsers = nil, nil
 		for _, e := range dataDirEntries(t, ts.Config.DataDir) {
 			switch {
@@ -135,14 +134,10 @@ func TestHostileRequests(t *testing.T) {
 				stray = append(stray, e)
 			}
 		}
-		if (len(stray) == 0 && len(browsers) == 1) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if len(stray) > 0 || len(browsers) != 1 {
-		t.Errorf("the data directory holds %q beyond what it held and %q for one warm browser (before: %q)", stray, browsers, dataBefore)
-	}
+		return len(stray) == 0 && len(browsers) == 1
+	}, func() string {
+		return fmt.Sprintf("it holds %q beyond what it held and %q for browsers (before: %q)", stray, browsers, dataBefore)
+	})
 	t.Logf("%d hostile requests in %s; the data directory held %q", total, time.Since(began).Round(time.Millisecond), dataBefore)
 }
 

@@ -20,6 +20,8 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/trawler-dev/trawler/test/polltest"
 )
 
 // markerSite is a loopback site that records the requests carrying a
@@ -131,7 +133,9 @@ func TestPagesReachNeitherBrowsersNorTrawler(t *testing.T) {
 			for _, u := range []string{ts.URL + "/healthz?attack=" + marker, ts.URL + "/cdp/" + victim.str("id") + "/json/list?attack=" + marker} {
 				var nav map[string]any
 				pg.call("Page.navigate", map[string]any{"url": u}, &nav)
-				time.Sleep(300 * time.Millisecond)
+				// Page.navigate answers once the navigation committed (or
+				// failed): what is left is the new document's load.
+				polltest.Until(t, 20*time.Second, "the page to load "+u, func() bool { return pg.evalString("document.readyState") == "complete" })
 				if body := pg.evalString("document.body ? document.body.innerText : ''"); strings.Contains(body, `"ok"`) || strings.Contains(body, "webSocketDebuggerUrl") {
 					t.Errorf("navigating to %s showed Trawler's answer: %s", u, body)
 				}

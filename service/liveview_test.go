@@ -426,7 +426,7 @@ func TestLiveViewStreamsAndTakesInput(t *testing.T) {
 	typeText(view)
 	view.send(map[string]any{"type": "navigate", "url": site.URL + "/elsewhere"})
 	view.message(5*time.Second, "a read-only refusal", func(m map[string]any) bool { return m["type"] == "error" && m["code"] == "READ_ONLY" })
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // a window in which nothing may reach the page
 	require.Equal(t, "0||/second", pg.evalString(`String(window.clicks) + '|' + document.getElementById('field').value + '|' + location.pathname`), "view-only input reached the page")
 
 	// The interactive socket's click focuses the field and its typing fills it.

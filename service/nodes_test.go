@@ -34,7 +34,7 @@ func TestTeamLimitHoldsAcrossNodes(t *testing.T) {
 
 	got := make(chan response, 1)
 	go func() { got <- b.do("POST", "/v2/browser", keyAcme, map[string]any{}) }()
-	time.Sleep(wait / 3)
+	time.Sleep(wait / 3) // node B's request waits a while before the session ends
 	ended := time.Now()
 	require.Equal(t, 200, a.do("DELETE", "/v2/browser/"+held.str("id"), keyAcme, nil).Status)
 	r := <-got

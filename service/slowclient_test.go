@@ -159,7 +159,8 @@ func TestSlowBodies(t *testing.T) {
 		for i := range clients {
 			wg.Go(func() { answers[i] = sendSlowly(addr, heads[i%len(heads)], trickle(60), time.Second) })
 		}
-		// A client with a key is served meanwhile.
+		// A client with a key is served meanwhile: once the slow clients
+		// are under way (no count of the server's says when all are).
 		time.Sleep(200 * time.Millisecond)
 		began := time.Now()
 		r := ts.do("GET", "/v2/team/credit-usage", keyAcme, nil)

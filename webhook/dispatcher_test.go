@@ -21,6 +21,7 @@ import (
 	"github.com/trawler-dev/trawler/netguard"
 	"github.com/trawler-dev/trawler/store"
 	"github.com/trawler-dev/trawler/test/logtest"
+	"github.com/trawler-dev/trawler/test/polltest"
 )
 
 // delivery is one request a receiver got.
@@ -398,7 +399,8 @@ func TestRunSurvivesStoreErrors(t *testing.T) {
 	stop := start(t, d)
 	d.Notify()
 	d.Notify()
-	time.Sleep(50 * time.Millisecond)
+	polltest.Until(t, 10*time.Second, "the store error to be logged", func() bool {
+		return strings.Contains(logs.String(), "reading due webhook events")
+	})
 	stop() // returns: Run did not die or hang on the errors
-	require.Contains(t, logs.String(), "reading due webhook events", "the store error was not logged")
 }

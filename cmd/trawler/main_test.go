@@ -77,6 +77,8 @@ func startBinary(t *testing.T, dataDir, addr string, extra ...string) *proc {
 		// The killed service's browsers leave on their own when their
 		// DevTools pipe closes; the data directory is removed after them,
 		// or a browser still writing its profile makes RemoveAll fail.
+		// Polled by hand: one still there at the deadline is killed, which
+		// is no failure of the test.
 		deadline := time.Now().Add(15 * time.Second)
 		for len(browserPIDs(dataDir)) > 0 && time.Now().Before(deadline) {
 			time.Sleep(50 * time.Millisecond)

@@ -108,7 +108,7 @@ func TestNodesShareJobsAndSessions(t *testing.T) {
 	for i := 0; i < 200; i++ {
 		fetched += slowHits(fmt.Sprintf("/p/%d", i))
 	}
-	time.Sleep(lease)
+	time.Sleep(lease) // a window in which node A must fetch nothing more
 	after := 0
 	for i := 0; i < 200; i++ {
 		after += slowHits(fmt.Sprintf("/p/%d", i))
@@ -306,7 +306,9 @@ func sessionsAcrossNodes(t *testing.T, a, b *proc, secret string) {
 	// proxy, or the server's answer.
 	shown := func(u string) string {
 		require.NoError(t, conn.Call(ctx, at.SessionID, "Page.navigate", map[string]any{"url": u}, nil))
-		time.Sleep(500 * time.Millisecond)
+		// Page.navigate answers once the navigation committed (or failed):
+		// what is left is the new document's load.
+		polltest.Until(t, 20*time.Second, "the page to load "+u, func() bool { return eval("document.readyState") == "complete" })
 		return eval("document.body ? document.body.innerText : ''")
 	}
 	assert.Contains(t, shown(site.URL+"/p/0"), "Page 0", "the page's own site")
@@ -439,7 +441,7 @@ func TestNodesShareHostPoliteness(t *testing.T) {
 		defer inflight.Add(-1)
 		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 		}
-		time.Sleep(150 * time.Millisecond)
+		time.Sleep(150 * time.Millisecond) // slow enough for the pages in flight to overlap
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprintf(w, "<html><head><title>Page %d</title></head><body><main><h1>Page %d</h1><p>%s</p>", i, i,
 			strings.Repeat("Words of a page of a site two nodes crawl at once. ", 8))

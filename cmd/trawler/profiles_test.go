@@ -42,7 +42,9 @@ func TestProfileLockAcrossProcesses(t *testing.T) {
 		for _, pid := range append(browserPIDs(dirA), browserPIDs(dirB)...) {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
-		time.Sleep(200 * time.Millisecond)
+		polltest.Until(t, 15*time.Second, "the killed browsers to exit", func() bool {
+			return len(browserPIDs(dirA))+len(browserPIDs(dirB)) == 0
+		})
 	})
 	a := startBinary(t, dirA, freeAddr(t), append(env, "TRAWLER_INSTANCE=a")...)
 	b := startBinary(t, dirB, freeAddr(t), append(env, "TRAWLER_INSTANCE=b")...)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/trawler-dev/trawler/test/polltest"
 )
 
 // pipes connects Main, as the container would run it, to Run over two
@@ -128,11 +131,9 @@ func TestSandboxEndsWithTrawler(t *testing.T) {
 	require.NoError(t, err)
 	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
 	require.NoError(t, err)
-	deadline := time.Now().Add(5 * time.Second)
-	for syscall.Kill(pid, 0) == nil {
-		require.True(t, time.Now().Before(deadline), "the program's child %d still runs", pid)
-		time.Sleep(20 * time.Millisecond)
-	}
+	polltest.Until(t, 10*time.Second, fmt.Sprintf("the program's child %d to end", pid), func() bool {
+		return syscall.Kill(pid, 0) != nil
+	})
 }
 
 type lineWaiter struct {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/trawler-dev/trawler/test/polltest"
 )
 
 // TestShim runs the shim in-process around a stand-in for Chromium that
@@ -61,14 +63,10 @@ func TestShim(t *testing.T) {
 
 	// A connection to the proxy port reaches Trawler as a stream.
 	var c net.Conn
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if c, err = net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil || time.Now().After(deadline) {
-			break
-		}
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	polltest.UntilState(t, 10*time.Second, "the proxy port to accept", func() bool {
+		c, err = net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		return err == nil
+	}, func() string { return err.Error() })
 	defer c.Close()
 	io.WriteString(c, "CONNECT example.org:443 HTTP/1.1\r\n\r\n")
 	select {

@@ -24,6 +24,13 @@ func Until(t testing.TB, d time.Duration, what string, cond func() bool) {
 // as the counts of a pool that did not settle.
 func UntilState(t testing.TB, d time.Duration, what string, cond func() bool, state func() string) {
 	t.Helper()
+	UntilEvery(t, d, interval, what, cond, state)
+}
+
+// UntilEvery is UntilState checking once every pause, for a check that
+// costs too much to repeat at Until's pace (running docker-compose, say).
+func UntilEvery(t testing.TB, d, pause time.Duration, what string, cond func() bool, state func() string) {
+	t.Helper()
 	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
@@ -32,6 +39,6 @@ func UntilState(t testing.TB, d time.Duration, what string, cond func() bool, st
 			}
 			t.Fatalf("timed out after %s waiting for %s", d, what)
 		}
-		time.Sleep(interval)
+		time.Sleep(pause)
 	}
 }
