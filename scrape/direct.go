@@ -13,6 +13,9 @@ import (
 	"sync"
 	"time"
 
+	cdproto "github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/network"
+
 	"github.com/trawler-dev/trawler/browsers"
 	"github.com/trawler-dev/trawler/egress"
 	"github.com/trawler-dev/trawler/netguard"
@@ -253,44 +256,37 @@ func (j *recordingJar) SetCookies(u *url.URL, cookies []*http.Cookie) {
 // cdpCookies are the jar's cookies as Storage.setCookies takes them, in
 // the order they were set (a later one replaces an earlier one of the same
 // name, domain and path, as in the jar).
-func (j *recordingJar) cdpCookies() []map[string]any {
+func (j *recordingJar) cdpCookies() []*network.CookieParam {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	out := make([]map[string]any, 0, len(j.set))
+	out := make([]*network.CookieParam, 0, len(j.set))
 	for _, jc := range j.set {
 		c := jc.c
-		m := map[string]any{"name": c.Name, "value": c.Value, "secure": c.Secure, "httpOnly": c.HttpOnly}
-		if c.Domain != "" {
-			m["domain"] = c.Domain
-		} else {
-			m["url"] = (&url.URL{Scheme: jc.u.Scheme, Host: jc.u.Host, Path: "/"}).String()
+		p := &network.CookieParam{Name: c.Name, Value: c.Value, Secure: c.Secure, HTTPOnly: c.HttpOnly,
+			Domain: c.Domain, Path: c.Path, SameSite: sameSites[c.SameSite]}
+		if c.Domain == "" {
+			p.URL = (&url.URL{Scheme: jc.u.Scheme, Host: jc.u.Host, Path: "/"}).String()
 		}
-		switch {
-		case c.Path != "":
-			m["path"] = c.Path
-		default:
-			m["path"] = defaultCookiePath(jc.u.Path)
+		if c.Path == "" {
+			p.Path = defaultCookiePath(jc.u.Path)
 		}
 		switch {
 		case c.MaxAge < 0:
-			m["expires"] = 1 // gone: the jar dropped it too
+			p.Expires = 1 // gone: the jar dropped it too
 		case c.MaxAge > 0:
-			m["expires"] = float64(time.Now().Unix() + int64(c.MaxAge))
+			p.Expires = cdproto.TimeSinceEpoch(time.Now().Unix() + int64(c.MaxAge))
 		case !c.Expires.IsZero():
-			m["expires"] = float64(c.Expires.Unix())
+			p.Expires = cdproto.TimeSinceEpoch(c.Expires.Unix())
 		}
-		switch c.SameSite {
-		case http.SameSiteStrictMode:
-			m["sameSite"] = "Strict"
-		case http.SameSiteLaxMode:
-			m["sameSite"] = "Lax"
-		case http.SameSiteNoneMode:
-			m["sameSite"] = "None"
-		}
-		out = append(out, m)
+		out = append(out, p)
 	}
 	return out
 }
+
+// sameSites are the browser's names of net/http's SameSite modes; the
+// default mode sends none.
+var sameSites = map[http.SameSite]network.CookieSameSite{http.SameSiteStrictMode: network.CookieSameSiteStrict,
+	http.SameSiteLaxMode: network.CookieSameSiteLax, http.SameSiteNoneMode: network.CookieSameSiteNone}
 
 // defaultCookiePath is RFC 6265's default-path of a cookie set by a
 // response to a request for path.

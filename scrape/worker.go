@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"net/url"
 
+	cdproto "github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/storage"
+
 	"github.com/trawler-dev/trawler/browsers"
 	"github.com/trawler-dev/trawler/cdp"
 	"github.com/trawler-dev/trawler/egress"
@@ -222,8 +225,8 @@ func (w *Worker) tab(ctx context.Context, job string, req *Request) (*jobTab, er
 		// The job's pages move to the tab, with the cookies the job's
 		// client was given.
 		if cookies := d.jar.cdpCookies(); len(cookies) > 0 {
-			err := conn.Call(ctx, "", "Storage.setCookies",
-				map[string]any{"cookies": cookies, "browserContextId": t.contextID}, nil)
+			err := cdp.Run(ctx, cdp.Browser(conn), storage.SetCookies,
+				storage.SetCookiesParams{Cookies: cookies, BrowserContextID: cdproto.BrowserContextID(t.contextID)})
 			if err != nil {
 				t.close()
 				conn.Close()
