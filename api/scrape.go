@@ -2,7 +2,6 @@ package api
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -747,7 +746,7 @@ func (a *API) scrape(c *fiber.Ctx) error {
 	if err := a.modelGate(&opts, ""); err != nil {
 		return err
 	}
-	doc, err := a.Scraper.Scrape(context.Background(), scrape.Request{Team: team.ID, TeamLimit: team.Concurrency, URL: target, Options: opts})
+	doc, err := a.Scraper.Scrape(requestContext(c), scrape.Request{Team: team.ID, TeamLimit: team.Concurrency, URL: target, Options: opts})
 	if err != nil {
 		return err
 	}
@@ -758,7 +757,7 @@ func (a *API) scrape(c *fiber.Ctx) error {
 }
 
 func (a *API) getScrape(c *fiber.Ctx) error {
-	raw, err := a.Scraper.Get(context.Background(), teamOf(c).ID, c.Params("id"))
+	raw, err := a.Scraper.Get(requestContext(c), teamOf(c).ID, c.Params("id"))
 	if err != nil {
 		return err
 	}
