@@ -295,11 +295,7 @@ func (r *Runtime) containerConfig(id, profile string) (*container.Config, *conta
 		// The shim's stdin and stdout carry the DevTools pipe and the
 		// proxy connections.
 		OpenStdin: true, AttachStdin: true, AttachStdout: true, AttachStderr: true,
-		Labels: map[string]string{
-			labelBrowser:  "1",
-			labelInstance: r.cfg.Instance,
-			labelID:       id,
-		},
+		Labels: labels(labelBrowser, r.cfg.Instance, id),
 	}
 	host := &container.HostConfig{
 		// A namespace of its own with loopback only: no route to the
@@ -424,6 +420,12 @@ func (r *Runtime) Reap(ctx context.Context) (int, error) {
 // known to be dead (its containers are orphans nobody will stop).
 func (r *Runtime) ReapInstance(ctx context.Context, instance string) (int, error) {
 	return reapLabelled(ctx, r.cli, "browser", labelBrowser, instance)
+}
+
+// labels mark a container of one kind (label) as instance's, named by id:
+// what reapLabelled finds it by.
+func labels(label, instance, id string) map[string]string {
+	return map[string]string{label: "1", labelInstance: instance, labelID: id}
 }
 
 // reapLabelled force-removes the containers of one kind (what, for errors)

@@ -206,11 +206,7 @@ func (s *Sandboxes) containerConfig(id string) (*container.Config, *container.Ho
 		Image: s.cfg.Image,
 		// The entrypoint's stdin and stdout carry the session.
 		OpenStdin: true, StdinOnce: true, AttachStdin: true, AttachStdout: true, AttachStderr: true,
-		Labels: map[string]string{
-			labelSandbox:  "1",
-			labelInstance: s.cfg.Instance,
-			labelID:       id,
-		},
+		Labels: labels(labelSandbox, s.cfg.Instance, id),
 	}
 	host := &container.HostConfig{
 		NetworkMode: "none",
