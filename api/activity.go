@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"errors"
 	"strconv"
 	"time"
@@ -36,7 +35,7 @@ func (a *API) listActivity(c *fiber.Ctx) error {
 	if len(problems) > 0 {
 		return badRequest(problems...)
 	}
-	entries, next, err := a.Store.ListActivity(context.Background(), store.ActivityQuery{
+	entries, next, err := a.Store.ListActivity(requestContext(c), store.ActivityQuery{
 		Team: teamOf(c).ID, Endpoint: endpoint, Since: time.Now().Add(-ActivityWindow),
 		Cursor: c.Query("cursor"), Limit: limit,
 	})
@@ -50,11 +49,11 @@ func (a *API) listActivity(c *fiber.Ctx) error {
 	for i, e := range entries {
 		ids[i] = e.ID
 	}
-	calls, err := a.Store.RequestModelUsage(context.Background(), teamOf(c).ID, ids)
+	calls, err := a.Store.RequestModelUsage(requestContext(c), teamOf(c).ID, ids)
 	if err != nil {
 		return err
 	}
-	egressed, err := a.Store.RequestEgress(context.Background(), teamOf(c).ID, ids)
+	egressed, err := a.Store.RequestEgress(requestContext(c), teamOf(c).ID, ids)
 	if err != nil {
 		return err
 	}
@@ -100,7 +99,7 @@ func modelCalls(uses []store.ModelUsage) []fiber.Map {
 // unlimited says so.
 func (a *API) tokenUsage(c *fiber.Ctx) error {
 	from, to := billingPeriod(time.Now())
-	t, err := a.Store.TokenUsage(context.Background(), teamOf(c).ID, from, to)
+	t, err := a.Store.TokenUsage(requestContext(c), teamOf(c).ID, from, to)
 	if err != nil {
 		return err
 	}

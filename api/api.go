@@ -89,7 +89,7 @@ func New(d Deps) *API {
 	})
 	// ok says the service answers; browsers and store say what it can do.
 	a.app.Get("/healthz", func(c *fiber.Ctx) error {
-		return c.JSON(fiber.Map{"ok": true, "browsers": a.Browsers, "store": a.Store.Health(c.UserContext())})
+		return c.JSON(fiber.Map{"ok": true, "browsers": a.Browsers, "store": a.Store.Health(requestContext(c))})
 	})
 	// Each route names the query parameters it takes; any other is a 400.
 	v2 := a.app.Group("/v2", a.authenticate)
@@ -220,8 +220,20 @@ func (a *API) baseURL(c *fiber.Ctx) string {
 	})
 }
 
+// requestContext is the context of a Fiber handler's work:
+// c.UserContext(), which nothing sets, so a context that never ends. The
+// Fiber app is served through Fiber's net/http adaptor, which hands a
+// handler neither the net/http request's context nor word that its client
+// hung up (the answer is written once the handler returns). A handler's
+// work therefore runs to its end, bounded by its own limits (a scrape's
+// timeout, the pool's queue wait); what must end sooner takes a timeout of
+// its own.
+func requestContext(c *fiber.Ctx) context.Context { return c.UserContext() }
+
 // recordActivity appends to the team's activity log; a failure is logged,
-// never returned, since the job itself succeeded.
+// never returned, since the job itself succeeded. The write has a context
+// of its own: the work it records was done, whether or not its client
+// still waits (POST /v2/parse's request context ends when it hangs up).
 func (a *API) recordActivity(team, id, endpoint, target string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

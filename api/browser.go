@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,13 +48,13 @@ func (a *API) createBrowser(c *fiber.Ctx) error {
 		StreamWebView: stream,
 	}
 	if profile != nil {
-		use, err := a.Profiles.Open(context.Background(), team.ID, profile.Name, profiles.AccessFor(profile.SaveChanges))
+		use, err := a.Profiles.Open(requestContext(c), team.ID, profile.Name, profiles.AccessFor(profile.SaveChanges))
 		if err != nil {
 			return err
 		}
 		opts.Profile = use
 	}
-	s, err := a.Sessions.Create(context.Background(), opts)
+	s, err := a.Sessions.Create(requestContext(c), opts)
 	if err != nil {
 		return err
 	}
@@ -102,7 +101,7 @@ func (a *API) listBrowsers(c *fiber.Ctx) error {
 	if status != "" && status != "active" && status != "destroyed" {
 		return badRequest(fieldError("status", "status must be active or destroyed"))
 	}
-	recs, err := a.Sessions.List(context.Background(), teamOf(c).ID, status)
+	recs, err := a.Sessions.List(requestContext(c), teamOf(c).ID, status)
 	if err != nil {
 		return err
 	}
@@ -115,7 +114,7 @@ func (a *API) listBrowsers(c *fiber.Ctx) error {
 }
 
 func (a *API) getBrowser(c *fiber.Ctx) error {
-	r, err := a.Sessions.Get(context.Background(), teamOf(c).ID, c.Params("id"))
+	r, err := a.Sessions.Get(requestContext(c), teamOf(c).ID, c.Params("id"))
 	if err != nil {
 		return err
 	}
@@ -125,7 +124,7 @@ func (a *API) getBrowser(c *fiber.Ctx) error {
 }
 
 func (a *API) deleteBrowser(c *fiber.Ctx) error {
-	d, credits, err := a.Sessions.Delete(context.Background(), teamOf(c).ID, c.Params("id"))
+	d, credits, err := a.Sessions.Delete(requestContext(c), teamOf(c).ID, c.Params("id"))
 	if err != nil {
 		return err
 	}
@@ -182,14 +181,14 @@ func (a *API) executeBrowser(c *fiber.Ctx) error {
 	if language == "js" {
 		return a.executeJS(c, team.ID, id, *req.Code, limit)
 	}
-	s, err := a.Sessions.TeamLookup(context.Background(), team.ID, id)
+	s, err := a.Sessions.TeamLookup(requestContext(c), team.ID, id)
 	if err != nil {
 		return err
 	}
 	if a.Execute == nil || a.Execute.Mode() == execute.Off {
 		return badRequest(fieldError("language", "language %s needs the execute sandbox, which is off on this server: its operator enables it with TRAWLER_EXECUTE=docker (a sandbox container per run; the default on the docker runtime) or TRAWLER_EXECUTE=node (a local node process, without a sandbox); language js, evaluated in the session's page, needs neither", language))
 	}
-	res, err := a.Execute.Run(context.Background(), s, language, *req.Code, limit)
+	res, err := a.Execute.Run(requestContext(c), s, language, *req.Code, limit)
 	if err != nil {
 		return err // ErrBusy, UnavailableError, DestroyedError: see toError
 	}
@@ -216,7 +215,7 @@ func (a *API) executeBrowser(c *fiber.Ctx) error {
 
 // executeJS evaluates JavaScript in the session's active page.
 func (a *API) executeJS(c *fiber.Ctx, team, id, code string, timeout time.Duration) error {
-	res, err := a.Sessions.Execute(context.Background(), team, id, code, timeout)
+	res, err := a.Sessions.Execute(requestContext(c), team, id, code, timeout)
 	out := fiber.Map{"stdout": "", "result": "", "stderr": "", "exitCode": 0, "killed": false}
 	switch {
 	case errors.Is(err, sessions.ErrExecTimeout):

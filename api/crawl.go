@@ -62,11 +62,11 @@ func (a *API) startCrawl(c *fiber.Ctx) error {
 	var warnings []string
 	if req.Prompt != nil {
 		var err error
-		if req, warnings, err = a.promptedCrawl(c.Request().Body(), &req, team, id); err != nil {
+		if req, warnings, err = a.promptedCrawl(requestContext(c), c.Request().Body(), &req, team, id); err != nil {
 			return err
 		}
 	}
-	spec, problems := a.crawlSpec(&req, team)
+	spec, problems := a.crawlSpec(requestContext(c), &req, team)
 	if len(problems) > 0 {
 		return badRequest(problems...)
 	}
@@ -97,7 +97,7 @@ func (a *API) startCrawl(c *fiber.Ctx) error {
 
 // crawlSpec validates a crawl request into its job's spec; every problem
 // is named by its field. The team's features are checked by the caller.
-func (a *API) crawlSpec(req *crawlRequest, team teams.Team) (*crawl.Spec, []FieldProblem) {
+func (a *API) crawlSpec(ctx context.Context, req *crawlRequest, team teams.Team) (*crawl.Spec, []FieldProblem) {
 	var problems []FieldProblem
 	spec := &crawl.Spec{Kind: crawl.KindCrawl, Crawl: crawl.DefaultCrawlOptions()}
 	co := &spec.Crawl
@@ -161,7 +161,7 @@ func (a *API) crawlSpec(req *crawlRequest, team teams.Team) (*crawl.Spec, []Fiel
 			}
 		}
 	}
-	a.checkWebhook(spec, &problems)
+	a.checkWebhook(ctx, spec, &problems)
 	return spec, problems
 }
 
@@ -225,7 +225,7 @@ func (a *API) createJob(c *fiber.Ctx, team teams.Team, spec *crawl.Spec, target,
 	if len(key) > 256 {
 		return nil, badRequest(fieldError("x-idempotency-key", "the x-idempotency-key header must be at most 256 characters"))
 	}
-	id, err := a.Crawler.Create(context.Background(), team.ID, spec, key)
+	id, err := a.Crawler.Create(requestContext(c), team.ID, spec, key)
 	if errors.Is(err, crawl.ErrIdempotencyConflict) {
 		return nil, &Error{Status: fiber.StatusConflict, Code: "IDEMPOTENCY_CONFLICT", Message: "the x-idempotency-key header was already used for another job"}
 	}
@@ -314,11 +314,11 @@ func (a *API) startBatch(c *fiber.Ctx) error {
 	spec.Webhook = decodeWebhook(req.Webhook, &problems)
 	spec.Scrape = req.options("", team, &problems)
 	jobProfile(&problems, "profile", req.Profile, &spec.Scrape)
-	a.checkWebhook(spec, &problems)
+	a.checkWebhook(requestContext(c), spec, &problems)
 	if len(problems) > 0 {
 		return badRequest(problems...)
 	}
-	if err := a.dropBlocked(spec, given, ignoreInvalid, &invalid); err != nil {
+	if err := a.dropBlocked(requestContext(c), spec, given, ignoreInvalid, &invalid); err != nil {
 		return err
 	}
 	var err error
@@ -341,11 +341,11 @@ func (a *API) startBatch(c *fiber.Ctx) error {
 // checkWebhook refuses a job whose webhook target the network guard
 // blocks (it would never be delivered), naming the field that gave it.
 // Nothing is resolved for a request refused anyway.
-func (a *API) checkWebhook(spec *crawl.Spec, problems *[]FieldProblem) {
+func (a *API) checkWebhook(ctx context.Context, spec *crawl.Spec, problems *[]FieldProblem) {
 	if len(*problems) > 0 {
 		return
 	}
-	if blocked := a.Crawler.CheckWebhook(context.Background(), spec.Webhook); blocked != nil {
+	if blocked := a.Crawler.CheckWebhook(ctx, spec.Webhook); blocked != nil {
 		f := spec.Webhook.URLField()
 		*problems = append(*problems, fieldError(f, "%s is refused by the network guard: %s", f, blocked.Error()))
 	}
@@ -358,10 +358,10 @@ type batchURL struct{ name, raw string }
 // each as the request gave it). A blocked URL is an invalid one: skipped
 // and listed in invalid when ignoreInvalid, else the batch is a 400 naming
 // it. A batch whose every URL is blocked is a 403 URL_BLOCKED.
-func (a *API) dropBlocked(spec *crawl.Spec, given []batchURL, ignoreInvalid bool, invalid *[]string) error {
+func (a *API) dropBlocked(ctx context.Context, spec *crawl.Spec, given []batchURL, ignoreInvalid bool, invalid *[]string) error {
 	var kept, refused []string
 	var first error
-	for i, blocked := range a.Crawler.Blocked(context.Background(), spec.URLs) {
+	for i, blocked := range a.Crawler.Blocked(ctx, spec.URLs) {
 		if blocked == nil {
 			kept = append(kept, spec.URLs[i])
 			continue
@@ -393,7 +393,7 @@ func (a *API) jobStatus(kind string) fiber.Handler {
 		if len(problems) > 0 {
 			return badRequest(problems...)
 		}
-		st, err := a.jobPage(teamOf(c).ID, kind, c.Params("id"), skip, limit)
+		st, err := a.jobPage(requestContext(c), teamOf(c).ID, kind, c.Params("id"), skip, limit)
 		if err != nil {
 			return err
 		}
@@ -423,8 +423,7 @@ const pageWait = time.Second
 // page past the documents a running job has so far waits up to pageWait
 // for one: the SDKs follow next until a job ends, and would otherwise ask
 // again at once, over and over.
-func (a *API) jobPage(team, kind, id string, skip, limit int) (*crawl.Status, error) {
-	ctx := context.Background()
+func (a *API) jobPage(ctx context.Context, team, kind, id string, skip, limit int) (*crawl.Status, error) {
 	st, err := a.Crawler.Status(ctx, team, kind, id, skip, limit)
 	if err != nil || skip == 0 || len(st.Data) > 0 || st.Status != crawl.StatusScraping {
 		return st, err
@@ -450,7 +449,7 @@ func queryInt(c *fiber.Ctx, name string, def, lo, hi int, problems *[]FieldProbl
 
 func (a *API) cancelJob(kind string) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		st, err := a.Crawler.Cancel(context.Background(), teamOf(c).ID, kind, c.Params("id"))
+		st, err := a.Crawler.Cancel(requestContext(c), teamOf(c).ID, kind, c.Params("id"))
 		if err != nil {
 			return err
 		}
@@ -460,7 +459,7 @@ func (a *API) cancelJob(kind string) fiber.Handler {
 
 func (a *API) jobErrors(kind string) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		e, err := a.Crawler.Errors(context.Background(), teamOf(c).ID, kind, c.Params("id"))
+		e, err := a.Crawler.Errors(requestContext(c), teamOf(c).ID, kind, c.Params("id"))
 		if err != nil {
 			return err
 		}
@@ -469,7 +468,7 @@ func (a *API) jobErrors(kind string) fiber.Handler {
 }
 
 func (a *API) activeCrawls(c *fiber.Ctx) error {
-	list, err := a.Crawler.Active(context.Background(), teamOf(c).ID)
+	list, err := a.Crawler.Active(requestContext(c), teamOf(c).ID)
 	if err != nil {
 		return err
 	}
@@ -538,7 +537,7 @@ func (a *API) mapSite(c *fiber.Ctx) error {
 	if len(problems) > 0 {
 		return badRequest(problems...)
 	}
-	links, err := a.Crawler.Map(context.Background(), team.ID, team.Concurrency, m)
+	links, err := a.Crawler.Map(requestContext(c), team.ID, team.Concurrency, m)
 	if errors.Is(err, crawl.ErrMapTimeout) {
 		return &Error{Status: fiber.StatusRequestTimeout, Code: "MAP_TIMEOUT", Message: "Map timed out"}
 	}

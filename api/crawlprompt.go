@@ -52,7 +52,7 @@ const crawlPromptSystem = "You turn a request in plain language into the options
 // sets itself win, and a generated option the API would refuse is left
 // out with a warning, so that a model cannot produce a crawl that a
 // hand-written request could not. The model's calls count under id.
-func (a *API) promptedCrawl(body []byte, req *crawlRequest, team teams.Team, id string) (crawlRequest, []string, error) {
+func (a *API) promptedCrawl(ctx context.Context, body []byte, req *crawlRequest, team teams.Team, id string) (crawlRequest, []string, error) {
 	prompt, err := a.checkPrompt(req.Prompt)
 	if err != nil {
 		return *req, nil, err
@@ -68,11 +68,11 @@ func (a *API) promptedCrawl(body []byte, req *crawlRequest, team teams.Team, id 
 	if err := json.Unmarshal(body, &explicit); err != nil {
 		return *req, nil, err
 	}
-	generated, err := a.generateCrawlParams(team, id, target, prompt)
+	generated, err := a.generateCrawlParams(ctx, team, id, target, prompt)
 	if err != nil {
 		return *req, nil, err
 	}
-	merged, warnings := a.mergeGenerated(explicit, generated, team)
+	merged, warnings := a.mergeGenerated(ctx, explicit, generated, team)
 	raw, err := json.Marshal(merged)
 	if err != nil {
 		return *req, nil, err
@@ -99,12 +99,12 @@ func (a *API) checkPrompt(prompt *string) (string, error) {
 }
 
 // generateCrawlParams asks the model for the crawl options of prompt.
-func (a *API) generateCrawlParams(team teams.Team, id, target, prompt string) (map[string]any, error) {
+func (a *API) generateCrawlParams(ctx context.Context, team teams.Team, id, target, prompt string) (map[string]any, error) {
 	schema, err := model.NormalizeSchema(crawlParamsSchema)
 	if err != nil {
 		return nil, err // a mistake of this file, found by its test
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	ans, err := a.Model.Complete(ctx, model.Call{Team: team.ID, Request: id, Purpose: "crawlPrompt",
 		System: crawlPromptSystem, User: "Start URL: " + target + "\n\nWhat to crawl: " + prompt, Schema: schema})
@@ -130,7 +130,7 @@ func modelFailure(what string, err error) *Error {
 // mergeGenerated adds the generated options that body does not set
 // itself, each checked alone by the rules of a crawl request; it returns
 // the merged body and a warning for each option left out.
-func (a *API) mergeGenerated(body map[string]json.RawMessage, generated map[string]any, team teams.Team) (map[string]json.RawMessage, []string) {
+func (a *API) mergeGenerated(ctx context.Context, body map[string]json.RawMessage, generated map[string]any, team teams.Team) (map[string]json.RawMessage, []string) {
 	var warnings []string
 	keys := make([]string, 0, len(generated))
 	for k := range generated {
@@ -146,7 +146,7 @@ func (a *API) mergeGenerated(body map[string]json.RawMessage, generated map[stri
 		if err != nil {
 			continue
 		}
-		if why := a.refusedOption(body["url"], k, raw, team); why != "" {
+		if why := a.refusedOption(ctx, body["url"], k, raw, team); why != "" {
 			warnings = append(warnings, fmt.Sprintf("the prompt's %s (%s) was left out: %s", k, truncate(string(raw), 200), why))
 			continue
 		}
@@ -157,14 +157,14 @@ func (a *API) mergeGenerated(body map[string]json.RawMessage, generated map[stri
 
 // refusedOption says why a crawl request with url and option k set to raw
 // would be refused, "" when it would not.
-func (a *API) refusedOption(url json.RawMessage, k string, raw json.RawMessage, team teams.Team) string {
+func (a *API) refusedOption(ctx context.Context, url json.RawMessage, k string, raw json.RawMessage, team teams.Team) string {
 	var one bytes.Buffer
 	fmt.Fprintf(&one, `{"url": %s, %q: %s}`, url, k, raw)
 	var r crawlRequest
 	if err := decodeJSON(one.Bytes(), &r, ""); err != nil {
 		return err.Error()
 	}
-	_, problems := a.crawlSpec(&r, team)
+	_, problems := a.crawlSpec(ctx, &r, team)
 	var msgs []string
 	for _, p := range problems {
 		if len(p.Path) > 0 && (p.Path[0] == k || strings.HasPrefix(p.Path[0], k+"[")) {
@@ -195,18 +195,18 @@ func (a *API) paramsPreview(c *fiber.Ctx) error {
 	}
 	team := teamOf(c)
 	id := uuid.NewString()
-	generated, err := a.generateCrawlParams(team, id, target, prompt)
+	generated, err := a.generateCrawlParams(requestContext(c), team, id, target, prompt)
 	if err != nil {
 		return err
 	}
 	url, _ := json.Marshal(target)
-	merged, warnings := a.mergeGenerated(map[string]json.RawMessage{"url": url}, generated, team)
+	merged, warnings := a.mergeGenerated(requestContext(c), map[string]json.RawMessage{"url": url}, generated, team)
 	raw, _ := json.Marshal(merged)
 	var cr crawlRequest
 	if err := decodeJSON(raw, &cr, ""); err != nil {
 		return err
 	}
-	spec, problems := a.crawlSpec(&cr, team)
+	spec, problems := a.crawlSpec(requestContext(c), &cr, team)
 	if len(problems) > 0 {
 		return badRequest(problems...) // cannot happen: each option was checked
 	}

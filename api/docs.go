@@ -74,7 +74,7 @@ func (a *API) docsSearch(c *fiber.Ctx) error {
 	case len(hits) == 0:
 		// Nothing to ground an answer on: no model call either.
 	case a.Model != nil:
-		ctx, cancel := context.WithTimeout(c.UserContext(), docsModelTimeout)
+		ctx, cancel := context.WithTimeout(requestContext(c), docsModelTimeout)
 		defer cancel()
 		// Four pieces of about 1,500 characters fit any context; a small
 		// one loses the last sections rather than failing.

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,11 +59,11 @@ func (a *API) startExtract(c *fiber.Ctx) error {
 	}
 	// The network guard, as for a batch: a wildcard is checked by its host.
 	guarded := &crawl.Spec{Kind: crawl.KindBatch, URLs: x.spec.URLs}
-	if err := a.dropBlocked(guarded, x.given, x.ignoreInvalid, &x.invalid); err != nil {
+	if err := a.dropBlocked(requestContext(c), guarded, x.given, x.ignoreInvalid, &x.invalid); err != nil {
 		return err
 	}
 	x.spec.URLs = guarded.URLs
-	id, err := a.Extract.Create(context.Background(), team.ID, team.Concurrency, x.spec)
+	id, err := a.Extract.Create(requestContext(c), team.ID, team.Concurrency, x.spec)
 	if errors.Is(err, extract.ErrClosed) {
 		return &Error{Status: fiber.StatusServiceUnavailable, Code: "UNAVAILABLE", Message: "the service is shutting down"}
 	}
@@ -227,7 +226,7 @@ func checkExtractURL(name, raw string) (string, *FieldProblem) {
 
 // getExtract answers GET /v2/extract/{id}.
 func (a *API) getExtract(c *fiber.Ctx) error {
-	st, err := a.Extract.Get(context.Background(), teamOf(c).ID, c.Params("id"))
+	st, err := a.Extract.Get(requestContext(c), teamOf(c).ID, c.Params("id"))
 	if errors.Is(err, extract.ErrNotFound) {
 		return &Error{Status: fiber.StatusNotFound, Code: "NOT_FOUND", Message: "extract job not found"}
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/trawler-dev/trawler/parse"
 	"github.com/trawler-dev/trawler/scrape"
+	"github.com/trawler-dev/trawler/teams"
 )
 
 // POST /v2/parse is served by net/http rather than Fiber: Fiber's adaptor
@@ -102,68 +103,15 @@ func (a *API) parseUpload(w http.ResponseWriter, r *http.Request) (*scrape.Docum
 	if err != nil {
 		return nil, badRequest(fieldError("Content-Type", "the multipart body cannot be read: %v", err))
 	}
-	var (
-		up       *scrape.Upload
-		req      parseRequest
-		sawOpts  bool
-		problems []FieldProblem
-	)
-	for {
-		part, err := mr.NextPart()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, badRequest(fieldError("body", "the multipart body is malformed: %v", err))
-		}
-		switch name := part.FormName(); name {
-		case "options":
-			if sawOpts {
-				return nil, badRequest(fieldError("options", "options must be sent once"))
-			}
-			sawOpts = true
-			raw, err := io.ReadAll(io.LimitReader(part, maxOptionsPart+1))
-			if err != nil {
-				return nil, badRequest(fieldError("options", "the options part cannot be read: %v", err))
-			}
-			if len(raw) > maxOptionsPart {
-				return nil, badRequest(fieldError("options", "options must be at most 1 MB of JSON"))
-			}
-			if err := decodeJSON(raw, &req, "options."); err != nil {
-				return nil, err
-			}
-		case "file":
-			if up != nil {
-				return nil, badRequest(fieldError("file", "file must be sent once"))
-			}
-			var release func()
-			if up, release, err = readUpload(part, r.ContentLength); err != nil {
-				return nil, err
-			}
-			// The document returned holds copies of what it keeps, so the
-			// upload can go once parsing is done.
-			defer release()
-		default:
-			return nil, badRequest(fieldError(name, "unknown part %q: parse takes a file part and an options part", name))
-		}
-	}
-	if up == nil {
-		return nil, badRequest(fieldError("file", "file is required: send the document as a multipart part named file, with a file name"))
-	}
-	opts := req.options("options.", team, &problems)
-	// A refused option is named once, with the reason parse refuses it.
-	refused := notForParse(&req)
-	problems = slices.DeleteFunc(problems, func(p FieldProblem) bool {
-		return slices.ContainsFunc(refused, func(q FieldProblem) bool { return slices.Equal(p.Path, q.Path) })
-	})
-	problems = append(problems, refused...)
-	if len(problems) > 0 {
-		return nil, badRequest(problems...)
-	}
-	if _, err := zeroDataRetention(req.ZeroDataRetention, team, &opts); err != nil {
+	up, release, req, err := readParts(mr, r.ContentLength)
+	if err != nil {
 		return nil, err
 	}
-	if err := a.modelGate(&opts, "options."); err != nil {
+	// The document returned holds copies of what it keeps, so the upload
+	// can go once parsing is done.
+	defer release()
+	opts, err := a.parseOptions(&req, team)
+	if err != nil {
 		return nil, err
 	}
 	// up is not used past this call, so that the upload can go as soon as
@@ -177,6 +125,80 @@ func (a *API) parseUpload(w http.ResponseWriter, r *http.Request) (*scrape.Docum
 		a.recordActivity(team.ID, doc.Metadata["scrapeId"].(string), "parse", name)
 	}
 	return doc, nil
+}
+
+// readParts reads an upload's parts: a file part, required, and an
+// optional options part, each at most once. The upload's bytes are valid
+// until release is called; on an error, what was read is released.
+func readParts(mr *multipart.Reader, declared int64) (up *scrape.Upload, release func(), req parseRequest, err error) {
+	fail := func(err error) (*scrape.Upload, func(), parseRequest, error) {
+		if release != nil {
+			release()
+		}
+		return nil, nil, parseRequest{}, err
+	}
+	sawOpts := false
+	for {
+		part, err := mr.NextPart()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fail(badRequest(fieldError("body", "the multipart body is malformed: %v", err)))
+		}
+		switch name := part.FormName(); name {
+		case "options":
+			if sawOpts {
+				return fail(badRequest(fieldError("options", "options must be sent once")))
+			}
+			sawOpts = true
+			raw, err := io.ReadAll(io.LimitReader(part, maxOptionsPart+1))
+			if err != nil {
+				return fail(badRequest(fieldError("options", "the options part cannot be read: %v", err)))
+			}
+			if len(raw) > maxOptionsPart {
+				return fail(badRequest(fieldError("options", "options must be at most 1 MB of JSON")))
+			}
+			if err := decodeJSON(raw, &req, "options."); err != nil {
+				return fail(err)
+			}
+		case "file":
+			if up != nil {
+				return fail(badRequest(fieldError("file", "file must be sent once")))
+			}
+			if up, release, err = readUpload(part, declared); err != nil {
+				return fail(err)
+			}
+		default:
+			return fail(badRequest(fieldError(name, "unknown part %q: parse takes a file part and an options part", name)))
+		}
+	}
+	if up == nil {
+		return fail(badRequest(fieldError("file", "file is required: send the document as a multipart part named file, with a file name")))
+	}
+	return up, release, req, nil
+}
+
+// parseOptions checks an upload's options and returns them as a scrape's.
+func (a *API) parseOptions(req *parseRequest, team teams.Team) (scrape.Options, error) {
+	var problems []FieldProblem
+	opts := req.options("options.", team, &problems)
+	// A refused option is named once, with the reason parse refuses it.
+	refused := notForParse(req)
+	problems = slices.DeleteFunc(problems, func(p FieldProblem) bool {
+		return slices.ContainsFunc(refused, func(q FieldProblem) bool { return slices.Equal(p.Path, q.Path) })
+	})
+	problems = append(problems, refused...)
+	if len(problems) > 0 {
+		return opts, badRequest(problems...)
+	}
+	if _, err := zeroDataRetention(req.ZeroDataRetention, team, &opts); err != nil {
+		return opts, err
+	}
+	if err := a.modelGate(&opts, "options."); err != nil {
+		return opts, err
+	}
+	return opts, nil
 }
 
 func fileTooLarge() *Error {

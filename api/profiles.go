@@ -52,7 +52,7 @@ func jobProfile(problems *[]FieldProblem, path string, p *profileRequest, o *scr
 }
 
 func (a *API) listProfiles(c *fiber.Ctx) error {
-	infos, err := a.Profiles.Store.List(context.Background(), teamOf(c).ID)
+	infos, err := a.Profiles.Store.List(requestContext(c), teamOf(c).ID)
 	if err != nil {
 		return err
 	}
@@ -68,7 +68,7 @@ func (a *API) deleteProfile(c *fiber.Ctx) error {
 	if err := profiles.ValidName(name); err != nil {
 		return badRequest(fieldError("name", "name: %v", err))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(requestContext(c), 30*time.Second)
 	defer cancel()
 	if err := a.Profiles.Store.Delete(ctx, teamOf(c).ID, name); err != nil {
 		return err

@@ -2,7 +2,6 @@ package api
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -473,6 +472,8 @@ var actionKeys = map[string]map[string]bool{
 	"pdf":               {"format": true, "landscape": true, "scale": true},
 }
 
+// decodeAction reads one of a scrape's actions; it returns what is wrong
+// with it, "" for nothing.
 func decodeAction(raw json.RawMessage) (scrape.Action, string) {
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(raw, &obj) != nil {
@@ -491,22 +492,7 @@ func decodeAction(raw json.RawMessage) (scrape.Action, string) {
 			return scrape.Action{}, fmt.Sprintf("of type %s does not take %q", typ, k)
 		}
 	}
-	// The members of every action type, in the order of actionKeys.
-	var a struct {
-		Milliseconds *int            `json:"milliseconds"`
-		Selector     *string         `json:"selector"`
-		All          *bool           `json:"all"`
-		Text         *string         `json:"text"`
-		Key          *string         `json:"key"`
-		Direction    *string         `json:"direction"`
-		FullPage     *bool           `json:"fullPage"`
-		Quality      *int            `json:"quality"`
-		Viewport     json.RawMessage // decoded on its own: a screenshot format's viewport
-		Script       *string         `json:"script"`
-		Format       *string         `json:"format"`
-		Landscape    *bool           `json:"landscape"`
-		Scale        *float64        `json:"scale"`
-	}
+	var a actionMembers
 	if err := json.Unmarshal(raw, &a); err != nil {
 		return scrape.Action{}, "has a member of the wrong type: " + err.Error()
 	}
@@ -523,34 +509,59 @@ func decodeAction(raw json.RawMessage) (scrape.Action, string) {
 			return out, fmt.Sprintf("selector must be a CSS selector, got %q", *a.Selector)
 		}
 	}
-	switch typ {
+	msg := a.check(&out, raw)
+	return out, msg
+}
+
+// actionMembers are the members of every action type, in the order of
+// actionKeys.
+type actionMembers struct {
+	Milliseconds *int            `json:"milliseconds"`
+	Selector     *string         `json:"selector"`
+	All          *bool           `json:"all"`
+	Text         *string         `json:"text"`
+	Key          *string         `json:"key"`
+	Direction    *string         `json:"direction"`
+	FullPage     *bool           `json:"fullPage"`
+	Quality      *int            `json:"quality"`
+	Viewport     json.RawMessage // decoded on its own: a screenshot format's viewport
+	Script       *string         `json:"script"`
+	Format       *string         `json:"format"`
+	Landscape    *bool           `json:"landscape"`
+	Scale        *float64        `json:"scale"`
+}
+
+// check checks the members that out's type needs and reads them into out
+// (raw is the whole action); it returns what is wrong, "" for nothing.
+func (a *actionMembers) check(out *scrape.Action, raw json.RawMessage) string {
+	switch out.Type {
 	case "wait":
 		switch {
 		case (a.Milliseconds == nil) == (a.Selector == nil):
-			return out, "of type wait needs exactly one of milliseconds or selector"
+			return "of type wait needs exactly one of milliseconds or selector"
 		case a.Milliseconds != nil && (*a.Milliseconds < 1 || *a.Milliseconds > 60000):
-			return out, "milliseconds must be between 1 and 60000"
+			return "milliseconds must be between 1 and 60000"
 		case a.Milliseconds != nil:
 			out.Milliseconds = *a.Milliseconds
 		}
 	case "click":
 		if out.Selector == "" {
-			return out, "of type click needs a selector"
+			return "of type click needs a selector"
 		}
 		out.All = a.All != nil && *a.All
 	case "write":
 		if a.Text == nil {
-			return out, "of type write needs text"
+			return "of type write needs text"
 		}
 	case "press":
 		if out.Key == "" {
-			return out, "of type press needs a key"
+			return "of type press needs a key"
 		}
 	case "scroll":
 		out.Direction = "down"
 		if a.Direction != nil {
 			if *a.Direction != "up" && *a.Direction != "down" {
-				return out, "direction must be up or down"
+				return "direction must be up or down"
 			}
 			out.Direction = *a.Direction
 		}
@@ -558,31 +569,37 @@ func decodeAction(raw json.RawMessage) (scrape.Action, string) {
 		// A screenshot action has the members of the screenshot format.
 		f, msg := decodeFormat(raw)
 		if msg != "" {
-			return out, msg
+			return msg
 		}
 		out.FullPage, out.Quality, out.Viewport = f.FullPage, f.Quality, f.Viewport
 	case "executeJavascript":
 		if strings.TrimSpace(out.Script) == "" {
-			return out, "of type executeJavascript needs a script"
+			return "of type executeJavascript needs a script"
 		}
 	case "pdf":
-		if a.Format != nil {
-			switch *a.Format {
-			case "A0", "A1", "A2", "A3", "A4", "A5", "A6", "Letter", "Legal", "Tabloid", "Ledger":
-				out.PaperFormat = *a.Format
-			default:
-				return out, "format must be one of A0..A6, Letter, Legal, Tabloid, Ledger"
-			}
-		}
-		out.Landscape = a.Landscape != nil && *a.Landscape
-		if a.Scale != nil {
-			if *a.Scale < 0.1 || *a.Scale > 2 {
-				return out, "scale must be between 0.1 and 2"
-			}
-			out.Scale = *a.Scale
+		return a.pdf(out)
+	}
+	return ""
+}
+
+// pdf reads a pdf action's paper format, orientation and scale into out.
+func (a *actionMembers) pdf(out *scrape.Action) string {
+	if a.Format != nil {
+		switch *a.Format {
+		case "A0", "A1", "A2", "A3", "A4", "A5", "A6", "Letter", "Legal", "Tabloid", "Ledger":
+			out.PaperFormat = *a.Format
+		default:
+			return "format must be one of A0..A6, Letter, Legal, Tabloid, Ledger"
 		}
 	}
-	return out, ""
+	out.Landscape = a.Landscape != nil && *a.Landscape
+	if a.Scale != nil {
+		if *a.Scale < 0.1 || *a.Scale > 2 {
+			return "scale must be between 0.1 and 2"
+		}
+		out.Scale = *a.Scale
+	}
+	return ""
 }
 
 type scrapeRequest struct {
@@ -729,7 +746,7 @@ func (a *API) scrape(c *fiber.Ctx) error {
 	if err := a.modelGate(&opts, ""); err != nil {
 		return err
 	}
-	doc, err := a.Scraper.Scrape(context.Background(), scrape.Request{Team: team.ID, TeamLimit: team.Concurrency, URL: target, Options: opts})
+	doc, err := a.Scraper.Scrape(requestContext(c), scrape.Request{Team: team.ID, TeamLimit: team.Concurrency, URL: target, Options: opts})
 	if err != nil {
 		return err
 	}
@@ -740,7 +757,7 @@ func (a *API) scrape(c *fiber.Ctx) error {
 }
 
 func (a *API) getScrape(c *fiber.Ctx) error {
-	raw, err := a.Scraper.Get(context.Background(), teamOf(c).ID, c.Params("id"))
+	raw, err := a.Scraper.Get(requestContext(c), teamOf(c).ID, c.Params("id"))
 	if err != nil {
 		return err
 	}

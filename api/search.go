@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -70,7 +69,7 @@ func (a *API) search(c *fiber.Ctx) error {
 		return err
 	}
 	r.ID = uuid.NewString()
-	resp, err := a.Search.Search(context.Background(), r)
+	resp, err := a.Search.Search(requestContext(c), r)
 	if errors.Is(err, search.ErrTimeout) {
 		return &Error{Status: fiber.StatusRequestTimeout, Code: "SEARCH_TIMEOUT", Message: "Search timed out"}
 	}
@@ -81,7 +80,7 @@ func (a *API) search(c *fiber.Ctx) error {
 	// A search's results are not stored: its charge, results and their
 	// scrapes together, is written alone.
 	charge := store.Charge{Team: team.ID, Request: id, Kind: store.CreditSearch, Credits: resp.Credits, At: time.Now()}
-	if err := a.Store.AddCharge(context.Background(), charge); err != nil {
+	if err := a.Store.AddCharge(requestContext(c), charge); err != nil {
 		return fmt.Errorf("recording a search's credits: %w", err) // no results that nobody paid for
 	}
 	if !r.ZDR {

@@ -49,7 +49,7 @@ func (a *API) creditsExhausted(ctx context.Context, team teams.Team) error {
 // billable is the middleware of the routes that cost credits: a team
 // whose credits are exhausted is answered 402 before anything is done.
 func (a *API) billable(c *fiber.Ctx) error {
-	if err := a.creditsExhausted(context.Background(), teamOf(c)); err != nil {
+	if err := a.creditsExhausted(requestContext(c), teamOf(c)); err != nil {
 		return err
 	}
 	return c.Next()
@@ -62,7 +62,7 @@ func (a *API) billable(c *fiber.Ctx) error {
 func (a *API) creditUsage(c *fiber.Ctx) error {
 	team := teamOf(c)
 	from, to := billingPeriod(time.Now())
-	used, err := a.Store.CreditsUsed(context.Background(), team.ID, from, to)
+	used, err := a.Store.CreditsUsed(requestContext(c), team.ID, from, to)
 	if err != nil {
 		return err
 	}
@@ -87,7 +87,7 @@ func (a *API) creditHistory(c *fiber.Ctx) error {
 	default:
 		return badRequest(fieldError("byApiKey", "byApiKey must be true or false, got %q", truncate(c.Query("byApiKey"), 100)))
 	}
-	months, err := a.Store.CreditHistory(context.Background(), teamOf(c).ID)
+	months, err := a.Store.CreditHistory(requestContext(c), teamOf(c).ID)
 	if err != nil {
 		return err
 	}
@@ -105,7 +105,7 @@ func (a *API) creditHistory(c *fiber.Ctx) error {
 func (a *API) queueStatus(c *fiber.Ctx) error {
 	team := teamOf(c)
 	q := a.Crawler.TeamQueue(team.ID)
-	last, err := a.Store.LastCharge(context.Background(), team.ID)
+	last, err := a.Store.LastCharge(requestContext(c), team.ID)
 	if err != nil {
 		return err
 	}

@@ -83,6 +83,8 @@ func (a *API) serveWatch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer conn.Close()
+	// The socket lives as long as its connection, which net/http no longer
+	// watches once hijacked: the reader below ends it when the client goes.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -93,62 +95,74 @@ func (a *API) serveWatch(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}()
-	send := func(v any) bool {
-		conn.SetWriteDeadline(time.Now().Add(30 * time.Second))
-		return conn.WriteJSON(v) == nil
-	}
-	closeWith := func(code int, reason string) {
-		conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(5*time.Second))
-	}
-
+	s := &watchSocket{a: a, conn: conn, team: team.ID, kind: kind, id: id}
 	events, stop, running := a.Crawler.Watch(ctx, team.ID, kind, id)
 	defer stop()
-	st, err := a.Crawler.Status(ctx, team.ID, kind, id, 0, 1000)
+	if !s.catchUp(ctx) {
+		return
+	}
+	if !running {
+		s.final(ctx)
+		return
+	}
+	s.follow(ctx, events)
+}
+
+// watchSocket is one live-progress socket and the job it follows.
+type watchSocket struct {
+	a              *API
+	conn           *websocket.Conn
+	team, kind, id string
+	// sent counts the documents the catchup sent, which events may bring
+	// again.
+	sent int
+}
+
+func (s *watchSocket) send(v any) bool {
+	s.conn.SetWriteDeadline(time.Now().Add(30 * time.Second))
+	return s.conn.WriteJSON(v) == nil
+}
+
+func (s *watchSocket) closeWith(code int, reason string) {
+	s.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(5*time.Second))
+}
+
+// catchUp sends the job's status with its first documents, then the rest
+// of the documents so far. It reports whether the socket goes on.
+func (s *watchSocket) catchUp(ctx context.Context) bool {
+	st, err := s.a.Crawler.Status(ctx, s.team, s.kind, s.id, 0, 1000)
 	if err != nil {
 		msg := "job not found"
 		if !errors.Is(err, crawl.ErrNotFound) {
-			msg = a.toError(err).Message
+			msg = s.a.toError(err).Message
 		}
-		send(map[string]any{"type": "error", "error": msg})
-		closeWith(websocket.ClosePolicyViolation, msg)
-		return
+		s.send(map[string]any{"type": "error", "error": msg})
+		s.closeWith(websocket.ClosePolicyViolation, msg)
+		return false
 	}
-	if !send(map[string]any{"type": "catchup", "data": statusMessage(st, st.Data)}) {
-		return
+	if !s.send(map[string]any{"type": "catchup", "data": statusMessage(st, st.Data)}) {
+		return false
 	}
-	sent := len(st.Data)
+	s.sent = len(st.Data)
 	for more := st.More; more; {
-		page, err := a.Crawler.Status(ctx, team.ID, kind, id, sent, 1000)
+		page, err := s.a.Crawler.Status(ctx, s.team, s.kind, s.id, s.sent, 1000)
 		if err != nil {
-			return
+			return false
 		}
 		for _, d := range page.Data {
-			if !send(map[string]any{"type": "document", "data": d}) {
-				return
+			if !s.send(map[string]any{"type": "document", "data": d}) {
+				return false
 			}
 		}
-		sent += len(page.Data)
+		s.sent += len(page.Data)
 		more = page.More && len(page.Data) > 0
 	}
-	final := func() {
-		st, err := a.Crawler.Status(ctx, team.ID, kind, id, 0, 1)
-		if err != nil {
-			return
-		}
-		switch st.Status {
-		case crawl.StatusCompleted:
-			send(map[string]any{"type": "done", "data": statusMessage(st, []json.RawMessage{})})
-		case crawl.StatusFailed:
-			send(map[string]any{"type": "error", "error": "the job failed", "data": statusMessage(st, []json.RawMessage{})})
-		default:
-			send(map[string]any{"type": st.Status, "data": statusMessage(st, []json.RawMessage{})})
-		}
-		closeWith(websocket.CloseNormalClosure, "job "+st.Status)
-	}
-	if !running {
-		final()
-		return
-	}
+	return true
+}
+
+// follow sends each new document of the job as events bring it, until
+// the job ends (then final), the client goes or falls behind.
+func (s *watchSocket) follow(ctx context.Context, events <-chan crawl.Event) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -156,25 +170,42 @@ func (a *API) serveWatch(w http.ResponseWriter, r *http.Request) {
 		case ev, ok := <-events:
 			if !ok {
 				// Too slow to keep up, or the job ended: say which.
-				if st, err := a.Crawler.Status(ctx, team.ID, kind, id, 0, 1); err == nil && st.Status == crawl.StatusScraping {
-					closeWith(websocket.CloseTryAgainLater, "too slow to follow this job live; poll its status instead")
+				if st, err := s.a.Crawler.Status(ctx, s.team, s.kind, s.id, 0, 1); err == nil && st.Status == crawl.StatusScraping {
+					s.closeWith(websocket.CloseTryAgainLater, "too slow to follow this job live; poll its status instead")
 					return
 				}
-				final()
+				s.final(ctx)
 				return
 			}
 			if ev.Type != "document" {
-				final()
+				s.final(ctx)
 				return
 			}
-			if ev.Seq <= int64(sent) {
+			if ev.Seq <= int64(s.sent) {
 				continue // already in the catchup
 			}
-			if !send(map[string]any{"type": "document", "data": ev.Doc}) {
+			if !s.send(map[string]any{"type": "document", "data": ev.Doc}) {
 				return
 			}
 		}
 	}
+}
+
+// final sends how the job ended and closes the socket.
+func (s *watchSocket) final(ctx context.Context) {
+	st, err := s.a.Crawler.Status(ctx, s.team, s.kind, s.id, 0, 1)
+	if err != nil {
+		return
+	}
+	switch st.Status {
+	case crawl.StatusCompleted:
+		s.send(map[string]any{"type": "done", "data": statusMessage(st, []json.RawMessage{})})
+	case crawl.StatusFailed:
+		s.send(map[string]any{"type": "error", "error": "the job failed", "data": statusMessage(st, []json.RawMessage{})})
+	default:
+		s.send(map[string]any{"type": st.Status, "data": statusMessage(st, []json.RawMessage{})})
+	}
+	s.closeWith(websocket.CloseNormalClosure, "job "+st.Status)
 }
 
 // watchKey is the API key of a watch socket: the bearer token, else the

@@ -108,8 +108,7 @@ type Pool struct {
 	waiters      int
 	changed      chan struct{} // closed and replaced on every change
 	closed       bool
-	retryGap     bool    // a warm start failed recently; back off
-	taken        *pooled // handed from takeIdleLocked to its caller
+	retryGap     bool // a warm start failed recently; back off
 
 	wg sync.WaitGroup // every goroutine the pool starts
 }
@@ -211,6 +210,12 @@ func (p *Pool) Acquire(ctx context.Context, req LeaseRequest) (*Lease, error) {
 			p.opts.Places.Give(req.Team)
 		}
 	}()
+	// lease hands pb to the request, with the store's place if it holds one.
+	lease := func(pb *pooled) *Lease {
+		l := p.leaseLocked(pb, req)
+		l.teamWait, l.placed, placed = since(limited), placed, false
+		return l
+	}
 	for {
 		var retry <-chan time.Time
 		if place && !placed {
@@ -234,22 +239,19 @@ func (p *Pool) Acquire(ctx context.Context, req LeaseRequest) (*Lease, error) {
 			return nil, ErrPoolClosed
 		}
 		var reason string
+		teamFull := retry != nil || req.TeamLimit > 0 && p.perTeam[req.Team] >= req.TeamLimit
+		var taken *pooled
+		if !teamFull {
+			taken = p.takeLocked(req, shareBy)
+		}
 		switch {
-		case retry != nil || req.TeamLimit > 0 && p.perTeam[req.Team] >= req.TeamLimit:
+		case teamFull:
 			reason = fmt.Sprintf("team concurrency limit of %d browsers reached", req.TeamLimit)
 			if limited.IsZero() {
 				limited = time.Now()
 			}
-		case p.takeIdleLocked(req.Reusable, req.Shareable) != nil ||
-			req.Shareable && (p.sharedLocked() != nil || !p.shareWaitLocked(shareBy) && p.takeIdleLocked(true, false) != nil):
-			// A shareable lease takes an idle used browser, else joins a
-			// shared one, and takes a pristine browser (which the pool then
-			// replaces, for sessions) only when neither is there and it has
-			// waited ShareWait for a place in a full one: a browser already
-			// running opens another context sooner than a new one starts.
-			l := p.leaseLocked(p.taken, req)
-			l.teamWait, l.placed, placed = since(limited), placed, false
-			p.taken = nil
+		case taken != nil:
+			l := lease(taken)
 			p.fillLocked()
 			p.mu.Unlock()
 			return l, nil
@@ -263,36 +265,26 @@ func (p *Pool) Acquire(ctx context.Context, req LeaseRequest) (*Lease, error) {
 			if retry == nil {
 				retry = time.After(time.Until(shareBy))
 			}
-		case p.total+p.reserved >= p.opts.Size && !req.Reusable && p.evictUsedLocked():
-			// Room is being made: a used browser is going away.
-			reason = fmt.Sprintf("all %d browsers of the pool are in use", p.opts.Size)
 		case p.total+p.reserved < p.opts.Size:
-			p.total++
-			p.starting++
-			p.perTeam[req.Team]++ // hold the team's slot while starting
-			p.mu.Unlock()
-			b, err := p.start(ctx)
-			p.mu.Lock()
-			p.starting--
-			p.perTeam[req.Team]--
+			pb, err := p.startLocked(ctx, req.Team)
 			if err != nil {
-				p.total--
-				p.broadcastLocked()
 				p.mu.Unlock()
 				return nil, err
 			}
-			pb := &pooled{b: b}
-			p.watch(pb)
 			if p.closed {
 				p.mu.Unlock()
-				b.Close()
+				pb.b.Close()
 				return nil, ErrPoolClosed
 			}
-			l := p.leaseLocked(pb, req)
-			l.teamWait, l.placed, placed = since(limited), placed, false
+			l := lease(pb)
 			p.mu.Unlock()
 			return l, nil
 		default:
+			if !req.Reusable {
+				// The pool is full: room is made for a pristine browser
+				// by destroying an idle used one, if there is one.
+				p.evictUsedLocked()
+			}
 			reason = fmt.Sprintf("all %d browsers of the pool are in use", p.opts.Size)
 		}
 		if err := p.waitLocked(ctx, deadline.C, retry, reason, nil); err != nil {
@@ -427,8 +419,52 @@ func (p *Pool) AcquireSlot(ctx context.Context, team string, limit int) (release
 	}
 }
 
-// sharedLocked puts in p.taken the least busy browser that shareable
-// leases hold and another may join.
+// takeLocked takes the browser req may have without starting one, nil if
+// there is none. A shareable lease takes an idle used browser, else joins
+// a shared one, and takes a pristine browser (which the pool then
+// replaces, for sessions) only when neither is there and it has waited
+// ShareWait (until shareBy) for a place in a full one: a browser already
+// running opens another context sooner than a new one starts.
+func (p *Pool) takeLocked(req LeaseRequest, shareBy time.Time) *pooled {
+	if pb := p.takeIdleLocked(req.Reusable, req.Shareable); pb != nil {
+		return pb
+	}
+	if !req.Shareable {
+		return nil
+	}
+	if pb := p.sharedLocked(); pb != nil {
+		return pb
+	}
+	if p.shareWaitLocked(shareBy) {
+		return nil
+	}
+	return p.takeIdleLocked(true, false)
+}
+
+// startLocked starts a browser in the pool's room, holding one of team's
+// places while it starts. p.mu is held on entry and on return, but not
+// while the browser starts.
+func (p *Pool) startLocked(ctx context.Context, team string) (*pooled, error) {
+	p.total++
+	p.starting++
+	p.perTeam[team]++ // hold the team's slot while starting
+	p.mu.Unlock()
+	b, err := p.start(ctx)
+	p.mu.Lock()
+	p.starting--
+	p.perTeam[team]--
+	if err != nil {
+		p.total--
+		p.broadcastLocked()
+		return nil, err
+	}
+	pb := &pooled{b: b}
+	p.watch(pb)
+	return pb, nil
+}
+
+// sharedLocked returns the least busy browser that shareable leases hold
+// and another may join (and counts the join).
 func (p *Pool) sharedLocked() *pooled {
 	var best *pooled
 	for l := range p.leases {
@@ -448,7 +484,6 @@ func (p *Pool) sharedLocked() *pooled {
 	if best != nil {
 		p.joined++
 	}
-	p.taken = best
 	return best
 }
 
@@ -532,8 +567,8 @@ func (p *Pool) watch(pb *pooled) {
 	}()
 }
 
-// takeIdleLocked removes an idle browser the request may have into
-// p.taken: a used one first for a reusable job (its spare state is ready),
+// takeIdleLocked removes and returns an idle browser the request may
+// have: a used one first for a reusable job (its spare state is ready),
 // else a pristine one (never when usedOnly).
 func (p *Pool) takeIdleLocked(reusable, usedOnly bool) *pooled {
 	pick := -1
@@ -549,9 +584,9 @@ func (p *Pool) takeIdleLocked(reusable, usedOnly bool) *pooled {
 	if pick < 0 {
 		return nil
 	}
-	p.taken = p.idle[pick]
+	pb := p.idle[pick]
 	p.idle = append(p.idle[:pick], p.idle[pick+1:]...)
-	return p.taken
+	return pb
 }
 
 // evictUsedLocked destroys one idle used browser to make room for a

@@ -160,22 +160,101 @@ func (r *ProcessRuntime) Start(ctx context.Context, id string) (Browser, error) 
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the browser's directory: %w", err)
 	}
+	args, userData, err := r.chromiumArgs(id)
+	if err != nil {
+		return nil, err
+	}
+	pipes, err := newDevtoolsPipes()
+	if err != nil {
+		return nil, err
+	}
+	cmd, box, err := r.command(id, dir, args, pipes)
+	if err != nil {
+		pipes.closeAll()
+		return nil, err
+	}
+	stderr, err := cmd.StderrPipe()
+	if err == nil {
+		err = cmd.Start()
+	}
+	// The child's ends are the child's now (or nobody's).
+	pipes.toR.Close()
+	pipes.fromW.Close()
+	if box != nil {
+		for _, f := range box.parentEnds {
+			f.Close()
+		}
+	}
+	if err != nil {
+		pipes.toW.Close()
+		pipes.fromR.Close()
+		if box != nil {
+			box.cleanup()
+		}
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("starting %s: %w", cmd.Path, err)
+	}
+	b := &processBrowser{id: id, dir: dir, cmd: cmd, done: make(chan struct{})}
+	downloads := filepath.Join(userData, "Downloads")
+	b.mux = cdp.NewMux(pipes.fromR, pipes.toW, closeBoth{pipes.toW, pipes.fromR}, cdp.MuxOptions{DownloadDir: downloads})
+	if err := os.WriteFile(filepath.Join(dir, pidFile), []byte(pidRecord(cmd.Process.Pid)), 0o600); err != nil {
+		b.kill()
+		cmd.Wait()
+		b.mux.Close()
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("recording browser pid: %w", err)
+	}
+
+	tail := &LineTail{}
+	logged := r.readOutput(id, stderr, tail)
+	go b.wait()
+
+	timeout := r.StartTimeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	startCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err = r.awaitReady(startCtx, b, box, timeout); err == nil {
+		return b, nil
+	}
+	b.Close()
+	return nil, startFailure(ctx, err, b, logged, tail, timeout)
+}
+
+// chromiumArgs are the arguments of browser id's Chromium, and the
+// user-data directory they name: its own directory under Dir, or the
+// sandbox's for a confined browser, whose proxy is the port of its own
+// network namespace.
+func (r *ProcessRuntime) chromiumArgs(id string) (args []string, userData string, err error) {
 	conf := r.Confinement
-	userData, proxy := dir, r.Proxy
+	userData, proxy := filepath.Join(r.Dir, id), r.Proxy
 	if conf.Confined {
 		userData, proxy = UserDataDir, "http://127.0.0.1:"+strconv.Itoa(shim.ProxyPort)
 	} else if r.ProxyFor != nil {
-		var err error
 		if proxy, err = r.ProxyFor(id); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 	}
 	own, extra := WithExtra(r.ExtraFlags)
 	if !conf.Sandbox {
 		own = append(own, "--no-sandbox")
 	}
-	args := append(append(append(own, ProxyFlags(proxy)...), extra...), "--user-data-dir="+userData, "about:blank")
-	// Chromium reads commands from fd 3 and writes to fd 4.
+	args = append(append(append(own, ProxyFlags(proxy)...), extra...), "--user-data-dir="+userData, "about:blank")
+	if conf.Confined {
+		// The marker is a switch Chromium ignores (see Marker).
+		args = append([]string{"--trawler-browser=" + Marker(r.Dir, id)}, args...)
+	}
+	return args, userData, nil
+}
+
+// devtoolsPipes are the two pipes of a browser's DevTools connection:
+// Chromium reads commands from fd 3 (toR) and writes to fd 4 (fromW).
+type devtoolsPipes struct {
+	toR, toW, fromR, fromW *os.File
+}
+
+func newDevtoolsPipes() (*devtoolsPipes, error) {
 	toR, toW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -186,60 +265,44 @@ func (r *ProcessRuntime) Start(ctx context.Context, id string) (Browser, error) 
 		toW.Close()
 		return nil, err
 	}
+	return &devtoolsPipes{toR: toR, toW: toW, fromR: fromR, fromW: fromW}, nil
+}
+
+func (p *devtoolsPipes) closeAll() {
+	p.toR.Close()
+	p.toW.Close()
+	p.fromR.Close()
+	p.fromW.Close()
+}
+
+// command is the process of browser id's Chromium: in its sandbox (box)
+// when confined, else a child of Trawler's in dir. Either way the
+// DevTools pipes' child ends are its fds 3 and 4.
+func (r *ProcessRuntime) command(id, dir string, args []string, pipes *devtoolsPipes) (*exec.Cmd, *sandboxed, error) {
+	conf := r.Confinement
 	var cmd *exec.Cmd
 	var box *sandboxed
 	if conf.Confined {
-		// The marker is a switch Chromium ignores (see Marker).
-		args = append([]string{"--trawler-browser=" + Marker(r.Dir, id)}, args...)
 		var err error
 		if box, err = conf.command(r.Chromium, args); err != nil {
-			toR.Close()
-			toW.Close()
-			fromR.Close()
-			fromW.Close()
-			return nil, err
+			return nil, nil, err
 		}
 		cmd = box.cmd
-		cmd.ExtraFiles = append([]*os.File{toR, fromW}, box.files...)
+		cmd.ExtraFiles = append([]*os.File{pipes.toR, pipes.fromW}, box.files...)
 	} else {
 		cmd = exec.Command(r.Chromium, args...)
 		cmd.Dir = dir
-		cmd.ExtraFiles = []*os.File{toR, fromW}
+		cmd.ExtraFiles = []*os.File{pipes.toR, pipes.fromW}
 	}
 	cmd.Env = browserEnv()
 	cmd.SysProcAttr = conf.procAttr()
-	stderr, err := cmd.StderrPipe()
-	if err == nil {
-		err = cmd.Start()
-	}
-	toR.Close()
-	fromW.Close()
-	if box != nil {
-		for _, f := range box.parentEnds {
-			f.Close()
-		}
-	}
-	if err != nil {
-		toW.Close()
-		fromR.Close()
-		if box != nil {
-			box.cleanup()
-		}
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("starting %s: %w", cmd.Path, err)
-	}
-	b := &processBrowser{id: id, dir: dir, cmd: cmd, done: make(chan struct{})}
-	downloads := filepath.Join(userData, "Downloads")
-	b.mux = cdp.NewMux(fromR, toW, closeBoth{toW, fromR}, cdp.MuxOptions{DownloadDir: downloads})
-	if err := os.WriteFile(filepath.Join(dir, pidFile), []byte(pidRecord(cmd.Process.Pid)), 0o600); err != nil {
-		b.kill()
-		cmd.Wait()
-		b.mux.Close()
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("recording browser pid: %w", err)
-	}
+	return cmd, box, nil
+}
 
-	tail := &LineTail{}
+// readOutput keeps the last lines of browser id's error output in tail
+// (and logs them at debug level); the channel is closed when the output
+// has ended.
+func (r *ProcessRuntime) readOutput(id string, stderr io.Reader, tail *LineTail) <-chan struct{} {
 	logged := make(chan struct{})
 	go func() {
 		defer close(logged)
@@ -253,23 +316,27 @@ func (r *ProcessRuntime) Start(ctx context.Context, id string) (Browser, error) 
 		}
 		io.Copy(io.Discard, stderr)
 	}()
-	go func() {
-		err := cmd.Wait()
-		if err == nil {
-			err = errors.New("exit status 0")
-		}
-		b.mu.Lock()
-		b.err = err
-		b.mu.Unlock()
-		close(b.done)
-	}()
+	return logged
+}
 
-	timeout := r.StartTimeout
-	if timeout <= 0 {
-		timeout = 30 * time.Second
+// wait waits for the browser's process to end, then records why and
+// closes done.
+func (b *processBrowser) wait() {
+	err := b.cmd.Wait()
+	if err == nil {
+		err = errors.New("exit status 0")
 	}
-	startCtx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+	b.mu.Lock()
+	b.err = err
+	b.mu.Unlock()
+	close(b.done)
+}
+
+// awaitReady waits until browser b answers on its DevTools pipe, within
+// ctx; a confined one first has its sandbox hand over its proxy listener,
+// which Chromium waits for. It returns errExitedEarly if the browser's
+// process ends first.
+func (r *ProcessRuntime) awaitReady(ctx context.Context, b *processBrowser, box *sandboxed, timeout time.Duration) error {
 	ready := make(chan error, 1)
 	go func() {
 		if box != nil {
@@ -281,33 +348,36 @@ func (r *ProcessRuntime) Start(ctx context.Context, id string) (Browser, error) 
 				return
 			}
 			if b.setProxy(ln) {
-				go r.serveProxy(id, ln)
+				go r.serveProxy(b.id, ln)
 			}
 		}
-		ready <- b.mux.Start(startCtx)
+		ready <- b.mux.Start(ctx)
 	}()
 	select {
-	case err = <-ready:
+	case err := <-ready:
+		return err
 	case <-b.done:
-		err = errExitedEarly
+		return errExitedEarly
 	}
-	if err == nil {
-		return b, nil
-	}
-	b.Close()
+}
+
+// startFailure is the error of a browser that did not become ready (err),
+// with the last lines of its output when it exited or did not answer in
+// time. ctx is Start's own: its end is reported as it is.
+func startFailure(ctx context.Context, err error, b *processBrowser, logged <-chan struct{}, tail *LineTail, timeout time.Duration) error {
 	switch {
 	case errors.Is(err, errExitedEarly) || errors.Is(err, cdp.ErrMuxClosed):
 		select {
 		case <-logged:
 		case <-time.After(time.Second):
 		}
-		return nil, fmt.Errorf("chromium exited before it answered on its DevTools pipe (%v): %s", b.Err(), tail.String())
+		return fmt.Errorf("chromium exited before it answered on its DevTools pipe (%v): %s", b.Err(), tail.String())
 	case ctx.Err() != nil:
-		return nil, ctx.Err()
+		return ctx.Err()
 	case errors.Is(err, context.DeadlineExceeded):
-		return nil, fmt.Errorf("chromium did not answer on its DevTools pipe within %s: %s", timeout, tail.String())
+		return fmt.Errorf("chromium did not answer on its DevTools pipe within %s: %s", timeout, tail.String())
 	}
-	return nil, fmt.Errorf("chromium's DevTools pipe: %w", err)
+	return fmt.Errorf("chromium's DevTools pipe: %w", err)
 }
 
 var errExitedEarly = errors.New("exited")

@@ -1,6 +1,15 @@
-// Package config owns Trawler's settings: one typed Config read from the
-// environment (every TRAWLER_ name lives in this file) and validated at start
-// with messages that name the setting.
+// Package config owns Trawler's settings: one typed Config that FromEnv
+// reads from the environment and Validate checks at start, with messages
+// that name the setting. Every setting of the service is read here: the
+// TRAWLER_ variables, and the few names of a Firecrawl self-host .env
+// taken as fallbacks (OPENAI_API_KEY, OLLAMA_BASE_URL and others, see
+// Config.LLM). Elsewhere a setting is only named, in a message or in the
+// overrides that cmd/trawler's local commands pass to FromEnv, with one
+// exception where there is no Config yet: cmd/trawler reads TRAWLER_ADDR
+// for its healthcheck command, and TRAWLER_DATA_DIR to choose the data
+// directory of its local commands (scrape, crawl, search). The TRAWLER_
+// variables that execute sets for the code it runs are that code's, not
+// settings.
 package config
 
 import (
@@ -739,6 +748,43 @@ func (c *Config) Validate() error {
 	if c.DataDir == "" {
 		errs = append(errs, errors.New("TRAWLER_DATA_DIR must not be empty"))
 	}
+	errs = append(errs, c.validateLimits()...)
+	if c.BrowserUID <= 0 {
+		errs = append(errs, fmt.Errorf("TRAWLER_BROWSER_UID must be a user other than root, got %d", c.BrowserUID))
+	}
+	if c.BrowserStartTimeout < time.Second {
+		errs = append(errs, fmt.Errorf("TRAWLER_BROWSER_START_TIMEOUT must be at least 1s, got %s", c.BrowserStartTimeout))
+	}
+	if c.ResultRetention < time.Minute {
+		errs = append(errs, fmt.Errorf("TRAWLER_RESULT_RETENTION must be at least 1m, got %s", c.ResultRetention))
+	}
+	if c.CacheRetention < time.Minute {
+		errs = append(errs, fmt.Errorf("TRAWLER_CACHE_RETENTION must be at least 1m, got %s", c.CacheRetention))
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("TRAWLER_LOG_LEVEL must be debug, info, warn or error, got %q", c.LogLevel))
+	}
+	if c.NodeLease < time.Second || c.NodeLease > 10*time.Minute {
+		errs = append(errs, fmt.Errorf("TRAWLER_NODE_LEASE must be between 1s and 10m, got %s", c.NodeLease))
+	}
+	if c.ProfileLockTTL < time.Second || c.ProfileLockTTL > time.Hour {
+		errs = append(errs, fmt.Errorf("TRAWLER_PROFILE_LOCK_TTL must be between 1s and 1h, got %s", c.ProfileLockTTL))
+	}
+	errs = append(errs, c.validateProfiles()...)
+	errs = append(errs, validateLLM(c.LLM)...)
+	errs = append(errs, c.validateExecute()...)
+	errs = append(errs, c.validateRuntime()...)
+	c.fillDerived()
+	return errors.Join(errs...)
+}
+
+// validateLimits checks the settings that bound how much runs at once:
+// browsers and their tabs, jobs, connections, parse memory, the queue. It
+// also gives TRAWLER_JOB_WORKERS its default, which depends on the pool.
+func (c *Config) validateLimits() []error {
+	var errs []error
 	if c.PoolSize < 1 || c.PoolSize > 1000 {
 		errs = append(errs, fmt.Errorf("TRAWLER_POOL_SIZE must be between 1 and 1000, got %d", c.PoolSize))
 	}
@@ -776,29 +822,13 @@ func (c *Config) Validate() error {
 	if c.QueueWait < 0 || c.QueueWait > 10*time.Minute {
 		errs = append(errs, fmt.Errorf("TRAWLER_QUEUE_WAIT must be between 0s and 10m, got %s", c.QueueWait))
 	}
-	if c.BrowserUID <= 0 {
-		errs = append(errs, fmt.Errorf("TRAWLER_BROWSER_UID must be a user other than root, got %d", c.BrowserUID))
-	}
-	if c.BrowserStartTimeout < time.Second {
-		errs = append(errs, fmt.Errorf("TRAWLER_BROWSER_START_TIMEOUT must be at least 1s, got %s", c.BrowserStartTimeout))
-	}
-	if c.ResultRetention < time.Minute {
-		errs = append(errs, fmt.Errorf("TRAWLER_RESULT_RETENTION must be at least 1m, got %s", c.ResultRetention))
-	}
-	if c.CacheRetention < time.Minute {
-		errs = append(errs, fmt.Errorf("TRAWLER_CACHE_RETENTION must be at least 1m, got %s", c.CacheRetention))
-	}
-	switch c.LogLevel {
-	case "debug", "info", "warn", "error":
-	default:
-		errs = append(errs, fmt.Errorf("TRAWLER_LOG_LEVEL must be debug, info, warn or error, got %q", c.LogLevel))
-	}
-	if c.NodeLease < time.Second || c.NodeLease > 10*time.Minute {
-		errs = append(errs, fmt.Errorf("TRAWLER_NODE_LEASE must be between 1s and 10m, got %s", c.NodeLease))
-	}
-	if c.ProfileLockTTL < time.Second || c.ProfileLockTTL > time.Hour {
-		errs = append(errs, fmt.Errorf("TRAWLER_PROFILE_LOCK_TTL must be between 1s and 1h, got %s", c.ProfileLockTTL))
-	}
+	return errs
+}
+
+// validateProfiles checks TRAWLER_PROFILES: a directory, or an S3 store
+// with its endpoint and keys.
+func (c *Config) validateProfiles() []error {
+	var errs []error
 	if strings.HasPrefix(c.Profiles, "s3://") {
 		if c.S3.Endpoint == "" || c.S3.AccessKey == "" || c.S3.SecretKey == "" {
 			errs = append(errs, fmt.Errorf("TRAWLER_PROFILES %q is an S3 store: set TRAWLER_S3_ENDPOINT, TRAWLER_S3_ACCESS_KEY and TRAWLER_S3_SECRET_KEY", c.Profiles))
@@ -806,30 +836,49 @@ func (c *Config) Validate() error {
 	} else if strings.Contains(c.Profiles, "://") {
 		errs = append(errs, fmt.Errorf("TRAWLER_PROFILES must be a directory or s3://bucket/prefix, got %q", c.Profiles))
 	}
-	errs = append(errs, validateLLM(c.LLM)...)
-	errs = append(errs, c.validateExecute()...)
+	return errs
+}
+
+// validateRuntime checks TRAWLER_RUNTIME and the settings of the runtime
+// it names.
+func (c *Config) validateRuntime() []error {
+	var errs []error
 	switch c.Runtime {
 	case "process":
 		errs = append(errs, c.validateChromium()...)
 	case "docker":
-		if c.Docker.Image == "" {
-			errs = append(errs, errors.New("TRAWLER_DOCKER_IMAGE must not be empty"))
-		}
-		if c.Docker.Memory < 128<<20 {
-			errs = append(errs, fmt.Errorf("TRAWLER_DOCKER_MEMORY must be at least 128m, got %d bytes", c.Docker.Memory))
-		}
-		if c.Docker.CPUs <= 0 || c.Docker.CPUs > 1024 {
-			errs = append(errs, fmt.Errorf("TRAWLER_DOCKER_CPUS must be above 0, got %g", c.Docker.CPUs))
-		}
-		if c.Docker.Pids < 64 {
-			errs = append(errs, fmt.Errorf("TRAWLER_DOCKER_PIDS must be at least 64, got %d", c.Docker.Pids))
-		}
-		if c.Docker.Shm < 1<<20 {
-			errs = append(errs, fmt.Errorf("TRAWLER_DOCKER_SHM must be at least 1m, got %d bytes", c.Docker.Shm))
-		}
+		errs = append(errs, c.validateDocker()...)
 	default:
 		errs = append(errs, fmt.Errorf("TRAWLER_RUNTIME must be process or docker, got %q", c.Runtime))
 	}
+	return errs
+}
+
+// validateDocker checks the docker runtime's container limits.
+func (c *Config) validateDocker() []error {
+	var errs []error
+	if c.Docker.Image == "" {
+		errs = append(errs, errors.New("TRAWLER_DOCKER_IMAGE must not be empty"))
+	}
+	if c.Docker.Memory < 128<<20 {
+		errs = append(errs, fmt.Errorf("TRAWLER_DOCKER_MEMORY must be at least 128m, got %d bytes", c.Docker.Memory))
+	}
+	if c.Docker.CPUs <= 0 || c.Docker.CPUs > 1024 {
+		errs = append(errs, fmt.Errorf("TRAWLER_DOCKER_CPUS must be above 0, got %g", c.Docker.CPUs))
+	}
+	if c.Docker.Pids < 64 {
+		errs = append(errs, fmt.Errorf("TRAWLER_DOCKER_PIDS must be at least 64, got %d", c.Docker.Pids))
+	}
+	if c.Docker.Shm < 1<<20 {
+		errs = append(errs, fmt.Errorf("TRAWLER_DOCKER_SHM must be at least 1m, got %d bytes", c.Docker.Shm))
+	}
+	return errs
+}
+
+// fillDerived sets what follows from the other settings: an absolute data
+// directory, the profile directory under it, and an instance name stable
+// across restarts of this host and data directory.
+func (c *Config) fillDerived() {
 	if c.DataDir != "" {
 		if abs, err := filepath.Abs(c.DataDir); err == nil {
 			c.DataDir = abs
@@ -843,7 +892,6 @@ func (c *Config) Validate() error {
 		sum := sha256.Sum256([]byte(c.DataDir))
 		c.Instance = fmt.Sprintf("%s-%x", host, sum[:4])
 	}
-	return errors.Join(errs...)
 }
 
 // validateTeamCredits refuses a credit limit for a team that no key

@@ -63,33 +63,7 @@ func (s *Service) Map(ctx context.Context, team string, teamLimit int, req MapRe
 	if err != nil {
 		return nil, err
 	}
-	var mu sync.Mutex
-	seen := map[string]int{} // key → index in links
-	var links []Link
-	add := func(raw, title, desc string) bool {
-		u, err := url.Parse(raw)
-		if err != nil {
-			return false
-		}
-		if ok, _ := rules.Allowed(u); !ok {
-			return false
-		}
-		if req.IgnoreQueryParameters {
-			u.RawQuery = ""
-		}
-		key := rules.Key(u)
-		mu.Lock()
-		defer mu.Unlock()
-		if i, ok := seen[key]; ok {
-			if title != "" && links[i].Title == "" {
-				links[i].Title, links[i].Description = title, desc
-			}
-			return false
-		}
-		seen[key] = len(links)
-		links = append(links, Link{URL: u.String(), Title: title, Description: desc})
-		return true
-	}
+	found := &mapLinks{rules: rules, ignoreQuery: req.IgnoreQueryParameters, seen: map[string]int{}}
 
 	robots := discover.FetchRobots(ctx, s.client, start, robotsAgent)
 	var wg sync.WaitGroup
@@ -97,42 +71,18 @@ func (s *Service) Map(ctx context.Context, team string, teamLimit int, req MapRe
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			found, _ := discover.Sitemaps(ctx, s.client, start, robots.Sitemaps(), robots, robotsAgent, min(req.Limit*2, 200000))
-			for _, f := range found {
-				add(f.URL, "", "")
+			sitemap, _ := discover.Sitemaps(ctx, s.client, start, robots.Sitemaps(), robots, robotsAgent, min(req.Limit*2, 200000))
+			for _, f := range sitemap {
+				found.add(f.URL, "", "")
 			}
 		}()
 	}
 	var pageErr error
 	if req.Sitemap != "only" {
-		o := scrape.DefaultOptions()
-		o.Formats = []scrape.Format{{Type: "links"}}
-		o.Location = req.Location
-		if d, ok := ctx.Deadline(); ok {
-			o.Timeout = max(time.Second, time.Until(d))
-		} else {
-			o.Timeout = 30 * time.Second
-		}
-		doc, err := s.Scrape.Scrape(ctx, scrape.Request{Team: team, TeamLimit: teamLimit, URL: req.URL, Options: o, Job: true})
-		if err != nil {
-			pageErr = err
-		} else {
-			title, _ := doc.Metadata["title"].(string)
-			desc, _ := doc.Metadata["description"].(string)
-			add(req.URL, title, desc)
-			var next []string
-			for _, l := range doc.Links {
-				// A page robots.txt disallows is listed, never fetched.
-				if add(l, "", "") && len(next) < mapFollow {
-					if u, err := url.Parse(l); err == nil && robots.Allowed(u) {
-						next = append(next, l)
-					}
-				}
-			}
-			s.mapHop(ctx, next, add)
-		}
+		pageErr = s.mapFromStart(ctx, team, teamLimit, req, robots, found)
 	}
 	wg.Wait()
+	links := found.links
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) && len(links) == 0 {
 		return nil, ErrMapTimeout
 	}
@@ -152,6 +102,77 @@ func (s *Service) Map(ctx context.Context, team string, teamLimit int, req MapRe
 		links = []Link{}
 	}
 	return links, nil
+}
+
+// mapLinks are the links a map found, one per URL as its rules identify
+// it, in the order found; the sitemaps and the pages add to them at once.
+type mapLinks struct {
+	rules       *discover.Rules
+	ignoreQuery bool
+
+	mu    sync.Mutex
+	seen  map[string]int // key → index in links
+	links []Link
+}
+
+// add adds the link raw when the rules allow it, and reports whether it
+// is new. A title (and description) fills in those of a link found
+// without.
+func (m *mapLinks) add(raw, title, desc string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	if ok, _ := m.rules.Allowed(u); !ok {
+		return false
+	}
+	if m.ignoreQuery {
+		u.RawQuery = ""
+	}
+	key := m.rules.Key(u)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if i, ok := m.seen[key]; ok {
+		if title != "" && m.links[i].Title == "" {
+			m.links[i].Title, m.links[i].Description = title, desc
+		}
+		return false
+	}
+	m.seen[key] = len(m.links)
+	m.links = append(m.links, Link{URL: u.String(), Title: title, Description: desc})
+	return true
+}
+
+// mapFromStart adds the start page and its links to found, then the links
+// of the first mapFollow pages it links to that robots.txt allows. It
+// returns the error of the start page's scrape.
+func (s *Service) mapFromStart(ctx context.Context, team string, teamLimit int, req MapRequest, robots *discover.Robots, found *mapLinks) error {
+	o := scrape.DefaultOptions()
+	o.Formats = []scrape.Format{{Type: "links"}}
+	o.Location = req.Location
+	if d, ok := ctx.Deadline(); ok {
+		o.Timeout = max(time.Second, time.Until(d))
+	} else {
+		o.Timeout = 30 * time.Second
+	}
+	doc, err := s.Scrape.Scrape(ctx, scrape.Request{Team: team, TeamLimit: teamLimit, URL: req.URL, Options: o, Job: true})
+	if err != nil {
+		return err
+	}
+	title, _ := doc.Metadata["title"].(string)
+	desc, _ := doc.Metadata["description"].(string)
+	found.add(req.URL, title, desc)
+	var next []string
+	for _, l := range doc.Links {
+		// A page robots.txt disallows is listed, never fetched.
+		if found.add(l, "", "") && len(next) < mapFollow {
+			if u, err := url.Parse(l); err == nil && robots.Allowed(u) {
+				next = append(next, l)
+			}
+		}
+	}
+	s.mapHop(ctx, next, found.add)
+	return nil
 }
 
 // mapHop reads the links of pages (HTML over plain HTTP, four at a time).

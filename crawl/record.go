@@ -28,61 +28,13 @@ func errorCode(err error) string {
 // record stores a page's outcome with the URLs it led to and its webhook
 // event, then updates the job in memory and tells its watchers.
 func (s *Service) record(j *job, u *store.JobURL, doc *scrape.Document, scrapeErr error) {
-	out := store.JobURL{Key: u.Key, URL: u.URL, Depth: u.Depth, Seq: u.Seq, State: store.URLDone}
-	var raw json.RawMessage
-	var discovered []store.JobURL
-	credits := 0
-	switch {
-	case u.State == store.URLRobots:
-		out.State = store.URLRobots
-	case scrapeErr != nil:
-		out.State, out.ErrorCode, out.Error = store.URLFailed, errorCode(scrapeErr), scrapeErr.Error()
-		if errors.Is(scrapeErr, scrape.ErrLockdownMiss) {
-			credits = scrape.LockdownMissCredits // a lockdown miss is billed too
-		}
-	case u.Key == j.linksOnly:
-		// Fetched for its links only: neither a result, nor billed, nor
-		// counted against the limit its links are admitted under.
-		out.State = store.URLLinks
-		j.mu.Lock()
-		j.admitted--
-		j.mu.Unlock()
-		discovered = s.admitLinks(j, u, doc)
-	default:
-		var err error
-		if raw, err = json.Marshal(doc); err != nil {
-			out.State, out.ErrorCode, out.Error = store.URLFailed, "SCRAPE_FAILED", err.Error()
-			break
-		}
-		if n, ok := doc.Metadata["creditsUsed"].(int); ok {
-			credits = n
-		}
-		if !j.spec.ZeroDataRetention {
-			out.Document = raw
-		}
-		discovered = s.admitLinks(j, u, doc)
-	}
+	p := s.outcome(j, u, doc, scrapeErr)
 	var events []store.WebhookEvent
-	if out.State == store.URLDone {
-		events = s.events(j, "page", []json.RawMessage{raw}, "")
+	if p.url.State == store.URLDone {
+		events = s.events(j, "page", []json.RawMessage{p.raw}, "")
 	}
-	seq, err := s.Store.FinishJobURL(context.Background(), j.id, out, out.State == store.URLDone, discovered, credits, events)
-	// A store that is full or unreachable took none of it (one
-	// transaction): the page waits here, holding its lane, so the job
-	// takes no new pages until the store takes this one, once.
-	var fault *store.FaultError
-	for wait := time.Second; errors.As(err, &fault); wait = min(2*wait, 30*time.Second) {
-		if wait == time.Second {
-			s.Log.Warn("a job waits for its store: a page could not be recorded", "job", j.id, "err", err)
-		}
-		select {
-		case <-j.ctx.Done():
-			return // cancelled, or the service stops: the page stays in flight in the store
-		case <-time.After(wait):
-		}
-		seq, err = s.Store.FinishJobURL(context.Background(), j.id, out, out.State == store.URLDone, discovered, credits, events)
-	}
-	if s.lostLease(j, err) {
+	seq, stopped, err := s.storePage(j, p, events)
+	if stopped || s.lostLease(j, err) {
 		return
 	}
 	if err != nil {
@@ -94,34 +46,7 @@ func (s *Service) record(j *job, u *store.JobURL, doc *scrape.Document, scrapeEr
 		s.notifyWebhooks()
 	}
 	j.mu.Lock()
-	delete(j.inflight, u.Key)
-	j.credits += credits
-	switch out.State {
-	case store.URLDone:
-		j.done++
-		if j.spec.ZeroDataRetention {
-			for int64(len(j.memDocs)) < seq {
-				j.memDocs = append(j.memDocs, nil)
-			}
-			j.memDocs[seq-1] = raw
-		}
-	case store.URLFailed:
-		j.failed++
-		if j.firstErr == "" {
-			j.firstErr = out.Error
-		}
-	case store.URLRobots:
-		j.robots++
-		j.admitted--
-	}
-	for i := range discovered {
-		if discovered[i].State == store.URLQueued {
-			j.queue = append(j.queue, &discovered[i])
-		}
-	}
-	if out.State == store.URLDone {
-		j.publishLocked(Event{Type: "document", Doc: raw, Seq: seq})
-	}
+	j.countLocked(u.Key, p, seq)
 	j.drainedLocked()
 	j.mu.Unlock()
 	// The lanes waiting for a page are told: the page's links may be there
@@ -132,6 +57,113 @@ func (s *Service) record(j *job, u *store.JobURL, doc *scrape.Document, scrapeEr
 	// seconds later.)
 	s.broadcast()
 	s.maybeEnd(j)
+}
+
+// pageOutcome is what record stores of a page.
+type pageOutcome struct {
+	url store.JobURL
+	// raw is the document, also when the job keeps it only in memory.
+	raw        json.RawMessage
+	discovered []store.JobURL
+	credits    int
+}
+
+// outcome is what becomes of page u of j, scraped into doc or failed with
+// scrapeErr: a result, a failure, a page robots.txt refused, or a page
+// fetched for its links only; with the links it admits and its credits.
+func (s *Service) outcome(j *job, u *store.JobURL, doc *scrape.Document, scrapeErr error) pageOutcome {
+	p := pageOutcome{url: store.JobURL{Key: u.Key, URL: u.URL, Depth: u.Depth, Seq: u.Seq, State: store.URLDone}}
+	out := &p.url
+	switch {
+	case u.State == store.URLRobots:
+		out.State = store.URLRobots
+	case scrapeErr != nil:
+		out.State, out.ErrorCode, out.Error = store.URLFailed, errorCode(scrapeErr), scrapeErr.Error()
+		if errors.Is(scrapeErr, scrape.ErrLockdownMiss) {
+			p.credits = scrape.LockdownMissCredits // a lockdown miss is billed too
+		}
+	case u.Key == j.linksOnly:
+		// Fetched for its links only: neither a result, nor billed, nor
+		// counted against the limit its links are admitted under.
+		out.State = store.URLLinks
+		j.mu.Lock()
+		j.admitted--
+		j.mu.Unlock()
+		p.discovered = s.admitLinks(j, u, doc)
+	default:
+		var err error
+		if p.raw, err = json.Marshal(doc); err != nil {
+			out.State, out.ErrorCode, out.Error = store.URLFailed, "SCRAPE_FAILED", err.Error()
+			break
+		}
+		if n, ok := doc.Metadata["creditsUsed"].(int); ok {
+			p.credits = n
+		}
+		if !j.spec.ZeroDataRetention {
+			out.Document = p.raw
+		}
+		p.discovered = s.admitLinks(j, u, doc)
+	}
+	return p
+}
+
+// storePage records p with the links it admitted and its webhook events,
+// in one transaction, and returns the page's place among the job's
+// results. stopped says the job's context ended while it waited for its
+// store.
+func (s *Service) storePage(j *job, p pageOutcome, events []store.WebhookEvent) (seq int64, stopped bool, err error) {
+	done := p.url.State == store.URLDone
+	seq, err = s.Store.FinishJobURL(context.Background(), j.id, p.url, done, p.discovered, p.credits, events)
+	// A store that is full or unreachable took none of it (one
+	// transaction): the page waits here, holding its lane, so the job
+	// takes no new pages until the store takes this one, once.
+	var fault *store.FaultError
+	for wait := time.Second; errors.As(err, &fault); wait = min(2*wait, 30*time.Second) {
+		if wait == time.Second {
+			s.Log.Warn("a job waits for its store: a page could not be recorded", "job", j.id, "err", err)
+		}
+		select {
+		case <-j.ctx.Done():
+			return 0, true, err // cancelled, or the service stops: the page stays in flight in the store
+		case <-time.After(wait):
+		}
+		seq, err = s.Store.FinishJobURL(context.Background(), j.id, p.url, done, p.discovered, p.credits, events)
+	}
+	return seq, false, err
+}
+
+// countLocked counts the recorded page p (key, at seq among the results)
+// in the job and queues the links it admitted; a result goes to the
+// job's watchers.
+func (j *job) countLocked(key string, p pageOutcome, seq int64) {
+	delete(j.inflight, key)
+	j.credits += p.credits
+	switch p.url.State {
+	case store.URLDone:
+		j.done++
+		if j.spec.ZeroDataRetention {
+			for int64(len(j.memDocs)) < seq {
+				j.memDocs = append(j.memDocs, nil)
+			}
+			j.memDocs[seq-1] = p.raw
+		}
+	case store.URLFailed:
+		j.failed++
+		if j.firstErr == "" {
+			j.firstErr = p.url.Error
+		}
+	case store.URLRobots:
+		j.robots++
+		j.admitted--
+	}
+	for i := range p.discovered {
+		if p.discovered[i].State == store.URLQueued {
+			j.queue = append(j.queue, &p.discovered[i])
+		}
+	}
+	if p.url.State == store.URLDone {
+		j.publishLocked(Event{Type: "document", Doc: p.raw, Seq: seq})
+	}
 }
 
 // admitLinks admits the links of u's document that j takes, in the

@@ -214,52 +214,8 @@ func (r *Runtime) Start(ctx context.Context, id string) (browsers.Browser, error
 	if err != nil {
 		return nil, fmt.Errorf("the browser containers' seccomp profile: %w", err)
 	}
-	pids := r.cfg.PidsLimit
-	yes := true
-	created, err := r.cli.ContainerCreate(ctx,
-		&container.Config{
-			Image:      r.cfg.Image,
-			User:       strconv.Itoa(BrowserUID) + ":" + strconv.Itoa(BrowserUID),
-			Entrypoint: []string{r.cfg.Shim},
-			Cmd:        r.args(),
-			// The profile and Chromium's caches under $HOME go to the tmpfs.
-			// Nothing of Trawler's environment goes in.
-			Env: []string{"HOME=/tmp"},
-			// The shim's stdin and stdout carry the DevTools pipe and the
-			// proxy connections.
-			OpenStdin: true, AttachStdin: true, AttachStdout: true, AttachStderr: true,
-			Labels: map[string]string{
-				labelBrowser:  "1",
-				labelInstance: r.cfg.Instance,
-				labelID:       id,
-			},
-		},
-		&container.HostConfig{
-			// A namespace of its own with loopback only: no route to the
-			// host, other containers or the network but the shim's streams.
-			NetworkMode: "none",
-			// Nothing to keep: the stdout is DevTools traffic, which must
-			// not pile up in the engine's log files.
-			LogConfig: container.LogConfig{Type: "none"},
-			// docker-init as PID 1 reaps Chromium's zombie helpers and
-			// forwards the stop signal.
-			Init: &yes,
-			Resources: container.Resources{
-				Memory:     r.cfg.Memory,
-				MemorySwap: r.cfg.Memory, // no swap on top of the limit
-				NanoCPUs:   int64(r.cfg.CPUs * 1e9),
-				PidsLimit:  &pids,
-			},
-			ShmSize: r.cfg.ShmSize,
-			Tmpfs:   map[string]string{"/tmp": "rw,nosuid,nodev,mode=1777"},
-			// No capability, none to gain: Chromium's own sandbox (on) needs
-			// none, only the namespaces browserSeccomp lets it open.
-			CapDrop:     []string{"ALL"},
-			SecurityOpt: []string{"no-new-privileges", "seccomp=" + profile},
-			// Nothing of the host is mounted: not the data directory, not a
-			// profile, not a socket. The browser's files are on /tmp.
-		},
-		nil, nil, "trawler-browser-"+id)
+	conf, host := r.containerConfig(id, profile)
+	created, err := r.cli.ContainerCreate(ctx, conf, host, nil, nil, "trawler-browser-"+id)
 	if err != nil && ctx.Err() != nil {
 		// The engine may have created the container after all.
 		removeByName(r.cli, "trawler-browser-"+id)
@@ -319,6 +275,54 @@ func (r *Runtime) Start(ctx context.Context, id string) (browsers.Browser, error
 		b.Close()
 		return nil, fmt.Errorf("chromium did not answer on its DevTools pipe within %s (%v): %s", r.cfg.StartTimeout, err, b.tail.String())
 	}
+}
+
+// containerConfig is the container of browser id: the shim and Chromium
+// as an unprivileged user, with the limits of the configuration, no
+// network, no capability and nothing of the host (profile is the seccomp
+// profile).
+func (r *Runtime) containerConfig(id, profile string) (*container.Config, *container.HostConfig) {
+	pids := r.cfg.PidsLimit
+	yes := true
+	conf := &container.Config{
+		Image:      r.cfg.Image,
+		User:       strconv.Itoa(BrowserUID) + ":" + strconv.Itoa(BrowserUID),
+		Entrypoint: []string{r.cfg.Shim},
+		Cmd:        r.args(),
+		// The profile and Chromium's caches under $HOME go to the tmpfs.
+		// Nothing of Trawler's environment goes in.
+		Env: []string{"HOME=/tmp"},
+		// The shim's stdin and stdout carry the DevTools pipe and the
+		// proxy connections.
+		OpenStdin: true, AttachStdin: true, AttachStdout: true, AttachStderr: true,
+		Labels: labels(labelBrowser, r.cfg.Instance, id),
+	}
+	host := &container.HostConfig{
+		// A namespace of its own with loopback only: no route to the
+		// host, other containers or the network but the shim's streams.
+		NetworkMode: "none",
+		// Nothing to keep: the stdout is DevTools traffic, which must
+		// not pile up in the engine's log files.
+		LogConfig: container.LogConfig{Type: "none"},
+		// docker-init as PID 1 reaps Chromium's zombie helpers and
+		// forwards the stop signal.
+		Init: &yes,
+		Resources: container.Resources{
+			Memory:     r.cfg.Memory,
+			MemorySwap: r.cfg.Memory, // no swap on top of the limit
+			NanoCPUs:   int64(r.cfg.CPUs * 1e9),
+			PidsLimit:  &pids,
+		},
+		ShmSize: r.cfg.ShmSize,
+		Tmpfs:   map[string]string{"/tmp": "rw,nosuid,nodev,mode=1777"},
+		// No capability, none to gain: Chromium's own sandbox (on) needs
+		// none, only the namespaces browserSeccomp lets it open.
+		CapDrop:     []string{"ALL"},
+		SecurityOpt: []string{"no-new-privileges", "seccomp=" + profile},
+		// Nothing of the host is mounted: not the data directory, not a
+		// profile, not a socket. The browser's files are on /tmp.
+	}
+	return conf, host
 }
 
 // args are the shim's arguments: Chromium and its flags, with the DevTools
@@ -416,6 +420,12 @@ func (r *Runtime) Reap(ctx context.Context) (int, error) {
 // known to be dead (its containers are orphans nobody will stop).
 func (r *Runtime) ReapInstance(ctx context.Context, instance string) (int, error) {
 	return reapLabelled(ctx, r.cli, "browser", labelBrowser, instance)
+}
+
+// labels mark a container of one kind (label) as instance's, named by id:
+// what reapLabelled finds it by.
+func labels(label, instance, id string) map[string]string {
+	return map[string]string{label: "1", labelInstance: instance, labelID: id}
 }
 
 // reapLabelled force-removes the containers of one kind (what, for errors)

@@ -124,40 +124,8 @@ func (s *Sandboxes) Run(ctx context.Context, id string, job sandboxshim.Job, ser
 		return 0, fmt.Errorf("sandbox id %q cannot name a container", id)
 	}
 	name := "trawler-sandbox-" + id
-	pids := s.cfg.PidsLimit
-	yes := true
-	created, err := s.cli.ContainerCreate(ctx,
-		&container.Config{
-			Image: s.cfg.Image,
-			// The entrypoint's stdin and stdout carry the session.
-			OpenStdin: true, StdinOnce: true, AttachStdin: true, AttachStdout: true, AttachStderr: true,
-			Labels: map[string]string{
-				labelSandbox:  "1",
-				labelInstance: s.cfg.Instance,
-				labelID:       id,
-			},
-		},
-		&container.HostConfig{
-			NetworkMode: "none",
-			LogConfig:   container.LogConfig{Type: "none"},
-			// The engine removes the container once it exits; Reap removes
-			// one whose service died before it did.
-			AutoRemove: true,
-			// docker-init as PID 1 reaps what the program leaves behind.
-			Init: &yes,
-			Resources: container.Resources{
-				Memory:     s.cfg.Memory,
-				MemorySwap: s.cfg.Memory,
-				NanoCPUs:   int64(s.cfg.CPUs * 1e9),
-				PidsLimit:  &pids,
-			},
-			ReadonlyRootfs: true,
-			// exec: the browser command is a script written there for each run.
-			Tmpfs:       map[string]string{"/tmp": fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,mode=1777", s.cfg.TmpSize)},
-			CapDrop:     []string{"ALL"},
-			SecurityOpt: []string{"no-new-privileges"},
-		},
-		nil, nil, name)
+	conf, host := s.containerConfig(id)
+	created, err := s.cli.ContainerCreate(ctx, conf, host, nil, nil, name)
 	if err != nil && ctx.Err() != nil {
 		removeByName(s.cli, name)
 	}
@@ -226,6 +194,41 @@ func (s *Sandboxes) Run(ctx context.Context, id string, job sandboxshim.Job, ser
 		}
 	}
 	return code, err
+}
+
+// containerConfig is the container of sandbox id: no network, no
+// capability, a read-only root but for its /tmp, within the
+// configuration's limits, removed by the engine once it exits.
+func (s *Sandboxes) containerConfig(id string) (*container.Config, *container.HostConfig) {
+	pids := s.cfg.PidsLimit
+	yes := true
+	conf := &container.Config{
+		Image: s.cfg.Image,
+		// The entrypoint's stdin and stdout carry the session.
+		OpenStdin: true, StdinOnce: true, AttachStdin: true, AttachStdout: true, AttachStderr: true,
+		Labels: labels(labelSandbox, s.cfg.Instance, id),
+	}
+	host := &container.HostConfig{
+		NetworkMode: "none",
+		LogConfig:   container.LogConfig{Type: "none"},
+		// The engine removes the container once it exits; Reap removes
+		// one whose service died before it did.
+		AutoRemove: true,
+		// docker-init as PID 1 reaps what the program leaves behind.
+		Init: &yes,
+		Resources: container.Resources{
+			Memory:     s.cfg.Memory,
+			MemorySwap: s.cfg.Memory,
+			NanoCPUs:   int64(s.cfg.CPUs * 1e9),
+			PidsLimit:  &pids,
+		},
+		ReadonlyRootfs: true,
+		// exec: the browser command is a script written there for each run.
+		Tmpfs:       map[string]string{"/tmp": fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,mode=1777", s.cfg.TmpSize)},
+		CapDrop:     []string{"ALL"},
+		SecurityOpt: []string{"no-new-privileges"},
+	}
+	return conf, host
 }
 
 // remove force-removes a sandbox's container in the background, so that

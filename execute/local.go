@@ -90,23 +90,9 @@ func (l *local) run(ctx context.Context, p *program, stdout, stderr io.Writer) (
 		return 0, err
 	}
 	defer os.RemoveAll(home)
-	if err := os.WriteFile(filepath.Join(bin, "browser"), []byte(browserCommand(l.bash, l.node, l.runner)), 0o700); err != nil {
+	argv, err := l.writeProgram(home, bin, p)
+	if err != nil {
 		return 0, err
-	}
-	var argv []string
-	switch p.language {
-	case LangNode:
-		file := filepath.Join(home, ".trawler", "code.js")
-		if err := os.WriteFile(file, []byte(p.code), 0o600); err != nil {
-			return 0, err
-		}
-		argv = []string{l.node, l.runner, "node", file}
-	case LangBash:
-		file := filepath.Join(home, ".trawler", "code.sh")
-		if err := os.WriteFile(file, []byte(p.code), 0o600); err != nil {
-			return 0, err
-		}
-		argv = []string{l.bash, file}
 	}
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -131,6 +117,39 @@ func (l *local) run(ctx context.Context, p *program, stdout, stderr io.Writer) (
 		"TRAWLER_PLAYWRIGHT=" + l.playwright,
 		"TRAWLER_COMPILE_CACHE=" + filepath.Join(l.dir, "cache"),
 	}
+	return runGroup(ctx, cmd, stdout, stderr)
+}
+
+// writeProgram writes the run's browser command into bin and its code
+// under home, and returns the command line that runs the code.
+func (l *local) writeProgram(home, bin string, p *program) ([]string, error) {
+	if err := os.WriteFile(filepath.Join(bin, "browser"), []byte(browserCommand(l.bash, l.node, l.runner)), 0o700); err != nil {
+		return nil, err
+	}
+	var argv []string
+	switch p.language {
+	case LangNode:
+		file := filepath.Join(home, ".trawler", "code.js")
+		if err := os.WriteFile(file, []byte(p.code), 0o600); err != nil {
+			return nil, err
+		}
+		argv = []string{l.node, l.runner, "node", file}
+	case LangBash:
+		file := filepath.Join(home, ".trawler", "code.sh")
+		if err := os.WriteFile(file, []byte(p.code), 0o600); err != nil {
+			return nil, err
+		}
+		argv = []string{l.bash, file}
+	}
+	return argv, nil
+}
+
+// runGroup runs cmd in a process group of its own, copying its output to
+// stdout and stderr, until it exits or ctx ends; then what it left running
+// in its group is killed. It returns the program's exit code (128 plus the
+// signal's number for one killed by a signal), KilledExitCode when ctx
+// ended it.
+func runGroup(ctx context.Context, cmd *exec.Cmd, stdout, stderr io.Writer) (int, error) {
 	// The output pipes are the run's own, copied here, so that the program's
 	// exit is seen at once even while something it started holds them.
 	outR, outW, err := os.Pipe()
@@ -150,7 +169,7 @@ func (l *local) run(ctx context.Context, p *program, stdout, stderr io.Writer) (
 	outW.Close()
 	errW.Close()
 	if err != nil {
-		return 0, fmt.Errorf("starting %s: %w", argv[0], err)
+		return 0, fmt.Errorf("starting %s: %w", cmd.Args[0], err)
 	}
 	copied := make(chan struct{})
 	go func() {
@@ -185,16 +204,21 @@ func (l *local) run(ctx context.Context, p *program, stdout, stderr io.Writer) (
 	if killed {
 		return KilledExitCode, ctx.Err()
 	}
+	return exitCode(waitErr)
+}
+
+// exitCode is the exit code of a program that ended with err (from Wait).
+func exitCode(err error) (int, error) {
 	var ee *exec.ExitError
 	switch {
-	case waitErr == nil:
+	case err == nil:
 		return 0, nil
-	case errors.As(waitErr, &ee):
+	case errors.As(err, &ee):
 		if st, ok := ee.Sys().(syscall.WaitStatus); ok && st.Signaled() {
 			return 128 + int(st.Signal()), nil
 		}
 		return ee.ExitCode(), nil
 	default:
-		return 0, waitErr
+		return 0, err
 	}
 }

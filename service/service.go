@@ -163,19 +163,16 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 	// Documents are read within one memory budget per process, uploads
 	// and scraped documents alike.
 	parse.SetMemoryBudget(int64(cfg.ParseMemoryMB)<<20, int64(cfg.ParseMemoryTotalMB)<<20)
-	// undo releases, last first, what New made before it failed.
-	var undo []func()
+	var undo undoStack
 	fail := func(err error) (*Service, error) {
-		for i := len(undo) - 1; i >= 0; i-- {
-			undo[i]()
-		}
+		undo.run()
 		return nil, err
 	}
 	st, err := openStore(ctx, cfg, log)
 	if err != nil {
 		return nil, err
 	}
-	undo = append(undo, func() { st.Close() })
+	undo.push(func() { st.Close() })
 	// The node is named by its instance, which stays the same across its
 	// restarts: a restarted node takes back its own jobs at once.
 	st.SetNode(cfg.Instance, cfg.NodeURL, cfg.NodeLease)
@@ -192,71 +189,21 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 	}
 	opener := &profiles.Opener{Store: profileStore, Instance: cfg.Instance, LockTTL: cfg.ProfileLockTTL}
 	guard := &netguard.Guard{AllowPrivate: cfg.AllowPrivateNetworks}
-	conf := confinement(ctx, cfg)
-	if conf.Confined {
-		log.Info("browsers are "+conf.String(), "runtime", cfg.Runtime)
-	} else {
-		refusal := "browser sessions are refused until browsers can be confined, or TRAWLER_ALLOW_UNCONFINED_SESSIONS=true runs them anyway"
-		if cfg.AllowUnconfinedSessions {
-			refusal = "browser sessions run anyway (TRAWLER_ALLOW_UNCONFINED_SESSIONS=true): their clients stand only behind the CDP proxy's policy"
-		}
-		log.Warn("browsers cannot be confined on this host: they run " + conf.String() + "; " + refusal)
-	}
-	out, err := newEgress(cfg, conf, guard, func(b egress.Binding, in, outBytes int64) {
-		go func() {
-			u := store.EgressUsage{Team: b.Team, Request: b.Request, In: in, Out: outBytes, At: time.Now()}
-			if err := st.AddEgressUsage(context.Background(), u); err != nil {
-				log.Debug("recording egress usage", "err", err)
-			}
-		}()
-	}, log)
+	b, err := startBrowsers(ctx, cfg, st, guard, &undo, log)
 	if err != nil {
 		return fail(err)
 	}
-	undo = append(undo, func() { out.proxy.Close() })
-	rt, closeRuntime, err := newRuntime(cfg, conf, out, log)
-	if err != nil {
-		return fail(err)
-	}
-	undo = append(undo, closeRuntime)
-	ua := &scrape.UserAgent{}
-	learn := ua.Learn
-	rt.started.Store(&learn)
-	if n, err := rt.Reap(ctx); err != nil {
-		log.Warn("reaping browsers of an earlier run", "err", err)
-	} else if n > 0 {
-		log.Warn("reaped browsers left by an earlier run", "browsers", n)
-	}
-	poolOpts := browsers.PoolOptions{Size: cfg.PoolSize, Warm: cfg.WarmBrowsers,
-		QueueWait: cfg.QueueWait, Log: log, MaxShare: cfg.ScrapesPerBrowser}
-	if st.Postgres() != nil {
-		poolOpts.Places = &teamPlaces{store: st, lease: cfg.NodeLease, log: log}
-	}
-	pool := browsers.NewPool(rt, poolOpts)
-	undo = append(undo, pool.Close)
-	mgr, err := sessions.NewManager(ctx, pool, st, log)
-	if err != nil {
-		return fail(err)
-	}
-	undo = append(undo, mgr.Close)
-	if !conf.Confined && !cfg.AllowUnconfinedSessions {
-		mgr.RefuseSessions("this host cannot confine browsers (" + conf.Reason + "); the operator may allow sessions anyway with TRAWLER_ALLOW_UNCONFINED_SESSIONS=true")
-	}
-	mgr.BindEgress = func(browser, team, session string) {
-		if r, err := out.proxy.BrowserRoute(browser); err == nil {
-			r.Bind(egress.Binding{Team: team, Request: session})
-		}
-	}
+	conf, out, pool, mgr := b.conf, b.out, b.pool, b.sessions
 	urls := wire.PublicURL{Base: cfg.PublicURL, Trusted: cfg.TrustedProxies}
 	proxy := cdpproxy.New(mgr, urls, log)
 	executor, closeExecute, boxes, err := newExecute(ctx, cfg, proxy, out.proxy.Hide, log)
 	if err != nil {
 		return fail(err)
 	}
-	undo = append(undo, closeExecute)
+	undo.push(closeExecute)
 	llm := newModel(cfg.LLM, st)
 	scraper := &scrape.Service{Pool: pool, Store: st, Log: log, Retention: cfg.ResultRetention, Guard: guard, Profiles: opener,
-		SharedCache: cfg.SharedCache, ReuseTabs: cfg.ReuseTabs, SpareTabs: cfg.SpareTabs, Model: llm, Egress: out.proxy, UA: ua,
+		SharedCache: cfg.SharedCache, ReuseTabs: cfg.ReuseTabs, SpareTabs: cfg.SpareTabs, Model: llm, Egress: out.proxy, UA: b.ua,
 		Media: scrape.MediaOptions{Dir: filepath.Join(cfg.DataDir, "media"), Base: urls.For(wire.Request{Host: cfg.Addr})}}
 	hooks := &webhook.Dispatcher{Store: st, Client: guard.Client(10*time.Second, netguard.VerifyTLS), Log: log,
 		Secret: func(team string) string { return cfg.WebhookSecrets[team] }}
@@ -267,11 +214,11 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 	if err != nil {
 		return fail(err)
 	}
-	undo = append(undo, found.close)
+	undo.push(found.close)
 	if err := crawler.Start(ctx); err != nil {
 		return fail(err)
 	}
-	undo = append(undo, crawler.Close)
+	undo.push(crawler.Close)
 	extracts := &extract.Service{Crawler: crawler, Store: st, Model: llm, Log: log, Retention: cfg.ResultRetention,
 		Lease: cfg.NodeLease}
 	if err := extracts.Start(ctx); err != nil {
@@ -281,7 +228,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 	if err != nil {
 		return fail(err)
 	}
-	undo = append(undo, func() { docs.Close() })
+	undo.push(func() { docs.Close() })
 	log.Debug("documentation indexed", "sections", len(docs.Sections()), "took", docs.BuildTime)
 	a := api.New(api.Deps{Teams: teamRegistry, Sessions: mgr, Scraper: scraper, Crawler: crawler, Store: st, URLs: urls, Log: log,
 		Profiles: opener, Search: found.service, Model: llm, Extract: extracts, Docs: docs,
@@ -289,13 +236,147 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 			Sessions: conf.Confined || cfg.AllowUnconfinedSessions, Detail: conf.String()}})
 
 	s := &Service{Config: cfg, Store: st, Pool: pool, Sessions: mgr, Proxy: proxy, Crawler: crawler, Extract: extracts, Webhooks: hooks,
-		Profiles: profileStore, Egress: out.proxy, Model: llm, search: found, docs: docs, log: log, stop: make(chan struct{}), closeRuntime: closeRuntime}
+		Profiles: profileStore, Egress: out.proxy, Model: llm, search: found, docs: docs, log: log, stop: make(chan struct{}), closeRuntime: b.closeRuntime}
 	s.closeExecute = closeExecute
-	for _, r := range []any{rt.Runtime, boxes} {
+	for _, r := range []any{b.runtime.Runtime, boxes} {
 		if r, ok := r.(instanceReaper); ok {
 			s.reapers = append(s.reapers, r)
 		}
 	}
+	s.startBackground()
+	s.handler = s.newHandler(a.Handler(), urls)
+	s.denyNodes()
+	return s, nil
+}
+
+// undoStack holds what New made, to release it, last first, when New
+// fails.
+type undoStack []func()
+
+func (u *undoStack) push(f func()) { *u = append(*u, f) }
+
+func (u undoStack) run() {
+	for i := len(u) - 1; i >= 0; i-- {
+		u[i]()
+	}
+}
+
+// browserParts are what startBrowsers makes.
+type browserParts struct {
+	conf         browsers.Confinement
+	out          egressProxy
+	runtime      *routedRuntime
+	closeRuntime func()
+	// ua learns the browsers' user agent from the first one started.
+	ua       *scrape.UserAgent
+	pool     *browsers.Pool
+	sessions *sessions.Manager
+}
+
+// startBrowsers starts what runs browsers: the egress proxy, the runtime
+// (after reaping the browsers an earlier run left), the pool and the
+// session manager. It pushes each one's release on undo as it goes.
+func startBrowsers(ctx context.Context, cfg *config.Config, st *store.Store, guard *netguard.Guard, undo *undoStack, log *slog.Logger) (*browserParts, error) {
+	b := &browserParts{conf: confinement(ctx, cfg)}
+	logConfinement(cfg, b.conf, log)
+	out, err := newEgress(cfg, b.conf, guard, egressRecorder(st, log), log)
+	if err != nil {
+		return nil, err
+	}
+	b.out = out
+	undo.push(func() { out.proxy.Close() })
+	rt, closeRuntime, err := newRuntime(cfg, b.conf, out, log)
+	if err != nil {
+		return nil, err
+	}
+	b.runtime, b.closeRuntime = rt, closeRuntime
+	undo.push(closeRuntime)
+	b.ua = &scrape.UserAgent{}
+	learn := b.ua.Learn
+	rt.started.Store(&learn)
+	reapEarlierBrowsers(ctx, rt, log)
+	b.pool = newPool(cfg, rt, st, log)
+	undo.push(b.pool.Close)
+	if b.sessions, err = newSessions(ctx, cfg, b.conf, b.pool, st, out, log); err != nil {
+		return nil, err
+	}
+	undo.push(b.sessions.Close)
+	return b, nil
+}
+
+// logConfinement says how the browsers are walled in, and when they cannot
+// be, what that means for browser sessions.
+func logConfinement(cfg *config.Config, conf browsers.Confinement, log *slog.Logger) {
+	if conf.Confined {
+		log.Info("browsers are "+conf.String(), "runtime", cfg.Runtime)
+		return
+	}
+	refusal := "browser sessions are refused until browsers can be confined, or TRAWLER_ALLOW_UNCONFINED_SESSIONS=true runs them anyway"
+	if cfg.AllowUnconfinedSessions {
+		refusal = "browser sessions run anyway (TRAWLER_ALLOW_UNCONFINED_SESSIONS=true): their clients stand only behind the CDP proxy's policy"
+	}
+	log.Warn("browsers cannot be confined on this host: they run " + conf.String() + "; " + refusal)
+}
+
+// egressRecorder returns the egress proxy's report of a binding's bytes,
+// which records them in the store off the proxy's path (a report carries
+// no context, so the write has one of its own).
+func egressRecorder(st *store.Store, log *slog.Logger) func(egress.Binding, int64, int64) {
+	return func(b egress.Binding, in, out int64) {
+		go func() {
+			u := store.EgressUsage{Team: b.Team, Request: b.Request, In: in, Out: out, At: time.Now()}
+			if err := st.AddEgressUsage(context.Background(), u); err != nil {
+				log.Debug("recording egress usage", "err", err)
+			}
+		}()
+	}
+}
+
+// reapEarlierBrowsers removes the browsers an earlier run of this instance
+// left behind; failing to is worth a warning, not a refusal to start.
+func reapEarlierBrowsers(ctx context.Context, rt *routedRuntime, log *slog.Logger) {
+	if n, err := rt.Reap(ctx); err != nil {
+		log.Warn("reaping browsers of an earlier run", "err", err)
+	} else if n > 0 {
+		log.Warn("reaped browsers left by an earlier run", "browsers", n)
+	}
+}
+
+// newPool returns the browser pool over rt. On a shared PostgreSQL store
+// the per-team places are counted across the nodes.
+func newPool(cfg *config.Config, rt *routedRuntime, st *store.Store, log *slog.Logger) *browsers.Pool {
+	opts := browsers.PoolOptions{Size: cfg.PoolSize, Warm: cfg.WarmBrowsers,
+		QueueWait: cfg.QueueWait, Log: log, MaxShare: cfg.ScrapesPerBrowser}
+	if st.Postgres() != nil {
+		opts.Places = &teamPlaces{store: st, lease: cfg.NodeLease, log: log}
+	}
+	return browsers.NewPool(rt, opts)
+}
+
+// newSessions returns the manager of interactive sessions, which refuses
+// them when browsers cannot be confined and the operator has not allowed
+// that, and binds each session's browser to its team in the egress proxy.
+func newSessions(ctx context.Context, cfg *config.Config, conf browsers.Confinement, pool *browsers.Pool, st *store.Store, out egressProxy, log *slog.Logger) (*sessions.Manager, error) {
+	mgr, err := sessions.NewManager(ctx, pool, st, log)
+	if err != nil {
+		return nil, err
+	}
+	if !conf.Confined && !cfg.AllowUnconfinedSessions {
+		mgr.RefuseSessions("this host cannot confine browsers (" + conf.Reason + "); the operator may allow sessions anyway with TRAWLER_ALLOW_UNCONFINED_SESSIONS=true")
+	}
+	mgr.BindEgress = func(browser, team, session string) {
+		if r, err := out.proxy.BrowserRoute(browser); err == nil {
+			r.Bind(egress.Binding{Team: team, Request: session})
+		}
+	}
+	return mgr, nil
+}
+
+// startBackground starts the service's own goroutines (the janitor, the
+// heartbeat, the search indexer, the webhook dispatcher and, when cfg asks
+// for one, the preparation of a browser for single scrapes). Close stops
+// them: they run on a context of their own, not New's.
+func (s *Service) startBackground() {
 	bg, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.wg.Add(4)
@@ -303,37 +384,41 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 	go s.heartbeat()
 	go func() {
 		defer s.wg.Done()
-		found.run(bg)
+		s.search.run(bg)
 	}()
 	go func() {
 		defer s.wg.Done()
-		hooks.Run(bg)
+		s.Webhooks.Run(bg)
 	}()
-	if cfg.PreparesScrapeBrowser() {
+	if s.Config.PreparesScrapeBrowser() {
 		// A browser for single scrapes, with tabs ready, before the first.
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			if err := scraper.Prepare(bg); err != nil && bg.Err() == nil {
-				log.Warn("preparing a browser for single scrapes", "err", err)
+			if err := s.Crawler.Scrape.Prepare(bg); err != nil && bg.Err() == nil {
+				s.log.Warn("preparing a browser for single scrapes", "err", err)
 			}
 		}()
 	}
+}
+
+// newHandler routes the CDP proxy, the live view, the metrics and the API
+// (apiHandler) on one mux; with a node secret set, requests for another
+// node's sessions are forwarded to it.
+func (s *Service) newHandler(apiHandler http.Handler, urls wire.PublicURL) http.Handler {
 	metricsRegistry := prometheus.NewRegistry()
 	metricsRegistry.MustRegister(s.collectors()...)
 	mux := http.NewServeMux()
-	mux.Handle("/cdp/", proxy)
-	mux.Handle("/live/", liveview.New(mgr, urls, log))
+	mux.Handle("/cdp/", s.Proxy)
+	mux.Handle("/live/", liveview.New(s.Sessions, urls, s.log))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(metricsRegistry, promhttp.HandlerOpts{}))
-	mux.Handle("/", a.Handler())
+	mux.Handle("/", apiHandler)
 	var h http.Handler = mux
-	if cfg.NodeSecret != "" {
-		fwd := &forwarder{store: st, sessions: mgr, secret: cfg.NodeSecret, log: log, lease: cfg.NodeLease}
+	if s.Config.NodeSecret != "" {
+		fwd := &forwarder{store: s.Store, sessions: s.Sessions, secret: s.Config.NodeSecret, log: s.log, lease: s.Config.NodeLease}
 		h = fwd.wrap(mux)
 	}
-	s.handler = canonical(h)
-	s.denyNodes()
-	return s, nil
+	return canonical(h)
 }
 
 // Handler serves the API, the CDP proxy and the metrics.
