@@ -7,10 +7,12 @@ package trawler
 
 import "embed"
 
-// Docs is Trawler's documentation: README.md, and under docs/api the
-// interface specification (web-content-acquisition-v2.md) and the
-// conventions that decide what it leaves open (conventions.md), copies of
-// the spec files the service is built to.
+// Docs is Trawler's documentation: README.md, the pages of docs/ (the API
+// reference, configuration, design, operations, security, limits, testing
+// and the benchmark's figures), and under docs/api the interface
+// specification (web-content-acquisition-v2.md) and the conventions that
+// decide what it leaves open (conventions.md), copies of the spec files the
+// service is built to.
 //
-//go:embed README.md docs/api/*.md
+//go:embed README.md docs/*.md docs/api/*.md
 var Docs embed.FS

@@ -194,7 +194,7 @@ const System = "You answer questions about Trawler, a self-hosted web scraping a
 	"is compatible with Firecrawl's v2 API. Answer only from the documentation sections you are given, never from " +
 	"what you know otherwise. Be concise: a few sentences, with the exact names of the endpoints, options, settings " +
 	"and error codes the sections use. If the sections do not answer the question, say that the documentation " +
-	"does not cover it. End with a line \"Sources:\" that lists the references (such as README.md#profiles) of the " +
+	"does not cover it. End with a line \"Sources:\" that lists the references (such as docs/api.md#profiles) of the " +
 	"sections that support your answer."
 
 // Prompt is the message that asks a model to answer question from the
@@ -235,7 +235,7 @@ func Cited(answer string, hits []Hit) []Hit {
 }
 
 // mentions reports whether text holds ref as a whole reference: not
-// README.md#api inside README.md#api-keys.
+// docs/api.md#scrape inside docs/api.md#scrape-options.
 func mentions(text, ref string) bool {
 	for rest := text; ; {
 		i := strings.Index(rest, ref)

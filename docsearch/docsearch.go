@@ -53,18 +53,18 @@ const headingWeight = 2
 // best one. A section is found by its best piece; what its other pieces
 // say on the question is evidence too (a section whose every piece speaks
 // of lockdown is about lockdown), but less, so that a long section does
-// not win by length alone. On the test's 64 questions, ranking sections by
-// their best piece alone put an answering one first for 53% of them;
-// adding half of the other pieces, for 75%.
+// not win by length alone. On the test's questions, ranking sections by
+// their best piece alone put an answering one first far less often than
+// adding half of the other pieces does.
 const otherPieces = 0.5
 
 // introduction weighs the score of a document's introduction (the text
 // under its title, before its first section). An introduction surveys
-// what the sections below explain (README's "What works today" names
-// every feature in a clause), so it shares words with most questions
-// while it answers few: found first for "how do I attach puppeteer to a
-// session", it says only that Puppeteer attaches. Weighed in full, it cost
-// the test's table 3 of its 64 questions.
+// what the sections below explain (the README's names every feature in a
+// clause), so it shares words with most questions while it answers few:
+// found first for "how do I attach puppeteer to a session", it says only
+// that Puppeteer attaches. Weighed in full, it cost the test's table a few
+// of its questions.
 const introduction = 0.5
 
 // Index is the searchable documentation. It is safe for concurrent use.

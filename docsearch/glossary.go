@@ -28,7 +28,7 @@ var glossary = []struct {
 	{[]string{"localhost"}, "loopback"},
 	{[]string{"internal", "intranet"}, "private"},
 	// A profile is "a team's named browser state: cookies ..., localStorage
-	// and IndexedDB" (README, Profiles): what keeps a login.
+	// and IndexedDB" (docs/api.md, Profiles): what keeps a login.
 	{[]string{"cookies", "login"}, "profile"},
 	// fullPage is a screenshot of the whole page.
 	{[]string{"whole", "entire"}, "full"},

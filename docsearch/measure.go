@@ -9,7 +9,7 @@ import (
 )
 
 // Judged is a question with the sections that answer it (Refs:
-// "README.md#profiles").
+// "docs/api.md#profiles").
 type Judged struct {
 	Question string
 	Want     []string

@@ -18,14 +18,14 @@ const maxChunk = 1500
 // maxChunk.
 type Section struct {
 	// Path is the file's path in the documentation ("README.md",
-	// "docs/api/conventions.md").
+	// "docs/api.md", "docs/api/conventions.md").
 	Path string
 	// Anchor is the GitHub-style anchor of the section's heading
 	// ("profiles"); that of the document's title for the text before its
 	// first section.
 	Anchor string
 	// Headings are the headings from the document's top section down to
-	// this one, the document's title left out (["API", "Profiles"]); empty
+	// this one, the document's title left out (["Browser sessions", "Execute"]); empty
 	// for the text before the first section.
 	Headings []string
 	// Text is the section's Markdown, without its heading.
@@ -34,11 +34,11 @@ type Section struct {
 	Part int
 }
 
-// Ref is the section as a link: "README.md#profiles".
+// Ref is the section as a link: "docs/api.md#profiles".
 func (s Section) Ref() string { return s.Path + "#" + s.Anchor }
 
 // HeadingPath is the file and the headings down to the section:
-// "README.md › API › Profiles".
+// "docs/api.md › Profiles".
 func (s Section) HeadingPath() string {
 	return strings.Join(append([]string{s.Path}, s.Headings...), " › ")
 }
