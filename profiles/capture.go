@@ -53,7 +53,7 @@ func capture(ctx context.Context, browser *cdp.Mux, browserContextID string, ori
 	slices.Sort(want)
 	want = slices.Compact(want)
 
-	conn, w, err := dialWire(ctx, browser)
+	conn, b, err := dialBulk(ctx, browser)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +67,7 @@ func capture(ctx context.Context, browser *cdp.Mux, browserContextID string, ori
 		cookies, err = getCookies(ctx, conn, browserContextID)
 		cookiesRead <- err
 	}()
-	stored, err := captureStorage(ctx, conn, w, browserContextID, want, precompress)
+	stored, err := captureStorage(ctx, conn, b, browserContextID, want, precompress)
 	if cerr := <-cookiesRead; cerr != nil {
 		return nil, cerr
 	}
@@ -80,10 +80,10 @@ func capture(ctx context.Context, browser *cdp.Mux, browserContextID string, ori
 // captureStorage reads the storage of origins. An origin that a page of the browser context shows
 // is read from that page, in a script world of our own (see borrow), which saves opening a helper
 // tab and visiting the origin; the others, and any that its page fails to answer, on helper tabs.
-func captureStorage(ctx context.Context, conn *cdp.Conn, w *wire, browserContextID string, origins []string, precompress bool) ([]rawOrigin, error) {
+func captureStorage(ctx context.Context, conn *cdp.Conn, b *bulk, browserContextID string, origins []string, precompress bool) ([]rawOrigin, error) {
 	got := make([]rawOrigin, len(origins))
 	held := make([]bool, len(origins))
-	h := newHelper(conn, w, browserContextID)
+	h := newHelper(conn, b, browserContextID)
 	h.precompress = precompress
 	defer h.close(ctx)
 	ctx, cancel := context.WithCancel(ctx)

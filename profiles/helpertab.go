@@ -48,7 +48,7 @@ type helper struct {
 	// precompress has a capture compress each large part of the storage as it comes, for a save.
 	precompress bool
 	conn        *cdp.Conn
-	w           *wire // conn's transport, for the messages that carry storage
+	bulk        *bulk // conn's transport, for the messages that carry storage
 	contextID   string
 	// answering counts the calls answering requests in flight.
 	answering sync.WaitGroup
@@ -81,8 +81,8 @@ type tab struct {
 }
 
 // newHelper starts routing conn's events to the helper tabs it opens.
-func newHelper(conn *cdp.Conn, w *wire, browserContextID string) *helper {
-	h := &helper{conn: conn, w: w, contextID: browserContextID, tabs: map[string]*tab{}}
+func newHelper(conn *cdp.Conn, b *bulk, browserContextID string) *helper {
+	h := &helper{conn: conn, bulk: b, contextID: browserContextID, tabs: map[string]*tab{}}
 	conn.OnEvent(h.event)
 	return h
 }
@@ -213,7 +213,7 @@ func (h *helper) open(ctx context.Context) (*tab, error) {
 	}
 	var waits []func(context.Context) ([]byte, error)
 	for _, s := range steps {
-		wait, err := h.w.start(s.method, call(t.session, s.method, s.params))
+		wait, err := h.bulk.start(s.method, call(t.session, s.method, s.params))
 		if err != nil {
 			return nil, fmt.Errorf("preparing a helper tab: %w", err)
 		}
@@ -421,7 +421,7 @@ func (t *tab) resultsEach(ctx context.Context, mode, origin string, arrived func
 		if t.world != 0 {
 			params["contextId"] = t.world
 		}
-		return t.h.w.start("Runtime.evaluate", call(t.session, "Runtime.evaluate", params))
+		return t.h.bulk.start("Runtime.evaluate", call(t.session, "Runtime.evaluate", params))
 	}
 	waits := make([]func(context.Context) ([]byte, error), len(members))
 	for i, m := range members {

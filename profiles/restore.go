@@ -51,12 +51,12 @@ func restore(ctx context.Context, browser *cdp.Mux, browserContextID string, loa
 			return nil
 		}
 	}
-	conn, w, err := dialWire(ctx, browser)
+	conn, b, err := dialBulk(ctx, browser)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	h := newHelper(conn, w, browserContextID)
+	h := newHelper(conn, b, browserContextID)
 	defer h.close(ctx)
 	var first chan openedTab
 	if speculate {
@@ -257,7 +257,7 @@ func (h *helper) answerData(ctx context.Context, a answer) error {
 	if msg == nil {
 		return fmt.Errorf("part %q asked for twice", a.part)
 	}
-	wait, err := h.w.start("Fetch.fulfillRequest", func(id int64) []byte {
+	wait, err := h.bulk.start("Fetch.fulfillRequest", func(id int64) []byte {
 		msg = append(msg, `,"requestId":`...)
 		msg = appendJSON(msg, a.requestID)
 		return endCommand(msg, id)

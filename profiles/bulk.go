@@ -13,17 +13,18 @@ import (
 )
 
 // This file carries the helper's few large messages (an origin's storage, megabytes of it) past
-// cdp.Conn, which would encode or decode each of them in full two or three times over: a wire is
-// the transport under the helper's cdp.Conn, and also sends commands whose message it is given
-// whole and hands back their replies undecoded, for the caller to pick the one member it needs.
+// cdp.Conn, which would encode or decode each of them in full two or three times over: a bulk
+// channel is the transport under the helper's cdp.Conn, and also sends commands whose message it
+// is given whole and hands back their replies undecoded, for the caller to pick the one member it
+// needs.
 
-// rawIDBase is the first id of the wire's own commands: far above the ids cdp.Conn counts up from
+// rawIDBase is the first id of the bulk channel's own commands: far above the ids cdp.Conn counts up from
 // 1, and within the 32-bit range the browser accepts.
 const rawIDBase = 1 << 30
 
-// wire is a channel of the browser's Mux, as the transport of a cdp.Conn, that also sends commands
+// bulk is a channel of the browser's Mux, as the transport of a cdp.Conn, that also sends commands
 // of its own (send) and takes their replies out of the stream before the Conn reads it.
-type wire struct {
+type bulk struct {
 	ch *cdp.Channel
 
 	mu      sync.Mutex
@@ -33,30 +34,30 @@ type wire struct {
 	done    chan struct{}
 }
 
-// dialWire opens a browser-level connection whose transport is a wire.
-func dialWire(ctx context.Context, browser *cdp.Mux) (*cdp.Conn, *wire, error) {
+// dialBulk opens a browser-level connection whose transport is a bulk channel.
+func dialBulk(ctx context.Context, browser *cdp.Mux) (*cdp.Conn, *bulk, error) {
 	ch, err := browser.Open(ctx, "")
 	if err != nil {
 		return nil, nil, err
 	}
-	w := &wire{ch: ch, next: rawIDBase, waiting: map[int64]chan []byte{}, done: make(chan struct{})}
-	return cdp.NewConn(w), w, nil
+	b := &bulk{ch: ch, next: rawIDBase, waiting: map[int64]chan []byte{}, done: make(chan struct{})}
+	return cdp.NewConn(b), b, nil
 }
 
-// ReadMessage returns the next message for the Conn, having delivered the replies to the wire's
-// own commands on the way.
-func (w *wire) ReadMessage() ([]byte, error) {
+// ReadMessage returns the next message for the Conn, having delivered the replies to the bulk
+// channel's own commands on the way.
+func (b *bulk) ReadMessage() ([]byte, error) {
 	for {
-		msg, err := w.ch.ReadMessage()
+		msg, err := b.ch.ReadMessage()
 		if err != nil {
-			w.fail(err)
+			b.fail(err)
 			return nil, err
 		}
 		if id, ok := replyID(msg); ok && id >= rawIDBase {
-			w.mu.Lock()
-			c := w.waiting[id]
-			delete(w.waiting, id)
-			w.mu.Unlock()
+			b.mu.Lock()
+			c := b.waiting[id]
+			delete(b.waiting, id)
+			b.mu.Unlock()
 			if c != nil {
 				c <- msg
 			}
@@ -66,52 +67,44 @@ func (w *wire) ReadMessage() ([]byte, error) {
 	}
 }
 
-func (w *wire) WriteMessage(msg []byte) error { return w.ch.WriteMessage(msg) }
+func (b *bulk) WriteMessage(msg []byte) error { return b.ch.WriteMessage(msg) }
 
-func (w *wire) Close() error {
-	err := w.ch.Close()
-	w.fail(cdp.ErrChannelClosed)
+func (b *bulk) Close() error {
+	err := b.ch.Close()
+	b.fail(cdp.ErrChannelClosed)
 	return err
 }
 
-func (w *wire) fail(err error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.err == nil {
-		w.err = err
-		close(w.done)
+func (b *bulk) fail(err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.err == nil {
+		b.err = err
+		close(b.done)
 	}
 }
 
-// send writes the command that build makes for id, a whole CDP message, and returns the browser's
-// reply undecoded. The wire's reader is the Conn's: it runs as long as the Conn is open.
-func (w *wire) send(ctx context.Context, method string, build func(id int64) []byte) ([]byte, error) {
-	wait, err := w.start(method, build)
-	if err != nil {
-		return nil, err
-	}
-	return wait(ctx)
-}
-
-// start writes the command that build makes for id and returns a function that waits for its
-// reply, so that several commands can be written before the first reply comes.
-func (w *wire) start(method string, build func(id int64) []byte) (func(context.Context) ([]byte, error), error) {
+// start writes the command that build makes for id, a whole CDP message, and returns a function
+// that waits for the browser's reply and returns it undecoded, so that several commands can be
+// written before the first reply comes. The replies are read by the Conn's reader: they come as
+// long as the Conn is open.
+func (b *bulk) start(method string, build func(id int64) []byte) (func(context.Context) ([]byte, error), error) {
 	c := make(chan []byte, 1)
-	w.mu.Lock()
-	if w.err != nil {
-		w.mu.Unlock()
-		return nil, fmt.Errorf("%s: connection closed: %w", method, w.err)
+	b.mu.Lock()
+	if b.err != nil {
+		b.mu.Unlock()
+		return nil, fmt.Errorf("%s: connection closed: %w", method, b.err)
 	}
-	w.next++
-	id := w.next
-	w.waiting[id] = c
-	w.mu.Unlock()
+	b.next++
+	id := b.next
+	b.waiting[id] = c
+	b.mu.Unlock()
 	forget := func() {
-		w.mu.Lock()
-		delete(w.waiting, id)
-		w.mu.Unlock()
+		b.mu.Lock()
+		delete(b.waiting, id)
+		b.mu.Unlock()
 	}
-	if err := w.ch.WriteMessage(build(id)); err != nil {
+	if err := b.ch.WriteMessage(build(id)); err != nil {
 		forget()
 		return nil, fmt.Errorf("sending %s: %w", method, err)
 	}
@@ -126,9 +119,9 @@ func (w *wire) start(method string, build func(id int64) []byte) (func(context.C
 				return nil, fmt.Errorf("%s: %w", method, &ce)
 			}
 			return msg, nil
-		case <-w.done:
+		case <-b.done:
 			forget()
-			return nil, fmt.Errorf("%s: connection closed: %w", method, w.err)
+			return nil, fmt.Errorf("%s: connection closed: %w", method, b.err)
 		case <-ctx.Done():
 			forget()
 			return nil, ctx.Err()
