@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"sync"
 
+	cdproto "github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/cdp/jsonv2"
+
 	"github.com/trawler-dev/trawler/cdp"
 	"github.com/trawler-dev/trawler/cdp/rawjson"
 )
@@ -84,11 +87,23 @@ func (b *bulk) fail(err error) {
 	}
 }
 
-// start writes the command that build makes for id, a whole CDP message, and returns a function
-// that waits for the browser's reply and returns it undecoded, so that several commands can be
-// written before the first reply comes. The replies are read by the Conn's reader: they come as
-// long as the Conn is open.
-func (b *bulk) start(method string, build func(id int64) []byte) (func(context.Context) ([]byte, error), error) {
+// rawCommand is a command for start to write whole: its method, for errors, and what makes its
+// message for an id.
+type rawCommand struct {
+	method string
+	build  func(id int64) []byte
+	err    error // why the command could not be made, which start returns
+}
+
+// start writes the command, a whole CDP message, and returns a function that waits for the
+// browser's reply and returns it undecoded, so that several commands can be written before the
+// first reply comes. The replies are read by the Conn's reader: they come as long as the Conn is
+// open.
+func (b *bulk) start(cmd rawCommand) (func(context.Context) ([]byte, error), error) {
+	method := cmd.method
+	if cmd.err != nil {
+		return nil, fmt.Errorf("%s: %w", method, cmd.err)
+	}
 	c := make(chan []byte, 1)
 	b.mu.Lock()
 	if b.err != nil {
@@ -104,7 +119,7 @@ func (b *bulk) start(method string, build func(id int64) []byte) (func(context.C
 		delete(b.waiting, id)
 		b.mu.Unlock()
 	}
-	if err := b.ch.WriteMessage(build(id)); err != nil {
+	if err := b.ch.WriteMessage(cmd.build(id)); err != nil {
 		forget()
 		return nil, fmt.Errorf("sending %s: %w", method, err)
 	}
@@ -129,17 +144,18 @@ func (b *bulk) start(method string, build func(id int64) []byte) (func(context.C
 	}, nil
 }
 
-// call makes the command method with params (a map or struct, or nil) on session, for send or
-// start.
-func call(session, method string, params any) func(id int64) []byte {
-	return func(id int64) []byte {
-		buf := command(nil, session, method)
-		if params != nil {
-			p := appendJSON(nil, params)
-			buf = append(buf, p[1:len(p)-1]...) // the members, without the braces
-		}
-		return endCommand(buf, id)
+// call makes cdproto's command c with params on session, for start. The params are encoded as
+// cdp.Do encodes them, with cdproto's JSON layer.
+func call[P, R any](session string, c cdproto.Command[P, R], params P) rawCommand {
+	p, err := jsonv2.Marshal(params)
+	if err != nil {
+		return rawCommand{method: c.Method, err: fmt.Errorf("encoding the params: %w", err)}
 	}
+	return rawCommand{method: c.Method, build: func(id int64) []byte {
+		buf := command(nil, session, c.Method)
+		buf = append(buf, p[1:len(p)-1]...) // the members, without the braces
+		return endCommand(buf, id)
+	}}
 }
 
 // command is the start of a CDP message for method on session, up to and including the opening

@@ -13,7 +13,12 @@ import (
 	"sync"
 	"time"
 
+	cdproto "github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/cdproto/target"
 	"github.com/klauspost/compress/gzip"
+
 	"github.com/trawler-dev/trawler/cdp"
 	"github.com/trawler-dev/trawler/cdp/rawjson"
 )
@@ -85,7 +90,7 @@ func captureStorage(ctx context.Context, conn *cdp.Conn, b *bulk, browserContext
 	held := make([]bool, len(origins))
 	h := newHelper(conn, b, browserContextID)
 	h.precompress = precompress
-	defer h.close(ctx)
+	defer h.close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	pages := h.pagesShowing(ctx, origins)
@@ -95,14 +100,14 @@ func captureStorage(ctx context.Context, conn *cdp.Conn, b *bulk, browserContext
 		borrowed     sync.WaitGroup
 	)
 	for i, o := range origins {
-		target, ok := pages[o]
+		id, ok := pages[o]
 		if !ok {
 			rest = append(rest, i)
 			continue
 		}
 		borrowed.Go(func() {
 			var err error
-			if got[i], held[i], err = h.captureIn(ctx, target, o); err != nil {
+			if got[i], held[i], err = h.captureIn(ctx, id, o); err != nil {
 				mu.Lock()
 				missed = append(missed, i)
 				mu.Unlock()
@@ -148,28 +153,25 @@ func captureStorage(ctx context.Context, conn *cdp.Conn, b *bulk, browserContext
 // pagesShowing returns, for those of origins that a page of the helper's browser context shows,
 // that page's target id. It returns none when the browser cannot say which pages are in the
 // context.
-func (h *helper) pagesShowing(ctx context.Context, origins []string) map[string]string {
-	contextID := h.contextID
+func (h *helper) pagesShowing(ctx context.Context, origins []string) map[string]target.ID {
+	browser := cdp.Browser(h.conn)
+	contextID := cdproto.BrowserContextID(h.contextID)
 	if contextID == "" {
-		var contexts struct {
-			DefaultBrowserContextID string `json:"defaultBrowserContextId"`
-		}
-		if h.conn.Call(ctx, "", "Target.getBrowserContexts", nil, &contexts) != nil {
+		contexts, err := cdp.Do(ctx, browser, target.GetBrowserContexts, cdproto.Empty{})
+		if err != nil {
 			return nil
 		}
 		if contextID = contexts.DefaultBrowserContextID; contextID == "" {
 			return nil
 		}
 	}
-	var targets struct {
-		TargetInfos []cdp.TargetInfo `json:"targetInfos"`
-	}
-	if h.conn.Call(ctx, "", "Target.getTargets", nil, &targets) != nil {
+	targets, err := cdp.Do(ctx, browser, target.GetTargets, target.GetTargetsParams{})
+	if err != nil {
 		return nil
 	}
-	pages := map[string]string{}
+	pages := map[string]target.ID{}
 	for _, ti := range targets.TargetInfos {
-		if ti.Type != "page" || ti.BrowserContextID != contextID {
+		if ti == nil || ti.Type != "page" || ti.BrowserContextID != contextID {
 			continue
 		}
 		u, err := url.Parse(ti.URL)
@@ -187,11 +189,12 @@ func (h *helper) pagesShowing(ctx context.Context, origins []string) map[string]
 // helper tab instead: a page that shows a dialog, or runs a long script, answers nothing.
 const probeTimeout = 2 * time.Second
 
-// captureIn reads origin's storage from target, a page of the user's that shows it (see borrow).
-func (h *helper) captureIn(ctx context.Context, target, origin string) (rawOrigin, bool, error) {
+// captureIn reads origin's storage from the target id, a page of the user's that shows it (see
+// borrow).
+func (h *helper) captureIn(ctx context.Context, id target.ID, origin string) (rawOrigin, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, originTimeout)
 	defer cancel()
-	t, err := h.borrow(ctx, target)
+	t, err := h.borrow(ctx, id)
 	if err != nil {
 		return rawOrigin{}, false, err
 	}
@@ -199,31 +202,27 @@ func (h *helper) captureIn(ctx context.Context, target, origin string) (rawOrigi
 	return t.read(ctx, origin)
 }
 
-// borrow attaches to target, a page of the user's, and makes a script world of our own in its
+// borrow attaches to the target id, a page of the user's, and makes a script world of our own in its
 // main frame, which runs with the page's origin, and so reaches its storage, but shares no
 // JavaScript object with the page's own scripts. The page is left as it was: giveBack detaches.
 // A page that does not answer within probeTimeout is given back at once.
-func (h *helper) borrow(ctx context.Context, target string) (*tab, error) {
-	var attached struct {
-		SessionID string `json:"sessionId"`
-	}
-	if err := h.conn.Call(ctx, "", "Target.attachToTarget",
-		map[string]any{"targetId": target, "flatten": true}, &attached); err != nil {
+func (h *helper) borrow(ctx context.Context, id target.ID) (*tab, error) {
+	s, err := cdp.Attach(ctx, h.conn, id)
+	if err != nil {
 		return nil, fmt.Errorf("attaching to a page: %w", err)
 	}
-	t := &tab{h: h, session: attached.SessionID}
+	// The session is never closed with s.CloseTarget: the page is the user's.
+	t := &tab{h: h, session: s}
 	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	var world struct {
-		ExecutionContextID int64 `json:"executionContextId"`
-	}
-	err := h.conn.Call(pctx, t.session, "Page.createIsolatedWorld",
-		map[string]any{"frameId": target, "worldName": "trawler-profile"}, &world)
+	// A page's main frame has its target's id.
+	world, err := cdp.Do(pctx, s, page.CreateIsolatedWorld,
+		page.CreateIsolatedWorldParams{FrameID: cdproto.FrameID(id), WorldName: "trawler-profile"})
 	if err == nil {
 		t.world = world.ExecutionContextID
-		var r cdp.EvalResult
-		err = h.conn.Call(pctx, t.session, "Runtime.evaluate",
-			map[string]any{"expression": "1", "contextId": t.world, "returnByValue": true}, &r)
+		// Whether the world answers is what counts, not its answer.
+		err = cdp.Run(pctx, s, runtime.Evaluate,
+			runtime.EvaluateParams{Expression: "1", ContextID: t.world, ReturnByValue: new(true)})
 	}
 	if err != nil {
 		h.giveBack(ctx, t)
@@ -237,10 +236,11 @@ func (h *helper) giveBack(ctx context.Context, t *tab) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
 	defer cancel()
 	if t.world != 0 {
-		h.conn.Call(cctx, t.session, "Runtime.evaluate",
-			map[string]any{"expression": "delete globalThis.trawlerProfile", "contextId": t.world}, nil)
+		cdp.Run(cctx, t.session, runtime.Evaluate,
+			runtime.EvaluateParams{Expression: "delete globalThis.trawlerProfile", ContextID: t.world})
 	}
-	h.conn.Call(cctx, "", "Target.detachFromTarget", map[string]any{"sessionId": t.session}, nil)
+	cdp.Run(cctx, cdp.Browser(h.conn), target.DetachFromTarget,
+		target.DetachFromTargetParams{SessionID: target.SessionID(t.session.ID)})
 }
 
 // capture visits origin and reads its storage, as the JSON text of an OriginState. held reports

@@ -9,12 +9,18 @@ import (
 	"strings"
 	"time"
 
+	cdproto "github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/storage"
+
 	"github.com/trawler-dev/trawler/cdp"
 )
 
 // This file reads a browser's cookies into Cookies and sets them back, over the Storage domain.
 
-// networkCookie is the part of CDP's Network.Cookie that a Cookie keeps.
+// networkCookie is the part of CDP's Network.Cookie that a Cookie keeps, read with encoding/json
+// rather than as cdproto's network.Cookie, whose float64 Expires cannot tell a cookie that never
+// expires (null) from one that expires at 0.
 type networkCookie struct {
 	Name               string          `json:"name"`
 	Value              string          `json:"value"`
@@ -37,14 +43,11 @@ type networkCookie struct {
 const maxCookieAge = 400 * 24 * time.Hour
 
 func getCookies(ctx context.Context, conn *cdp.Conn, browserContextID string) ([]Cookie, error) {
-	params := map[string]any{}
-	if browserContextID != "" {
-		params["browserContextId"] = browserContextID
-	}
+	params := storage.GetCookiesParams{BrowserContextID: cdproto.BrowserContextID(browserContextID)}
 	var res struct {
 		Cookies []networkCookie `json:"cookies"`
 	}
-	if err := conn.Call(ctx, "", "Storage.getCookies", params, &res); err != nil {
+	if err := cdp.Browser(conn).Call(ctx, storage.CommandGetCookies, params, &res); err != nil {
 		return nil, fmt.Errorf("reading cookies: %w", err)
 	}
 	out := make([]Cookie, 0, len(res.Cookies))
@@ -81,30 +84,17 @@ func getCookies(ctx context.Context, conn *cdp.Conn, browserContextID string) ([
 	return out, nil
 }
 
-// cookieParam is CDP's Network.CookieParam.
-type cookieParam struct {
-	Name         string              `json:"name"`
-	Value        string              `json:"value"`
-	URL          string              `json:"url,omitempty"`
-	Domain       string              `json:"domain,omitempty"`
-	Path         string              `json:"path,omitempty"`
-	Secure       bool                `json:"secure,omitempty"`
-	HTTPOnly     bool                `json:"httpOnly,omitempty"`
-	SameSite     string              `json:"sameSite,omitempty"`
-	Expires      float64             `json:"expires,omitempty"`
-	Priority     string              `json:"priority,omitempty"`
-	SourceScheme string              `json:"sourceScheme,omitempty"`
-	SourcePort   int                 `json:"sourcePort,omitempty"`
-	PartitionKey *CookiePartitionKey `json:"partitionKey,omitempty"`
-}
-
 // param turns a saved cookie into the parameter that sets it back. A host-only cookie is set by URL
 // and without a domain, which is what keeps it host-only.
-func (c *Cookie) param() cookieParam {
-	p := cookieParam{
+func (c *Cookie) param() *network.CookieParam {
+	p := &network.CookieParam{
 		Name: c.Name, Value: c.Value, Path: c.Path, Secure: c.Secure, HTTPOnly: c.HTTPOnly,
-		SameSite: c.SameSite, Expires: c.Expires, Priority: c.Priority,
-		SourceScheme: c.SourceScheme, SourcePort: c.SourcePort, PartitionKey: c.PartitionKey,
+		SameSite: network.CookieSameSite(c.SameSite), Expires: cdproto.TimeSinceEpoch(c.Expires),
+		Priority: network.CookiePriority(c.Priority), SourceScheme: network.CookieSourceScheme(c.SourceScheme),
+		SourcePort: int64(c.SourcePort),
+	}
+	if k := c.PartitionKey; k != nil {
+		p.PartitionKey = &network.CookiePartitionKey{TopLevelSite: k.TopLevelSite, HasCrossSiteAncestor: k.HasCrossSiteAncestor}
 	}
 	if !c.HostOnly() {
 		p.Domain = c.Domain
@@ -128,7 +118,7 @@ func (c *Cookie) param() cookieParam {
 
 func setCookies(ctx context.Context, conn *cdp.Conn, browserContextID string, cookies []Cookie) error {
 	now := float64(time.Now().Unix())
-	params := make([]cookieParam, 0, len(cookies))
+	params := make([]*network.CookieParam, 0, len(cookies))
 	var names []string // for errors, by param
 	for i := range cookies {
 		c := &cookies[i]
@@ -141,12 +131,9 @@ func setCookies(ctx context.Context, conn *cdp.Conn, browserContextID string, co
 	if len(params) == 0 {
 		return nil
 	}
-	call := func(ps []cookieParam) error {
-		args := map[string]any{"cookies": ps}
-		if browserContextID != "" {
-			args["browserContextId"] = browserContextID
-		}
-		return conn.Call(ctx, "", "Storage.setCookies", args, nil)
+	call := func(ps []*network.CookieParam) error {
+		return cdp.Run(ctx, cdp.Browser(conn), storage.SetCookies,
+			storage.SetCookiesParams{Cookies: ps, BrowserContextID: cdproto.BrowserContextID(browserContextID)})
 	}
 	err := call(params)
 	if err == nil {
@@ -160,7 +147,7 @@ func setCookies(ctx context.Context, conn *cdp.Conn, browserContextID string, co
 	// one and name those it refuses.
 	var bad []string
 	for i, p := range params {
-		if err := call([]cookieParam{p}); err != nil {
+		if err := call([]*network.CookieParam{p}); err != nil {
 			if !errors.As(err, &cdpErr) {
 				return fmt.Errorf("writing cookies: %w", err)
 			}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	_ "embed"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +12,13 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	cdproto "github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/network"
+	cdppage "github.com/chromedp/cdproto/page"
+	cdpruntime "github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/cdproto/target"
 
 	"github.com/trawler-dev/trawler/cdp"
 	"github.com/trawler-dev/trawler/cdp/rawjson"
@@ -55,7 +61,7 @@ type helper struct {
 
 	mu      sync.Mutex
 	closed  bool
-	targets []string        // every tab opened, to close
+	targets []target.ID     // every tab opened, to close
 	tabs    map[string]*tab // the attached ones, by session id
 }
 
@@ -65,19 +71,19 @@ type helper struct {
 // requests for the storage to restore with that storage.
 type tab struct {
 	h       *helper
-	session string
+	session cdp.Session
 	// world, when not 0, is the script world of ours in a page of the user's (see borrow), where
 	// the tab's scripts run.
-	world int64
+	world cdpruntime.ExecutionContextID
 	// notify gets a token after each load.
 	notify chan struct{}
 
 	// Guarded by h.mu:
-	scheme    string          // of the origin being visited
-	page      string          // the helper page of the visit, as base64
-	loaded    map[string]bool // loader ids whose document has loaded
-	restoring *restoreData    // the storage a restore sends the page
-	dataErr   error           // why answering the page's request for it failed
+	scheme    string                    // of the origin being visited
+	page      []byte                    // the helper page of the visit
+	loaded    map[cdproto.LoaderID]bool // loader ids whose document has loaded
+	restoring *restoreData              // the storage a restore sends the page
+	dataErr   error                     // why answering the page's request for it failed
 }
 
 // newHelper starts routing conn's events to the helper tabs it opens.
@@ -153,27 +159,20 @@ func (h *helper) eachOrigin(ctx context.Context, n int, first <-chan openedTab, 
 // createAttempts are the Target.createTarget options tried in turn: a hidden tab (a target of type
 // "other", in no tab strip, closed with our connection) where the browser supports it, else a
 // background tab.
-var createAttempts = []map[string]any{
-	{"hidden": true, "background": true},
-	{"background": true},
+var createAttempts = []target.CreateTargetParams{
+	{Hidden: new(true), Background: new(true)},
+	{Background: new(true)},
 	{},
 }
 
-// open opens and prepares a helper tab.
+// open opens and prepares a helper tab. The tab is created and attached to in two steps, rather
+// than with cdp.OpenTarget, so that only a browser's refusal of the options tries the next ones.
 func (h *helper) open(ctx context.Context) (*tab, error) {
-	var created struct {
-		TargetID string `json:"targetId"`
-	}
+	var created target.CreateTargetResult
 	var err error
-	for _, opts := range createAttempts {
-		params := map[string]any{"url": "about:blank"}
-		for k, v := range opts {
-			params[k] = v
-		}
-		if h.contextID != "" {
-			params["browserContextId"] = h.contextID
-		}
-		if err = h.conn.Call(ctx, "", "Target.createTarget", params, &created); err == nil {
+	for _, p := range createAttempts {
+		p.URL, p.BrowserContextID = "about:blank", cdproto.BrowserContextID(h.contextID)
+		if created, err = cdp.Do(ctx, cdp.Browser(h.conn), target.CreateTarget, p); err == nil {
 			break
 		}
 		var cdpErr *cdp.Error
@@ -188,32 +187,27 @@ func (h *helper) open(ctx context.Context) (*tab, error) {
 	h.targets = append(h.targets, created.TargetID)
 	h.mu.Unlock()
 
-	var attached struct {
-		SessionID string `json:"sessionId"`
-	}
-	if err := h.conn.Call(ctx, "", "Target.attachToTarget",
-		map[string]any{"targetId": created.TargetID, "flatten": true}, &attached); err != nil {
+	s, err := cdp.Attach(ctx, h.conn, created.TargetID)
+	if err != nil {
 		return nil, fmt.Errorf("attaching to a helper tab: %w", err)
 	}
-	t := &tab{h: h, session: attached.SessionID, loaded: map[string]bool{}, notify: make(chan struct{}, 1)}
+	t := &tab{h: h, session: s, loaded: map[cdproto.LoaderID]bool{}, notify: make(chan struct{}, 1)}
 	h.mu.Lock()
-	h.tabs[t.session] = t
+	h.tabs[s.ID] = t
 	h.mu.Unlock()
 
 	// The steps are written one after the other, in order, and their replies awaited together.
-	steps := []struct {
-		method string
-		params any
-	}{
-		{"Fetch.enable", map[string]any{"patterns": []map[string]any{{"urlPattern": "*"}}}},
-		{"Network.enable", map[string]any{"maxTotalBufferSize": 0, "maxResourceBufferSize": 0}},
-		{"Network.setBypassServiceWorker", map[string]any{"bypass": true}},
-		{"Page.enable", nil},
-		{"Page.setLifecycleEventsEnabled", map[string]any{"enabled": true}},
+	var noBuffer int64 // the tab's requests are answered by us: nothing to keep of them
+	steps := []rawCommand{
+		call(s.ID, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*"}}}),
+		call(s.ID, network.Enable, network.EnableParams{MaxTotalBufferSize: &noBuffer, MaxResourceBufferSize: &noBuffer}),
+		call(s.ID, network.SetBypassServiceWorker, network.SetBypassServiceWorkerParams{Bypass: true}),
+		call(s.ID, cdppage.Enable, cdppage.EnableParams{}),
+		call(s.ID, cdppage.SetLifecycleEventsEnabled, cdppage.SetLifecycleEventsEnabledParams{Enabled: true}),
 	}
 	var waits []func(context.Context) ([]byte, error)
-	for _, s := range steps {
-		wait, err := h.bulk.start(s.method, call(t.session, s.method, s.params))
+	for _, step := range steps {
+		wait, err := h.bulk.start(step)
 		if err != nil {
 			return nil, fmt.Errorf("preparing a helper tab: %w", err)
 		}
@@ -228,15 +222,13 @@ func (h *helper) open(ctx context.Context) (*tab, error) {
 }
 
 // close closes the helper tabs and waits for the request answers in flight.
-func (h *helper) close(ctx context.Context) {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
-	defer cancel()
+func (h *helper) close() {
 	h.mu.Lock()
 	h.closed = true
 	targets := h.targets
 	h.mu.Unlock()
 	for _, id := range targets {
-		h.conn.Call(cctx, "", "Target.closeTarget", map[string]any{"targetId": id}, nil)
+		cdp.CloseTarget(h.conn, id)
 	}
 	h.answering.Wait()
 	h.conn.OnEvent(nil)
@@ -253,56 +245,56 @@ const (
 
 // event runs on the connection's reader: it records loads and hands requests to goroutines.
 func (h *helper) event(e cdp.Event) {
-	switch e.Method {
-	case "Fetch.requestPaused":
-		var p struct {
-			RequestID    string `json:"requestId"`
-			ResourceType string `json:"resourceType"`
-			Request      struct {
-				URL string `json:"url"`
-			} `json:"request"`
+	if p, ok, err := cdp.Decode(e, fetch.RequestPaused); ok {
+		if err == nil {
+			h.paused(e.SessionID, p)
 		}
-		if json.Unmarshal(e.Params, &p) != nil {
-			return
-		}
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		t := h.tabs[e.SessionID]
-		if h.closed || t == nil {
-			return
-		}
-		a := answer{t: t, requestID: p.RequestID}
-		if u, err := url.Parse(p.Request.URL); err == nil && u.Path == helperPath && u.Scheme == t.scheme {
-			switch {
-			case p.ResourceType == "Document":
-				a.kind, a.page = answerPage, t.page
-			case p.ResourceType == "Fetch" || p.ResourceType == "XHR":
-				if part, ok := strings.CutPrefix(u.RawQuery, dataQuery); ok && t.restoring != nil {
-					a.kind, a.data, a.part = answerData, t.restoring, part
-				}
+		return
+	}
+	if p, ok, err := cdp.Decode(e, cdppage.LifecycleEvent); ok && err == nil && p.Name == "load" {
+		h.loaded(e.SessionID, p.LoaderID)
+	}
+}
+
+// paused hands a request of the tab of session to a goroutine that answers it.
+func (h *helper) paused(session string, p fetch.EventRequestPaused) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t := h.tabs[session]
+	if h.closed || t == nil {
+		return
+	}
+	a := answer{t: t, requestID: p.RequestID}
+	var reqURL string
+	if p.Request != nil {
+		reqURL = p.Request.URL
+	}
+	if u, err := url.Parse(reqURL); err == nil && u.Path == helperPath && u.Scheme == t.scheme {
+		switch {
+		case p.ResourceType == network.ResourceTypeDocument:
+			a.kind, a.page = answerPage, t.page
+		case p.ResourceType == network.ResourceTypeFetch || p.ResourceType == network.ResourceTypeXHR:
+			if part, ok := strings.CutPrefix(u.RawQuery, dataQuery); ok && t.restoring != nil {
+				a.kind, a.data, a.part = answerData, t.restoring, part
 			}
 		}
-		h.answering.Add(1)
-		go h.answer(a)
-	case "Page.lifecycleEvent":
-		var p struct {
-			LoaderID string `json:"loaderId"`
-			Name     string `json:"name"`
-		}
-		if json.Unmarshal(e.Params, &p) != nil || p.Name != "load" {
-			return
-		}
-		h.mu.Lock()
-		t := h.tabs[e.SessionID]
-		if t != nil {
-			t.loaded[p.LoaderID] = true
-		}
-		h.mu.Unlock()
-		if t != nil {
-			select {
-			case t.notify <- struct{}{}:
-			default:
-			}
+	}
+	h.answering.Add(1)
+	go h.answer(a)
+}
+
+// loaded records that the document of loader has loaded in the tab of session.
+func (h *helper) loaded(session string, loader cdproto.LoaderID) {
+	h.mu.Lock()
+	t := h.tabs[session]
+	if t != nil {
+		t.loaded[loader] = true
+	}
+	h.mu.Unlock()
+	if t != nil {
+		select {
+		case t.notify <- struct{}{}:
+		default:
 		}
 	}
 }
@@ -310,9 +302,9 @@ func (h *helper) event(e cdp.Event) {
 // answer is how to answer one paused request of a tab.
 type answer struct {
 	t         *tab
-	requestID string
+	requestID fetch.RequestID
 	kind      answerKind
-	page      string       // answerPage: the document, as base64
+	page      []byte       // answerPage: the document
 	data      *restoreData // answerData: the storage
 	part      string       // answerData: the part of it asked for
 }
@@ -331,15 +323,15 @@ func (h *helper) answer(a answer) {
 	defer cancel()
 	switch a.kind {
 	case answerPage:
-		h.conn.Call(ctx, a.t.session, "Fetch.fulfillRequest", map[string]any{
-			"requestId":    a.requestID,
-			"responseCode": 200,
-			"responseHeaders": []map[string]string{
-				{"name": "Content-Type", "value": "text/html; charset=utf-8"},
-				{"name": "Cache-Control", "value": "no-store"},
+		cdp.Run(ctx, a.t.session, fetch.FulfillRequest, fetch.FulfillRequestParams{
+			RequestID:    a.requestID,
+			ResponseCode: 200,
+			ResponseHeaders: []*fetch.HeaderEntry{
+				{Name: "Content-Type", Value: "text/html; charset=utf-8"},
+				{Name: "Cache-Control", Value: "no-store"},
 			},
-			"body": a.page,
-		}, nil)
+			Body: a.page,
+		})
 		return
 	case answerData:
 		err := h.answerData(ctx, a)
@@ -350,8 +342,8 @@ func (h *helper) answer(a answer) {
 		a.t.dataErr = fmt.Errorf("answering the page's request for the storage: %w", err)
 		h.mu.Unlock()
 	}
-	h.conn.Call(ctx, a.t.session, "Fetch.failRequest",
-		map[string]any{"requestId": a.requestID, "errorReason": "ConnectionRefused"}, nil)
+	cdp.Run(ctx, a.t.session, fetch.FailRequest,
+		fetch.FailRequestParams{RequestID: a.requestID, ErrorReason: network.ErrorReasonConnectionRefused})
 }
 
 // script is the expression that runs state.js in mode on origin: its value is a promise (restore)
@@ -367,12 +359,12 @@ func script(mode, origin string) string {
 
 // helperPage is the helper page that runs state.js in mode on origin as soon as it is parsed,
 // before the page has loaded and the tab's load event has reached us, and keeps what it returns in
-// globalThis.trawlerProfile; as base64, for Fetch.fulfillRequest. The script holds no "</" (see
+// globalThis.trawlerProfile. The script holds no "</" (see
 // TestStateJSFitsAPage), so it cannot end its element early. A restore's parts, when given, are in
 // the page, as the JSON object of a script element that state.js reads (#trawler-parts), rather
 // than asked for: every "<" in them is escaped, which leaves the JSON the same and keeps them from
 // ending their element.
-func helperPage(mode, origin string, parts map[string][]byte) string {
+func helperPage(mode, origin string, parts map[string][]byte) []byte {
 	var page bytes.Buffer
 	page.WriteString("<!doctype html><meta charset=utf-8>")
 	if parts != nil {
@@ -388,7 +380,7 @@ func helperPage(mode, origin string, parts map[string][]byte) string {
 		page.WriteString("}</script>")
 	}
 	page.WriteString("<script>globalThis.trawlerProfile = " + script(mode, origin) + ";</script>")
-	return base64.StdEncoding.EncodeToString(page.Bytes())
+	return page.Bytes()
 }
 
 // results awaits the promises of the helper page's script, the one it returned (member "") or
@@ -417,11 +409,8 @@ func (t *tab) resultsEach(ctx context.Context, mode, origin string, arrived func
 		return e + "?." + member
 	}
 	evaluate := func(e string) (func(context.Context) ([]byte, error), error) {
-		params := map[string]any{"expression": e, "awaitPromise": true, "returnByValue": true}
-		if t.world != 0 {
-			params["contextId"] = t.world
-		}
-		return t.h.bulk.start("Runtime.evaluate", call(t.session, "Runtime.evaluate", params))
+		return t.h.bulk.start(call(t.session.ID, cdpruntime.Evaluate, cdpruntime.EvaluateParams{
+			Expression: e, AwaitPromise: new(true), ReturnByValue: new(true), ContextID: t.world}))
 	}
 	waits := make([]func(context.Context) ([]byte, error), len(members))
 	for i, m := range members {
@@ -465,9 +454,8 @@ func (t *tab) resultsEach(ctx context.Context, mode, origin string, arrived func
 	return out, nil
 }
 
-// visit navigates the tab to origin's helper page, which is page (as base64), and waits for it to
-// load.
-func (t *tab) visit(ctx context.Context, origin, page string) error {
+// visit navigates the tab to origin's helper page, which is page, and waits for it to load.
+func (t *tab) visit(ctx context.Context, origin string, page []byte) error {
 	u, err := url.Parse(origin)
 	if err != nil {
 		return err
@@ -476,12 +464,8 @@ func (t *tab) visit(ctx context.Context, origin, page string) error {
 	t.scheme, t.page = u.Scheme, page
 	t.h.mu.Unlock()
 
-	var nav struct {
-		LoaderID  string `json:"loaderId"`
-		ErrorText string `json:"errorText"`
-	}
-	if err := t.h.conn.Call(ctx, t.session, "Page.navigate",
-		map[string]any{"url": origin + helperPath}, &nav); err != nil {
+	nav, err := cdp.Do(ctx, t.session, cdppage.Navigate, cdppage.NavigateParams{URL: origin + helperPath})
+	if err != nil {
 		return fmt.Errorf("visiting: %w", err)
 	}
 	if nav.ErrorText != "" {

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/chromedp/cdproto/fetch"
+
 	"github.com/trawler-dev/trawler/cdp"
 	"github.com/trawler-dev/trawler/cdp/rawjson"
 )
@@ -57,7 +59,7 @@ func restore(ctx context.Context, browser *cdp.Mux, browserContextID string, loa
 	}
 	defer conn.Close()
 	h := newHelper(conn, b, browserContextID)
-	defer h.close(ctx)
+	defer h.close()
 	var first chan openedTab
 	if speculate {
 		opening := make(chan openedTab, 1)
@@ -108,7 +110,7 @@ func restore(ctx context.Context, browser *cdp.Mux, browserContextID string, loa
 func (t *tab) restore(ctx context.Context, o rawOrigin) error {
 	ctx, cancel := context.WithTimeout(ctx, originTimeout)
 	defer cancel()
-	var page string
+	var page []byte
 	if len(o.json) <= inlineSize {
 		parts, err := cutParts(o)
 		if err != nil {
@@ -117,7 +119,7 @@ func (t *tab) restore(ctx context.Context, o rawOrigin) error {
 		page = helperPage("restore", o.origin, parts)
 	} else {
 		data := newRestoreData()
-		go data.prepare(t.session, o)
+		go data.prepare(t.session.ID, o)
 		t.h.mu.Lock()
 		t.restoring, t.dataErr = data, nil
 		t.h.mu.Unlock()
@@ -212,7 +214,9 @@ func cutParts(o rawOrigin) (map[string][]byte, error) {
 
 // fulfilData returns the start of the Fetch.fulfillRequest command on session that answers with
 // body, a JSON document: all of it but for the requestId member and the id, which answerData
-// appends. The body goes as base64, which the protocol carries as it is.
+// appends. The body goes as base64, which the protocol carries as it is. The message is written
+// here rather than encoded from fetch.FulfillRequestParams, which would copy the body, megabytes
+// of it, twice more on its way to the browser.
 func fulfilData(session string, body []byte) []byte {
 	const (
 		head = `"responseCode":200,"responseHeaders":[{"name":"Content-Type","value":"application/json; charset=utf-8"},` +
@@ -221,7 +225,7 @@ func fulfilData(session string, body []byte) []byte {
 	)
 	n := base64.StdEncoding.EncodedLen(len(body))
 	buf := make([]byte, 0, 128+len(session)+len(head)+n+tail)
-	buf = command(buf, session, "Fetch.fulfillRequest")
+	buf = command(buf, session, fetch.CommandFulfillRequest)
 	buf = append(buf, head...)
 	buf = buf[:len(buf)+n]
 	base64.StdEncoding.Encode(buf[len(buf)-n:], body)
@@ -257,11 +261,11 @@ func (h *helper) answerData(ctx context.Context, a answer) error {
 	if msg == nil {
 		return fmt.Errorf("part %q asked for twice", a.part)
 	}
-	wait, err := h.bulk.start("Fetch.fulfillRequest", func(id int64) []byte {
+	wait, err := h.bulk.start(rawCommand{method: fetch.CommandFulfillRequest, build: func(id int64) []byte {
 		msg = append(msg, `,"requestId":`...)
 		msg = appendJSON(msg, a.requestID)
 		return endCommand(msg, id)
-	})
+	}})
 	written() // the next part may follow it on the pipe before the browser replies
 	if err != nil {
 		return err

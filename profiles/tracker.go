@@ -2,11 +2,12 @@ package profiles
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"slices"
 	"sync"
+
+	"github.com/chromedp/cdproto/target"
 
 	"github.com/trawler-dev/trawler/cdp"
 )
@@ -33,7 +34,7 @@ func Track(ctx context.Context, browser *cdp.Mux, browserContextID string) (*Tra
 	}
 	t := &Tracker{conn: conn, contextID: browserContextID, origins: map[string]bool{}}
 	conn.OnEvent(t.event)
-	if err := conn.Call(ctx, "", "Target.setDiscoverTargets", map[string]any{"discover": true}, nil); err != nil {
+	if err := cdp.Run(ctx, cdp.Browser(conn), target.SetDiscoverTargets, target.SetDiscoverTargetsParams{Discover: true}); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("watching targets: %w", err)
 	}
@@ -41,24 +42,11 @@ func Track(ctx context.Context, browser *cdp.Mux, browserContextID string) (*Tra
 }
 
 func (t *Tracker) event(e cdp.Event) {
-	if e.Method != "Target.targetCreated" && e.Method != "Target.targetInfoChanged" {
+	ti := cdp.ChangedTarget(e)
+	if ti == nil || (ti.Type != "page" && ti.Type != "iframe") {
 		return
 	}
-	var p struct {
-		TargetInfo struct {
-			Type             string `json:"type"`
-			URL              string `json:"url"`
-			BrowserContextID string `json:"browserContextId"`
-		} `json:"targetInfo"`
-	}
-	if json.Unmarshal(e.Params, &p) != nil {
-		return
-	}
-	ti := p.TargetInfo
-	if ti.Type != "page" && ti.Type != "iframe" {
-		return
-	}
-	if t.contextID != "" && ti.BrowserContextID != t.contextID {
+	if t.contextID != "" && string(ti.BrowserContextID) != t.contextID {
 		return
 	}
 	u, err := url.Parse(ti.URL)
