@@ -2,7 +2,6 @@ package liveview
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -14,6 +13,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	cdproto "github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/input"
+	cdppage "github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/target"
 	"github.com/gorilla/websocket"
 
 	"github.com/trawler-dev/trawler/cdp"
@@ -188,7 +191,7 @@ func (hb *hub) connect() error {
 	conn.OnEvent(hb.onEvent)
 	hb.conn = conn
 	// Discovery reports every existing target first, then each change.
-	if err := conn.Call(ctx, "", "Target.setDiscoverTargets", map[string]any{"discover": true}, nil); err != nil {
+	if err := cdp.Run(ctx, cdp.Browser(conn), target.SetDiscoverTargets, target.SetDiscoverTargetsParams{Discover: true}); err != nil {
 		conn.Close()
 		return err
 	}
@@ -334,82 +337,26 @@ func (hb *hub) tabsMessage(v *viewer) []byte {
 // onEvent runs on the connection's reader: it only updates state and hands
 // frames to viewers' mailboxes; calls to the browser happen elsewhere.
 func (hb *hub) onEvent(ev cdp.Event) {
-	switch ev.Method {
-	case "Page.screencastFrame":
-		hb.onFrame(ev)
-	case "Target.targetCreated", "Target.targetInfoChanged":
-		var p struct {
-			TargetInfo struct {
-				TargetID         string `json:"targetId"`
-				Type             string `json:"type"`
-				Subtype          string `json:"subtype"`
-				Title            string `json:"title"`
-				URL              string `json:"url"`
-				BrowserContextID string `json:"browserContextId"`
-			} `json:"targetInfo"`
+	if e, ok, err := cdp.Decode(ev, cdppage.ScreencastFrame); ok {
+		if err == nil {
+			hb.onFrame(ev.SessionID, e)
 		}
-		if json.Unmarshal(ev.Params, &p) != nil {
-			return
+		return
+	}
+	if ti := cdp.ChangedTarget(ev); ti != nil {
+		hb.onTarget(ti)
+		return
+	}
+	if e, ok, err := cdp.Decode(ev, target.TargetDestroyed); ok {
+		if err == nil {
+			hb.onTargetDestroyed(string(e.TargetID))
 		}
-		ti := p.TargetInfo
-		if ti.Type != "page" || ti.Subtype != "" || strings.HasPrefix(ti.URL, "devtools://") {
-			return
-		}
+		return
+	}
+	if e, ok, err := cdp.Decode(ev, target.DetachedFromTarget); ok && err == nil {
 		hb.mu.Lock()
-		t := hb.tabs[ti.TargetID]
-		if t == nil {
-			hb.tabSeq++
-			t = &tab{ID: ti.TargetID, seq: hb.tabSeq}
-			hb.tabs[t.ID] = t
-			// A new tab is where the agent's work went: followers follow.
-			hb.active = t.ID
-		}
-		navigated := t.URL != ti.URL
-		t.URL, t.Title, t.contextID = ti.URL, ti.Title, ti.BrowserContextID
-		hb.tabsChangedLocked()
-		hb.mu.Unlock()
-		if navigated {
-			// The new document's title comes later, and not always in an event.
-			time.AfterFunc(titleSettle, func() {
-				hb.mu.Lock()
-				hb.pollFront = true
-				hb.mu.Unlock()
-				hb.wake()
-			})
-		}
-	case "Target.targetDestroyed":
-		var p struct {
-			TargetID string `json:"targetId"`
-		}
-		if json.Unmarshal(ev.Params, &p) != nil {
-			return
-		}
-		hb.mu.Lock()
-		if hb.tabs[p.TargetID] != nil {
-			delete(hb.tabs, p.TargetID)
-			if hb.active == p.TargetID {
-				hb.active = hb.newestTabLocked()
-				hb.lastFront = ""
-				hb.pollFront = true
-			}
-			for v := range hb.viewers {
-				if v.pick == p.TargetID {
-					v.pick = ""
-				}
-			}
-			hb.tabsChangedLocked()
-		}
-		hb.mu.Unlock()
-	case "Target.detachedFromTarget":
-		var p struct {
-			SessionID string `json:"sessionId"`
-		}
-		if json.Unmarshal(ev.Params, &p) != nil {
-			return
-		}
-		hb.mu.Lock()
-		if st := hb.bySession[p.SessionID]; st != nil {
-			delete(hb.bySession, p.SessionID)
+		if st := hb.bySession[string(e.SessionID)]; st != nil {
+			delete(hb.bySession, string(e.SessionID))
 			if hb.streams[st.tab] == st {
 				delete(hb.streams, st.tab)
 			}
@@ -417,6 +364,57 @@ func (hb *hub) onEvent(ev cdp.Event) {
 		hb.mu.Unlock()
 		hb.wake()
 	}
+}
+
+// onTarget records a tab the browser opened or changed.
+func (hb *hub) onTarget(ti *target.Info) {
+	if ti.Type != "page" || ti.Subtype != "" || strings.HasPrefix(ti.URL, "devtools://") {
+		return
+	}
+	id := string(ti.TargetID)
+	hb.mu.Lock()
+	t := hb.tabs[id]
+	if t == nil {
+		hb.tabSeq++
+		t = &tab{ID: id, seq: hb.tabSeq}
+		hb.tabs[t.ID] = t
+		// A new tab is where the agent's work went: followers follow.
+		hb.active = t.ID
+	}
+	navigated := t.URL != ti.URL
+	t.URL, t.Title, t.contextID = ti.URL, ti.Title, string(ti.BrowserContextID)
+	hb.tabsChangedLocked()
+	hb.mu.Unlock()
+	if navigated {
+		// The new document's title comes later, and not always in an event.
+		time.AfterFunc(titleSettle, func() {
+			hb.mu.Lock()
+			hb.pollFront = true
+			hb.mu.Unlock()
+			hb.wake()
+		})
+	}
+}
+
+// onTargetDestroyed forgets a closed tab.
+func (hb *hub) onTargetDestroyed(id string) {
+	hb.mu.Lock()
+	defer hb.mu.Unlock()
+	if hb.tabs[id] == nil {
+		return
+	}
+	delete(hb.tabs, id)
+	if hb.active == id {
+		hb.active = hb.newestTabLocked()
+		hb.lastFront = ""
+		hb.pollFront = true
+	}
+	for v := range hb.viewers {
+		if v.pick == id {
+			v.pick = ""
+		}
+	}
+	hb.tabsChangedLocked()
 }
 
 func (hb *hub) tabsChangedLocked() {
@@ -563,14 +561,11 @@ func (hb *hub) reconcile() {
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 	for _, sid := range stops {
-		hb.conn.Call(ctx, "", "Target.detachFromTarget", map[string]any{"sessionId": sid}, nil)
+		hb.detach(ctx, sid)
 	}
 	for _, c := range changes {
 		if c.attach {
-			var res struct {
-				SessionID string `json:"sessionId"`
-			}
-			err := hb.conn.Call(ctx, "", "Target.attachToTarget", map[string]any{"targetId": c.st.tab, "flatten": true}, &res)
+			s, err := cdp.Attach(ctx, hb.conn, target.ID(c.st.tab))
 			hb.mu.Lock()
 			current := hb.streams[c.st.tab] == c.st
 			if err != nil || !current {
@@ -579,25 +574,24 @@ func (hb *hub) reconcile() {
 				}
 				hb.mu.Unlock()
 				if err == nil {
-					hb.conn.Call(ctx, "", "Target.detachFromTarget", map[string]any{"sessionId": res.SessionID}, nil)
+					hb.detach(ctx, s.ID)
 				} else {
 					hb.log.Debug("live view: attaching to a tab", "tab", c.st.tab, "err", err)
 				}
 				continue
 			}
-			c.st.session = res.SessionID
-			hb.bySession[res.SessionID] = c.st
+			c.st.session = s.ID
+			hb.bySession[s.ID] = c.st
 			hb.mu.Unlock()
 		}
-		yes := true
-		err := hb.conn.Call(ctx, c.st.session, "Page.startScreencast", map[string]any{
-			"format": "jpeg", "quality": c.params.quality, "maxWidth": c.params.maxWidth, "maxHeight": c.params.maxHeight,
-			"everyNthFrame": 1,
+		err := cdp.Run(ctx, hb.on(c.st.session), cdppage.StartScreencast, cdppage.StartScreencastParams{
+			Format: cdppage.StartScreencastFormatJpeg, Quality: new(int64(c.params.quality)),
+			MaxWidth: int64(c.params.maxWidth), MaxHeight: int64(c.params.maxHeight), EveryNthFrame: 1,
 			// Two frames in flight: one being written to viewers, the next
 			// encoded meanwhile. With sendLastFrame the newest picture is
 			// sent on the next ack even when the page has stopped changing.
-			"maxFramesInFlight": 2, "sendLastFrame": &yes,
-		}, nil)
+			MaxFramesInFlight: 2, SendLastFrame: new(true),
+		})
 		if err != nil {
 			hb.log.Debug("live view: starting a screencast", "tab", c.st.tab, "err", err)
 			continue
@@ -606,6 +600,14 @@ func (hb *hub) reconcile() {
 		c.st.running = c.params
 		hb.mu.Unlock()
 	}
+}
+
+// on is the session id over the hub's connection.
+func (hb *hub) on(id string) cdp.Session { return cdp.Session{Conn: hb.conn, ID: id} }
+
+// detach ends the hub's session id, leaving its tab open.
+func (hb *hub) detach(ctx context.Context, id string) {
+	cdp.Run(ctx, cdp.Browser(hb.conn), target.DetachFromTarget, target.DetachFromTargetParams{SessionID: target.SessionID(id)})
 }
 
 // frameMeta is the screencast's description of a frame: the page's viewport
@@ -669,26 +671,27 @@ func encodeFrame(h frameHeader, jpeg []byte) []byte {
 	return append(msg, jpeg...)
 }
 
-func (hb *hub) onFrame(ev cdp.Event) {
-	var p struct {
-		Data      string    `json:"data"`
-		Metadata  frameMeta `json:"metadata"`
-		SessionID int64     `json:"sessionId"`
+// onFrame hands a frame of the screencast on session to the viewers of its
+// tab.
+func (hb *hub) onFrame(session string, p cdppage.EventScreencastFrame) {
+	a := ack{session: session, id: p.SessionID}
+	var meta frameMeta
+	if m := p.Metadata; m != nil {
+		meta = frameMeta{
+			OffsetTop: m.OffsetTop, PageScaleFactor: m.PageScaleFactor,
+			DeviceWidth: m.DeviceWidth, DeviceHeight: m.DeviceHeight,
+			ScrollOffsetX: m.ScrollOffsetX, ScrollOffsetY: m.ScrollOffsetY, Timestamp: float64(m.Timestamp),
+		}
 	}
-	if json.Unmarshal(ev.Params, &p) != nil {
-		return
-	}
-	a := ack{session: ev.SessionID, id: p.SessionID}
-	jpeg, err := base64.StdEncoding.DecodeString(p.Data)
 	hb.mu.Lock()
-	st := hb.bySession[ev.SessionID]
-	if st == nil || err != nil {
+	st := hb.bySession[session]
+	if st == nil {
 		hb.mu.Unlock()
 		hb.sendAck(a)
 		return
 	}
-	f := &frame{tab: st.tab, meta: p.Metadata, ack: func() { hb.sendAck(a) }}
-	f.msg = encodeFrame(frameHeader{Tab: st.tab, Seq: hb.seq.Add(1), frameMeta: p.Metadata}, jpeg)
+	f := &frame{tab: st.tab, meta: meta, ack: func() { hb.sendAck(a) }}
+	f.msg = encodeFrame(frameHeader{Tab: st.tab, Seq: hb.seq.Add(1), frameMeta: meta}, p.Data)
 	st.last = f
 	f.claims.Add(1) // the hub's own, until every viewer has it
 	for v := range hb.viewers {
@@ -724,7 +727,7 @@ func (hb *hub) acker() {
 		select {
 		case a := <-hb.acks:
 			ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-			hb.conn.Call(ctx, a.session, "Page.screencastFrameAck", map[string]any{"sessionId": a.id}, nil)
+			cdp.Run(ctx, hb.on(a.session), cdppage.ScreencastFrameAck, cdppage.ScreencastFrameAckParams{SessionID: a.id})
 			cancel()
 		case <-hb.finished:
 			return
@@ -835,25 +838,28 @@ func (hb *hub) dispatch(in inputReq) {
 	if session == "" {
 		return // the tab is not attached yet: nothing is shown to act on
 	}
+	s := hb.on(session)
 	switch m.Type {
 	case "mouse":
 		if p, ok := mouseParams(m, meta); ok {
-			fail("mouse", hb.conn.Call(ctx, session, "Input.dispatchMouseEvent", mouseEvent(p), nil))
+			// encoding/json, not cdp.Run: a wheel event is a wheelEvent
+			// (see mouseEvent), which carries zero deltas.
+			fail("mouse", s.Call(ctx, input.CommandDispatchMouseEvent, mouseEvent(p), nil))
 		}
 	case "key":
 		if p, ok := keyParams(m); ok {
-			fail("keyboard", hb.conn.Call(ctx, session, "Input.dispatchKeyEvent", p, nil))
+			fail("keyboard", cdp.Run(ctx, s, input.DispatchKeyEvent, p))
 		}
 	case "text":
 		if m.Text != "" && len(m.Text) <= maxInsertText {
-			fail("text", hb.conn.Call(ctx, session, "Input.insertText", map[string]any{"text": m.Text}, nil))
+			fail("text", cdp.Run(ctx, s, input.InsertText, input.InsertTextParams{Text: m.Text}))
 		}
 	case "navigate":
-		hb.navigate(in, session, fail)
+		hb.navigate(in, s, fail)
 	case "reload":
-		fail("reloading", hb.conn.Call(ctx, session, "Page.reload", map[string]any{}, nil))
+		fail("reloading", cdp.Run(ctx, s, cdppage.Reload, cdppage.ReloadParams{}))
 	case "back", "forward":
-		hb.goInHistory(ctx, session, m.Type, fail)
+		hb.goInHistory(ctx, s, m.Type, fail)
 	}
 }
 
@@ -866,7 +872,7 @@ func (hb *hub) dispatchTab(ctx context.Context, in inputReq, contextID string, f
 		known := hb.tabs[m.Tab] != nil
 		hb.mu.Unlock()
 		if known {
-			fail("closing the tab", hb.conn.Call(ctx, "", "Target.closeTarget", map[string]any{"targetId": m.Tab}, nil))
+			fail("closing the tab", cdp.CloseTarget(hb.conn, target.ID(m.Tab)))
 		}
 		return
 	}
@@ -878,20 +884,18 @@ func (hb *hub) dispatchTab(ctx context.Context, in inputReq, contextID string, f
 			return
 		}
 	}
-	params := map[string]any{"url": u}
-	if contextID != "" {
-		params["browserContextId"] = contextID
-	}
 	hb.mu.Lock()
 	in.v.pick = "" // see the new tab, which becomes the active one
 	hb.mu.Unlock()
-	fail("opening a tab", hb.conn.Call(ctx, "", "Target.createTarget", params, nil))
+	// Not cdp.OpenTarget: the hub attaches to a tab once a viewer watches it.
+	fail("opening a tab", cdp.Run(ctx, cdp.Browser(hb.conn), target.CreateTarget,
+		target.CreateTargetParams{URL: u, BrowserContextID: cdproto.BrowserContextID(contextID)}))
 }
 
 // navigate loads a viewer's URL in the watched tab. A navigation answers
 // once the page commits, which can take long: it must not hold up the
 // input behind it.
-func (hb *hub) navigate(in inputReq, session string, fail func(string, error)) {
+func (hb *hub) navigate(in inputReq, s cdp.Session, fail func(string, error)) {
 	u, err := checkURL(in.m.URL)
 	if err != nil {
 		in.v.sendError("BAD_URL", err.Error())
@@ -900,10 +904,7 @@ func (hb *hub) navigate(in inputReq, session string, fail func(string, error)) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		var res struct {
-			ErrorText string `json:"errorText"`
-		}
-		err := hb.conn.Call(ctx, session, "Page.navigate", map[string]any{"url": u}, &res)
+		res, err := cdp.Do(ctx, s, cdppage.Navigate, cdppage.NavigateParams{URL: u})
 		if err == nil && res.ErrorText != "" {
 			err = errors.New(res.ErrorText)
 		}
@@ -913,25 +914,20 @@ func (hb *hub) navigate(in inputReq, session string, fail func(string, error)) {
 
 // goInHistory goes one entry back or forward in the watched tab's history,
 // when there is one.
-func (hb *hub) goInHistory(ctx context.Context, session, direction string, fail func(string, error)) {
-	var hist struct {
-		CurrentIndex int `json:"currentIndex"`
-		Entries      []struct {
-			ID int64 `json:"id"`
-		} `json:"entries"`
-	}
-	if err := hb.conn.Call(ctx, session, "Page.getNavigationHistory", nil, &hist); err != nil {
+func (hb *hub) goInHistory(ctx context.Context, s cdp.Session, direction string, fail func(string, error)) {
+	hist, err := cdp.Do(ctx, s, cdppage.GetNavigationHistory, cdproto.Empty{})
+	if err != nil {
 		fail("reading the history", err)
 		return
 	}
-	i := hist.CurrentIndex - 1
+	i := int(hist.CurrentIndex) - 1
 	if direction == "forward" {
-		i = hist.CurrentIndex + 1
+		i = int(hist.CurrentIndex) + 1
 	}
-	if i < 0 || i >= len(hist.Entries) {
+	if i < 0 || i >= len(hist.Entries) || hist.Entries[i] == nil {
 		return
 	}
-	fail("going "+direction, hb.conn.Call(ctx, session, "Page.navigateToHistoryEntry", map[string]any{"entryId": hist.Entries[i].ID}, nil))
+	fail("going "+direction, cdp.Run(ctx, s, cdppage.NavigateToHistoryEntry, cdppage.NavigateToHistoryEntryParams{EntryID: hist.Entries[i].ID}))
 }
 
 func truncate(s string, n int) string {

@@ -13,8 +13,8 @@ import (
 // blob is still one gzip member, which every build reads, as klauspost/pgzip writes it: deflate
 // blocks that end in a sync flush can follow one another in one stream. pgzip itself compresses
 // with klauspost's deflate, whose fast levels store this kind of data (random base64, as tokens
-// and encrypted values are) uncompressed, 30% larger than compress/flate's; and it cannot begin a
-// part before the parts before it are known. Hence these few lines of our own.
+// and encrypted values are) uncompressed, markedly larger than compress/flate's; and it cannot
+// begin a part before the parts before it are known. Hence these few lines of our own.
 
 // segment is a part of a state's JSON, compressed on its own by a goroutine: deflate blocks ending
 // in a sync flush, so that no block is final and the next segment may follow.

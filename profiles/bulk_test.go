@@ -14,8 +14,8 @@ import (
 	"github.com/trawler-dev/trawler/cdp/rawjson"
 )
 
-// TestReplyID checks that the replies to the wire's own commands are told by their id, wherever
-// it stands, from events.
+// TestReplyID checks that the replies to the bulk channel's own commands are told by their id,
+// wherever it stands, from events.
 func TestReplyID(t *testing.T) {
 	id, ok := replyID([]byte(`{"id":1073741825,"result":{}}`))
 	assert.True(t, ok)
