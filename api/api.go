@@ -164,7 +164,7 @@ func queryProblems(raw string, names ...string) []FieldProblem {
 		if err != nil {
 			name = enc
 		}
-		name = truncate(name, 100)
+		name = wire.Truncate(name, 100)
 		seen[name]++
 		switch {
 		case seen[name] == 1 && !allowed[name]:

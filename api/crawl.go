@@ -17,6 +17,7 @@ import (
 	"github.com/trawler-dev/trawler/scrape"
 	"github.com/trawler-dev/trawler/teams"
 	"github.com/trawler-dev/trawler/webhook"
+	"github.com/trawler-dev/trawler/wire"
 )
 
 // crawlRequest is POST /v2/crawl (spec 4.2).
@@ -291,7 +292,7 @@ func (a *API) startBatch(c *fiber.Ctx) error {
 		if p != nil {
 			invalid = append(invalid, redactURL(s))
 			if len(bad) < maxQuoted {
-				bad = append(bad, fmt.Sprintf("%s %q", name, truncate(redactURL(s), 200)))
+				bad = append(bad, fmt.Sprintf("%s %q", name, wire.Truncate(redactURL(s), 200)))
 			}
 			nbad++
 			continue

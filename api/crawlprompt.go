@@ -16,6 +16,7 @@ import (
 
 	"github.com/trawler-dev/trawler/model"
 	"github.com/trawler-dev/trawler/teams"
+	"github.com/trawler-dev/trawler/wire"
 )
 
 // maxCrawlPrompt bounds a crawl prompt, in characters (spec 4.3).
@@ -147,7 +148,7 @@ func (a *API) mergeGenerated(ctx context.Context, body map[string]json.RawMessag
 			continue
 		}
 		if why := a.refusedOption(ctx, body["url"], k, raw, team); why != "" {
-			warnings = append(warnings, fmt.Sprintf("the prompt's %s (%s) was left out: %s", k, truncate(string(raw), 200), why))
+			warnings = append(warnings, fmt.Sprintf("the prompt's %s (%s) was left out: %s", k, wire.Truncate(string(raw), 200), why))
 			continue
 		}
 		body[k] = raw

@@ -11,6 +11,8 @@ import (
 	"sync"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/trawler-dev/trawler/wire"
 )
 
 // decodeBody decodes a JSON request body strictly: a body must be labelled
@@ -24,7 +26,7 @@ func decodeBody(c *fiber.Ctx, dst any) error {
 	// without bound (a 10 MB gzip is gigabytes).
 	body := c.Request().Body()
 	if ce := strings.TrimSpace(c.Get(fiber.HeaderContentEncoding)); len(body) > 0 && ce != "" && !strings.EqualFold(ce, "identity") {
-		msg := fmt.Sprintf("Content-Encoding %q is not supported: send the body uncompressed", truncate(ce, 100))
+		msg := fmt.Sprintf("Content-Encoding %q is not supported: send the body uncompressed", wire.Truncate(ce, 100))
 		return &Error{Status: fiber.StatusUnsupportedMediaType, Code: "UNSUPPORTED_MEDIA_TYPE", Message: msg,
 			Details: []FieldProblem{{Path: []string{"Content-Encoding"}, Message: msg}}}
 	}
@@ -34,7 +36,7 @@ func decodeBody(c *fiber.Ctx, dst any) error {
 		if ct == "" {
 			msg += ", and the request has none"
 		} else {
-			msg += fmt.Sprintf(", got %q", truncate(ct, 100))
+			msg += fmt.Sprintf(", got %q", wire.Truncate(ct, 100))
 		}
 		return &Error{Status: fiber.StatusUnsupportedMediaType, Code: "UNSUPPORTED_MEDIA_TYPE", Message: msg,
 			Details: []FieldProblem{{Path: []string{"Content-Type"}, Message: msg}}}
@@ -94,7 +96,7 @@ func decodeJSON(data []byte, dst any, prefix string) error {
 		name := prefix + jsonPath(reflect.TypeOf(dst), typ.Field)
 		return badRequest(fieldError(name, "%s must be %s", name, describeType(typ.Type)))
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		name := prefix + truncate(strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`), 100)
+		name := prefix + wire.Truncate(strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`), 100)
 		return badRequest(fieldError(name, "unknown key %q is not accepted here", name))
 	}
 	return &Error{Status: fiber.StatusBadRequest, Code: "BAD_REQUEST_INVALID_JSON", Message: "request body: " + err.Error()}
@@ -209,7 +211,7 @@ func checkKeys(body []byte, t reflect.Type, prefix string) *FieldProblem {
 		}
 		if f != nil && f.object && f.wantKey {
 			key, _ := tok.(string)
-			path := joinPath(f.path, truncate(key, 100))
+			path := joinPath(f.path, wire.Truncate(key, 100))
 			if f.seen[key] {
 				p := fieldError(path, "%s is given twice: a key may appear once in an object", path)
 				return &p

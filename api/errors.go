@@ -55,7 +55,7 @@ func badRequest(problems ...FieldProblem) *Error {
 	}
 	msgs := make([]string, len(problems))
 	for i := range problems {
-		problems[i].Message = truncate(problems[i].Message, maxProblemMessage)
+		problems[i].Message = wire.Truncate(problems[i].Message, maxProblemMessage)
 		msgs[i] = problems[i].Message
 	}
 	return &Error{Status: fiber.StatusBadRequest, Code: "BAD_REQUEST", Message: strings.Join(msgs, "; "), Details: problems}

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/andybalholm/cascadia"
 	"github.com/gofiber/fiber/v2"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/trawler-dev/trawler/scrape"
 	"github.com/trawler-dev/trawler/teams"
+	"github.com/trawler-dev/trawler/wire"
 )
 
 // scrapeOptionsRequest is spec 2.1 as it arrives: pointers tell "absent"
@@ -339,7 +339,7 @@ func checkHeaders(headers map[string]string, bad func(format string, args ...any
 		v := headers[k]
 		switch {
 		case !httpguts.ValidHeaderFieldName(k):
-			bad("headers must map header names to strings; %q is not a header name", truncate(k, 100))
+			bad("headers must map header names to strings; %q is not a header name", wire.Truncate(k, 100))
 		case reservedHeaders[strings.ToLower(k)] != "":
 			bad("headers must not set %s: %s", k, reservedHeaders[strings.ToLower(k)])
 		case len(v) > maxHeaderValueSize:
@@ -348,17 +348,6 @@ func checkHeaders(headers map[string]string, bad func(format string, args ...any
 			bad("headers.%s must not contain control characters such as CR, LF or NUL", k)
 		}
 	}
-}
-
-// truncate shortens s for an error message.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n-- // not in the middle of a character
-	}
-	return s[:n] + "…"
 }
 
 // decodeFormat reads a format given as a string or as an object.
@@ -695,7 +684,7 @@ func redactURL(raw string) string {
 			raw = scheme + "://" + rest[at+1:]
 		}
 	}
-	return truncate(raw, maxURLLength)
+	return wire.Truncate(raw, maxURLLength)
 }
 
 // hasScheme reports whether raw starts with a URL scheme ("https:",

@@ -9,6 +9,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/trawler-dev/trawler/teams"
+	"github.com/trawler-dev/trawler/wire"
 )
 
 // unlimitedCredits is planCredits for a team without a credit limit, the
@@ -85,7 +86,7 @@ func (a *API) creditHistory(c *fiber.Ctx) error {
 	switch c.Query("byApiKey") {
 	case "", "true", "false":
 	default:
-		return badRequest(fieldError("byApiKey", "byApiKey must be true or false, got %q", truncate(c.Query("byApiKey"), 100)))
+		return badRequest(fieldError("byApiKey", "byApiKey must be true or false, got %q", wire.Truncate(c.Query("byApiKey"), 100)))
 	}
 	months, err := a.Store.CreditHistory(requestContext(c), teamOf(c).ID)
 	if err != nil {

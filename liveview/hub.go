@@ -21,6 +21,7 @@ import (
 
 	"github.com/trawler-dev/trawler/cdp"
 	"github.com/trawler-dev/trawler/sessions"
+	"github.com/trawler-dev/trawler/wire"
 )
 
 const (
@@ -769,7 +770,7 @@ func (hb *hub) handle(v *viewer, raw []byte) {
 	case "ping":
 	default:
 		if !inputTypes[m.Type] {
-			v.sendError("BAD_MESSAGE", "unknown message type "+truncate(m.Type, 40))
+			v.sendError("BAD_MESSAGE", "unknown message type "+wire.Truncate(m.Type, 40))
 			return
 		}
 		if !v.interactive {
@@ -928,11 +929,4 @@ func (hb *hub) goInHistory(ctx context.Context, s cdp.Session, direction string,
 		return
 	}
 	fail("going "+direction, cdp.Run(ctx, s, cdppage.NavigateToHistoryEntry, cdppage.NavigateToHistoryEntryParams{EntryID: hist.Entries[i].ID}))
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
 }

@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/chromedp/cdproto/input"
+
+	"github.com/trawler-dev/trawler/wire"
 )
 
 // clientMsg is a message from the page. Coordinates are fractions (0 to 1)
@@ -193,7 +195,7 @@ func checkURL(raw string) (string, error) {
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return "", errors.New("not a URL: " + truncate(raw, 100))
+		return "", errors.New("not a URL: " + wire.Truncate(raw, 100))
 	}
 	if s := strings.ToLower(u.Scheme); (s != "http" && s != "https") || u.Host == "" {
 		return "", errors.New("only http and https URLs can be opened from the live view")
