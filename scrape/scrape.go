@@ -31,6 +31,7 @@ import (
 	"github.com/trawler-dev/trawler/netguard"
 	"github.com/trawler-dev/trawler/parse"
 	"github.com/trawler-dev/trawler/profiles"
+	"github.com/trawler-dev/trawler/scrape/branding"
 	"github.com/trawler-dev/trawler/store"
 )
 
@@ -133,7 +134,7 @@ type page struct {
 	// only while private networks are allowed; otherwise none can).
 	private bool
 	// branding is what the rendered page says of its brand, when asked.
-	branding *Branding
+	branding *branding.Branding
 	// teamWait is how long the scrape waited for its browser because its
 	// team was at its concurrency limit.
 	teamWait time.Duration
@@ -764,7 +765,7 @@ func (s *Service) drive(ctx context.Context, t *tab, req Request) (*page, error)
 		pg.screenshot = shot
 	}
 	if o.Has("branding") {
-		b, err := t.branding(ctx, s.Log)
+		b, err := branding.Read(ctx, t.session(), s.Log)
 		if err != nil {
 			pg.warning = joinWarning(pg.warning, "branding: "+err.Error())
 		}
