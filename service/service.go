@@ -40,6 +40,7 @@ import (
 	"github.com/trawler-dev/trawler/parse"
 	"github.com/trawler-dev/trawler/profiles"
 	"github.com/trawler-dev/trawler/scrape"
+	"github.com/trawler-dev/trawler/scrape/changetracking"
 	"github.com/trawler-dev/trawler/sessions"
 	"github.com/trawler-dev/trawler/store"
 	"github.com/trawler-dev/trawler/teams"
@@ -124,7 +125,7 @@ func (s *Service) janitor() {
 		if err := s.Store.PruneEgressUsage(ctx, time.Now().Add(-modelUsageRetention)); err != nil {
 			s.log.Error("pruning egress usage", "err", err)
 		}
-		if err := s.Store.PrunePageVersions(ctx, time.Now().Add(-scrape.ChangeRetention)); err != nil {
+		if err := s.Store.PrunePageVersions(ctx, time.Now().Add(-changetracking.Retention)); err != nil {
 			s.log.Error("pruning change tracking's page versions", "err", err)
 		}
 		cancel()
