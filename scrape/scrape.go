@@ -32,6 +32,7 @@ import (
 	"github.com/trawler-dev/trawler/parse"
 	"github.com/trawler-dev/trawler/profiles"
 	"github.com/trawler-dev/trawler/scrape/branding"
+	"github.com/trawler-dev/trawler/scrape/media"
 	"github.com/trawler-dev/trawler/store"
 )
 
@@ -87,7 +88,7 @@ type Service struct {
 	Model *model.Client
 	// Media is where the audio and video formats keep their files, and
 	// the base of their links (media.go).
-	Media MediaOptions
+	Media media.Options
 
 	spares   spares
 	recycled recycled
@@ -140,7 +141,7 @@ type page struct {
 	teamWait time.Duration
 	// media is the page's main audio or video, taken through the browser,
 	// when asked.
-	media *pageMedia
+	media *media.Taken
 	// proxyUsed is the tier of upstream the page left through: basic
 	// when it went direct.
 	proxyUsed string
@@ -266,9 +267,9 @@ func (s *Service) begin(ctx context.Context, req Request, guard *netguard.Cache,
 		}
 	}
 
-	if pg.media != nil && pg.media.tooLarge != nil {
-		pg.media.remove()
-		return nil, pg.media.tooLarge
+	if pg.media != nil && pg.media.TooLarge != nil {
+		pg.media.Remove()
+		return nil, pg.media.TooLarge
 	}
 	return &Fetched{s: s, ctx: ctx, cancel: cancel, req: req, guard: guard, id: id, start: start, seq: seq,
 		cached: cached, cacheState: cacheState, cachedAt: cachedAt, pg: pg}, nil
@@ -278,7 +279,7 @@ func (s *Service) begin(ctx context.Context, req Request, guard *netguard.Cache,
 // cancelled).
 func (f *Fetched) Cancel() {
 	if f.pg.media != nil {
-		f.pg.media.remove()
+		f.pg.media.Remove()
 	}
 	f.cancel()
 }
@@ -772,7 +773,7 @@ func (s *Service) drive(ctx context.Context, t *tab, req Request) (*page, error)
 		pg.branding = b
 	}
 	if o.Has("audio") || o.Has("video") {
-		pg.media = t.takeMedia(ctx, o, s.mediaLimit())
+		pg.media = t.takeMedia(ctx, o, s.Media)
 	}
 	return pg, nil
 }

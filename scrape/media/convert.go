@@ -1,4 +1,4 @@
-package scrape
+package media
 
 import (
 	"bytes"
@@ -65,11 +65,11 @@ func (p *probed) stream(kind string) (int, string) {
 	return -1, ""
 }
 
-// convertMedia converts the taken file m for the format kind: audio to
+// convert converts the taken file m for the format kind: audio to
 // MP3 (kept as is when it is MP3 already), video to MP4, remuxed when its
 // codecs fit MP4, else re-encoded (H.264, AAC) with a warning that says so.
 // The result is a file in dir. Its errors are sentences for a warning.
-func convertMedia(ctx context.Context, kind string, m *takenMedia, dir string) (*converted, error) {
+func convert(ctx context.Context, kind string, m *file, dir string) (*converted, error) {
 	ffmpeg, err := exec.LookPath("ffmpeg")
 	if err != nil {
 		return nil, errors.New("ffmpeg is not installed on the server (the audio and video formats convert with it; on Debian: apt-get install ffmpeg)")
