@@ -87,7 +87,7 @@ type Service struct {
 	// onlyCleanContent); nil when no model is configured.
 	Model *model.Client
 	// Media is where the audio and video formats keep their files, and
-	// the base of their links (media.go).
+	// the base of their links (package media).
 	Media media.Options
 
 	spares   spares
