@@ -15,6 +15,20 @@ func Intercept(ctx context.Context, s Session, patterns ...*fetch.RequestPattern
 	return Run(ctx, s, fetch.Enable, fetch.EnableParams{Patterns: patterns})
 }
 
+// RequestsAndDocuments pauses every request, and the response of every
+// document (whose body a tab may take, or refuse, before it renders).
+var RequestsAndDocuments = []*fetch.RequestPattern{{URLPattern: "*", RequestStage: fetch.RequestStageRequest},
+	{URLPattern: "*", ResourceType: network.ResourceTypeDocument, RequestStage: fetch.RequestStageResponse}}
+
+// EnableNetwork turns the Network domain on for its events, keeping no
+// copies of response bodies for Network.getResponseBody: nothing here
+// calls it (the Fetch domain hands over the bodies that are taken), and
+// the copies cost the browser memory for every response.
+func EnableNetwork(ctx context.Context, s Session) error {
+	var none int64
+	return Run(ctx, s, network.Enable, network.EnableParams{MaxTotalBufferSize: &none, MaxResourceBufferSize: &none})
+}
+
 // Paused is one request paused by a session's interception, at its
 // request stage or at its response's.
 type Paused struct {
@@ -52,7 +66,7 @@ func (p Paused) Body(ctx context.Context) ([]byte, error) {
 // ResponseHeader is the value of the paused response's header name, or "".
 func ResponseHeader(e *fetch.EventRequestPaused, name string) string {
 	for _, h := range e.ResponseHeaders {
-		if strings.EqualFold(h.Name, name) {
+		if h != nil && strings.EqualFold(h.Name, name) {
 			return h.Value
 		}
 	}

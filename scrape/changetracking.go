@@ -2,76 +2,25 @@ package scrape
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
-	"time"
 
+	"github.com/trawler-dev/trawler/content"
 	"github.com/trawler-dev/trawler/discover"
+	"github.com/trawler-dev/trawler/model"
+	"github.com/trawler-dev/trawler/scrape/changetracking"
 	"github.com/trawler-dev/trawler/store"
 )
-
-// ChangeRetention is how long change tracking remembers a version of a
-// page: an older one is never compared with, and is dropped when the page
-// is scraped again (Store.PrunePageVersions sweeps the rest).
-const ChangeRetention = 90 * 24 * time.Hour
-
-// changeVersions is how many versions of a page (per team and tag) change
-// tracking keeps.
-const changeVersions = 10
-
-// The values of ChangeTracking.ChangeStatus.
-const (
-	changeNew     = "new"
-	changeSame    = "same"
-	changeChanged = "changed"
-	changeRemoved = "removed"
-)
-
-// ChangeTracking is the changeTracking member of a document (spec 2.2, in
-// the shape Firecrawl returns): how the page compares with the previous
-// scrape of its URL by the same team under the same tag.
-type ChangeTracking struct {
-	// PreviousScrapeAt is when the version compared with was scraped (RFC
-	// 3339); null when there is none.
-	PreviousScrapeAt *string `json:"previousScrapeAt"`
-	// ChangeStatus is new, same, changed or removed.
-	ChangeStatus string `json:"changeStatus"`
-	// Visibility is visible or hidden; see trackChanges.
-	Visibility string `json:"visibility"`
-	// Diff is the git-diff mode's diff, when the page changed.
-	Diff *Diff `json:"diff,omitempty"`
-	// JSON is the json mode's comparison, when the page changed: for each
-	// top-level member of the extraction whose value differs, its
-	// previous and current values ({} when none does).
-	JSON map[string]JSONChange `json:"json,omitzero"`
-}
-
-// JSONChange is one member of the json mode's comparison.
-type JSONChange struct {
-	Previous any `json:"previous"`
-	Current  any `json:"current"`
-}
 
 // trackChanges compares the page's Markdown with the previous version of
 // its URL in the team's history for f's tag, sets doc.ChangeTracking, and
 // records this version. It returns the credits the json mode's model calls
 // add (see compareExtractions).
-//
-// Visibility follows Firecrawl's meaning: "visible" is a URL reached by an
-// organic route (asked for, or found by a crawl in links or sitemaps),
-// "hidden" one found only in the memory of previous crawls. Trawler's
-// crawls have no such memory (their URLs come from the start URL, links
-// and sitemaps), so every page is visible.
 func (s *Service) trackChanges(ctx context.Context, req Request, requestID string, doc *Document, pg *page, f Format) int {
-	ct := &ChangeTracking{ChangeStatus: changeNew, Visibility: "visible"}
+	ct := changetracking.NewResult(pg.status)
 	doc.ChangeTracking = ct
 	warn := func(format string, args ...any) {
 		doc.Warning = joinWarning(doc.Warning, "changeTracking: "+fmt.Sprintf(format, args...))
-	}
-	removed := pg.status == 404 || pg.status == 410
-	if removed {
-		ct.ChangeStatus = changeRemoved
 	}
 	if req.Options.ZeroDataRetention {
 		warn("with zero data retention no history of the page is read or kept, so it is compared with nothing")
@@ -80,33 +29,11 @@ func (s *Service) trackChanges(ctx context.Context, req Request, requestID strin
 	if doc.Metadata["cacheState"] == "hit" {
 		warn("the page came from the cache, as fetched at %v; set maxAge to 0 to compare the live page", doc.Metadata["cachedAt"])
 	}
-	// A page that is gone has no content of its own; what the server
-	// wrote on its error page is not a version of it.
-	current := store.PageVersion{Team: req.Team, URLKey: discover.PageKey(req.URL), Tag: f.Tag, ScrapedAt: time.Now(),
-		StatusCode: pg.status}
-	if !removed {
-		current.Markdown = doc.Markdown
-	}
-	previous, err := s.Store.PreviousPageVersion(ctx, req.Team, current.URLKey, f.Tag, current.ScrapedAt,
-		current.ScrapedAt.Add(-ChangeRetention))
-	var prev *store.PageVersion
-	switch {
-	case err == nil:
-		prev = &previous
-		at := previous.ScrapedAt.UTC().Format("2006-01-02T15:04:05.000Z07:00")
-		ct.PreviousScrapeAt = &at
-		if !removed {
-			ct.ChangeStatus = changeChanged
-			if sameContent(previous.Markdown, current.Markdown) {
-				ct.ChangeStatus = changeSame
-			}
-		}
-	case !errors.Is(err, store.ErrNotFound):
+	current := changetracking.Version(req.Team, discover.PageKey(req.URL), f.Tag, pg.status, doc.Markdown)
+	prev, err := changetracking.Compare(ctx, s.Store, ct, &current, slices.Contains(f.Modes, "git-diff"))
+	if err != nil {
 		s.Log.Error("reading a page's change history", "url", current.URLKey, "err", err)
 		warn("the page's history could not be read, so it is compared with nothing")
-	}
-	if ct.ChangeStatus == changeChanged && slices.Contains(f.Modes, "git-diff") {
-		ct.Diff = DiffMarkdown(prev.Markdown, current.Markdown)
 	}
 	credits := 0
 	if slices.Contains(f.Modes, "json") {
@@ -119,12 +46,67 @@ func (s *Service) trackChanges(ctx context.Context, req Request, requestID strin
 		warn("the page answered HTTP %d, which is not kept in its history", pg.status)
 		return credits
 	}
-	// The version is kept even when the scrape's own time is up: it was
-	// taken, and the next scrape is compared with it.
-	if err := s.Store.PutPageVersion(context.WithoutCancel(ctx), current, changeVersions,
-		current.ScrapedAt.Add(-ChangeRetention)); err != nil {
+	if err := changetracking.Keep(ctx, s.Store, current); err != nil {
 		s.Log.Error("recording a page's version", "url", current.URLKey, "err", err)
 		warn("this version of the page could not be recorded")
 	}
 	return credits
+}
+
+// compareExtractions is the json mode (changetracking.Extraction.Compare)
+// with the json format's extraction: f's schema and prompt, asked of the
+// model as the json format asks them.
+//
+// It returns the credits the calls add: modelCredits when the model
+// answered, as for the model-backed formats, and once a page: nothing when
+// the page's json, summary or question already billed them.
+func (s *Service) compareExtractions(ctx context.Context, req Request, requestID string, doc *Document, f Format,
+	prev, current *store.PageVersion, warn func(string, ...any)) int {
+	if s.Model == nil {
+		// The API refuses the json mode without a model; a job stored
+		// before the model was removed gets this.
+		warn("the json mode was skipped: no language model is configured (TRAWLER_LLM_BASE_URL)")
+		return 0
+	}
+	c, extra, err := jsonExtraction(model.Call{Team: req.Team, Request: requestID, Purpose: "changeTracking", System: jsonSystem}, f)
+	if err != nil {
+		warn("the json mode's schema %v", err)
+		return 0
+	}
+	pageURL, _ := doc.Metadata["url"].(string)
+	if pageURL == "" {
+		pageURL = req.URL
+	}
+	e := changetracking.Extraction{Schema: c.Schema, Prompt: f.Prompt,
+		Extract: func(ctx context.Context, markdown string) (any, bool, error) {
+			ans, cut, err := s.extractVersion(ctx, c, markdown, pageURL, extra)
+			if err != nil {
+				return nil, cut, err
+			}
+			return ans.JSON, cut, nil
+		}}
+	answered, trimmed := e.Compare(ctx, doc.ChangeTracking, prev, current, warn)
+	if trimmed {
+		warn("the page's Markdown was trimmed to fit the model's context of %d tokens", s.Model.Config().ContextTokens)
+	}
+	if !answered || doc.JSON != nil || doc.Summary != "" || doc.Answer != "" {
+		return 0
+	}
+	return modelCredits
+}
+
+// extractVersion asks the model for c's extraction from one version of the
+// page, as the json format asks it: the Markdown without what costs
+// tokens and says nothing, fitted into the model's context (it reports
+// whether it was cut).
+func (s *Service) extractVersion(ctx context.Context, c model.Call, markdown, pageURL, extra string) (*model.Answer, bool, error) {
+	about := "URL: " + pageURL + "\n"
+	if origin := content.Origin(pageURL); origin != "" {
+		about += "Links written from the root (/path) are on " + origin + "; write URLs in your answer in full.\n"
+	}
+	text, cut := model.Fit(content.ForModel(markdown, pageURL),
+		s.Model.InputBudget(model.EstimateTokens(c.System+extra+about)+64))
+	c.User = extra + about + "\nPage content (Markdown):\n\n" + text
+	ans, err := s.Model.Complete(ctx, c)
+	return ans, cut, err
 }

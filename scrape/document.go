@@ -2,6 +2,8 @@ package scrape
 
 import (
 	"github.com/trawler-dev/trawler/index"
+	"github.com/trawler-dev/trawler/scrape/branding"
+	"github.com/trawler-dev/trawler/scrape/changetracking"
 	"github.com/trawler-dev/trawler/store"
 )
 
@@ -22,9 +24,9 @@ type Document struct {
 	Warning    string         `json:"warning,omitempty"`
 	// Highlights are the passages of the page most relevant to the
 	// highlights format's query, verbatim, separated by blank lines.
-	Highlights     string          `json:"highlights,omitempty"`
-	ChangeTracking *ChangeTracking `json:"changeTracking,omitempty"`
-	Branding       *Branding       `json:"branding,omitempty"`
+	Highlights     string                 `json:"highlights,omitempty"`
+	ChangeTracking *changetracking.Result `json:"changeTracking,omitempty"`
+	Branding       *branding.Branding     `json:"branding,omitempty"`
 	// Audio and Video are URLs of Trawler's own (GET /v2/media/{id}).
 	Audio string `json:"audio,omitempty"`
 	Video string `json:"video,omitempty"`

@@ -7,6 +7,7 @@ import (
 
 	"github.com/trawler-dev/trawler/netguard"
 	"github.com/trawler-dev/trawler/parse"
+	"github.com/trawler-dev/trawler/scrape/media"
 )
 
 // Failure is how a failed scrape is reported, the same on every path: the
@@ -37,7 +38,7 @@ func Classify(err error) (f Failure, ok bool) {
 		busy     *parse.BusyError
 		parseErr *ParseError
 		retry    *RetryableError
-		big      *MediaTooLargeError
+		big      *media.TooLargeError
 	)
 	switch {
 	case errors.As(err, &blocked):

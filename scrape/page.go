@@ -110,31 +110,6 @@ type takenBody struct {
 	binary bool // a document for parse, not HTML
 }
 
-type fetchPaused struct {
-	RequestID string `json:"requestId"`
-	Request   struct {
-		URL string `json:"url"`
-	} `json:"request"`
-	FrameID            string `json:"frameId"`
-	ResourceType       string `json:"resourceType"`
-	ResponseStatusCode int    `json:"responseStatusCode"`
-	ResponseStatusText string `json:"responseStatusText"`
-	ResponseHeaders    []struct {
-		Name  string `json:"name"`
-		Value string `json:"value"`
-	} `json:"responseHeaders"`
-	ResponseErrorReason string `json:"responseErrorReason"`
-}
-
-func (t *tab) header(ev *fetchPaused, name string) string {
-	for _, h := range ev.ResponseHeaders {
-		if strings.EqualFold(h.Name, name) {
-			return h.Value
-		}
-	}
-	return ""
-}
-
 // blankTab creates a fresh browser context holding one blank tab, attached
 // over conn, with its renderer started (Page.enable answered): the slow
 // part of opening a tab, done ahead of time for spare tabs.
@@ -237,10 +212,6 @@ func (t *tab) call(ctx context.Context, method string, params, result any) error
 	return t.sess.Call(ctx, method, params, result)
 }
 
-// interceptPatterns pause every request, and every document's response.
-var interceptPatterns = []*fetch.RequestPattern{{URLPattern: "*", RequestStage: fetch.RequestStageRequest},
-	{URLPattern: "*", ResourceType: network.ResourceTypeDocument, RequestStage: fetch.RequestStageResponse}}
-
 // prepare sets up interception, emulation and headers before navigation.
 func (t *tab) prepare(ctx context.Context, browserUA string) error {
 	// The Network domain (which the smart wait's idle tracking needs) costs
@@ -249,7 +220,7 @@ func (t *tab) prepare(ctx context.Context, browserUA string) error {
 	// need rendering (see networkOn), before that page's resources load.
 	var steps []func() error
 	if !t.static || len(t.extraHeaders()) > 0 {
-		steps = append(steps, func() error { return cdp.Run(ctx, t.sess, network.Enable, networkParams) })
+		steps = append(steps, func() error { return cdp.EnableNetwork(ctx, t.sess) })
 		t.mu.Lock()
 		t.network = true
 		t.mu.Unlock()
@@ -260,7 +231,7 @@ func (t *tab) prepare(ctx context.Context, browserUA string) error {
 	}
 	steps = append(steps,
 		func() error {
-			return cdp.Run(ctx, t.sess, fetch.Enable, fetch.EnableParams{Patterns: interceptPatterns})
+			return cdp.Intercept(ctx, t.sess, cdp.RequestsAndDocuments...)
 		},
 		func() error {
 			return cdp.Run(ctx, t.sess, security.SetIgnoreCertificateErrors,
@@ -335,11 +306,6 @@ func (t *tab) userAgentOverride(ua string) emulation.SetUserAgentOverrideParams 
 	return p
 }
 
-// networkParams keep the browser from holding copies of response bodies
-// for Network.getResponseBody, which nothing here calls (the Fetch domain
-// hands over the bodies that are taken).
-var networkParams = network.EnableParams{MaxTotalBufferSize: new(int64(0)), MaxResourceBufferSize: new(int64(0))}
-
 // networkOn turns the Network domain on for a page that is going to be
 // rendered, before it commits (so before any of its resources load).
 func (t *tab) networkOn(ctx context.Context) {
@@ -350,14 +316,8 @@ func (t *tab) networkOn(ctx context.Context) {
 	if !on {
 		// Not awaited: the browser answers it only once the paused response
 		// goes on, which the caller does next.
-		go cdp.Run(ctx, t.sess, network.Enable, networkParams)
+		go cdp.EnableNetwork(ctx, t.sess)
 	}
-}
-
-// step is one CDP command of a tab's preparation.
-type step struct {
-	method string
-	params any
 }
 
 // userAgent is the header-given User-Agent, else the browser's own (as

@@ -31,6 +31,8 @@ import (
 	"github.com/trawler-dev/trawler/netguard"
 	"github.com/trawler-dev/trawler/parse"
 	"github.com/trawler-dev/trawler/profiles"
+	"github.com/trawler-dev/trawler/scrape/branding"
+	"github.com/trawler-dev/trawler/scrape/media"
 	"github.com/trawler-dev/trawler/store"
 )
 
@@ -85,8 +87,8 @@ type Service struct {
 	// onlyCleanContent); nil when no model is configured.
 	Model *model.Client
 	// Media is where the audio and video formats keep their files, and
-	// the base of their links (media.go).
-	Media MediaOptions
+	// the base of their links (package media).
+	Media media.Options
 
 	spares   spares
 	recycled recycled
@@ -133,13 +135,13 @@ type page struct {
 	// only while private networks are allowed; otherwise none can).
 	private bool
 	// branding is what the rendered page says of its brand, when asked.
-	branding *Branding
+	branding *branding.Branding
 	// teamWait is how long the scrape waited for its browser because its
 	// team was at its concurrency limit.
 	teamWait time.Duration
 	// media is the page's main audio or video, taken through the browser,
 	// when asked.
-	media *pageMedia
+	media *media.Taken
 	// proxyUsed is the tier of upstream the page left through: basic
 	// when it went direct.
 	proxyUsed string
@@ -265,9 +267,9 @@ func (s *Service) begin(ctx context.Context, req Request, guard *netguard.Cache,
 		}
 	}
 
-	if pg.media != nil && pg.media.tooLarge != nil {
-		pg.media.remove()
-		return nil, pg.media.tooLarge
+	if pg.media != nil && pg.media.TooLarge != nil {
+		pg.media.Remove()
+		return nil, pg.media.TooLarge
 	}
 	return &Fetched{s: s, ctx: ctx, cancel: cancel, req: req, guard: guard, id: id, start: start, seq: seq,
 		cached: cached, cacheState: cacheState, cachedAt: cachedAt, pg: pg}, nil
@@ -277,7 +279,7 @@ func (s *Service) begin(ctx context.Context, req Request, guard *netguard.Cache,
 // cancelled).
 func (f *Fetched) Cancel() {
 	if f.pg.media != nil {
-		f.pg.media.remove()
+		f.pg.media.Remove()
 	}
 	f.cancel()
 }
@@ -684,14 +686,14 @@ func (s *Service) capture(ctx context.Context, t *tab, o *Options, pg *page) err
 		pg.screenshot = shot
 	}
 	if o.Has("branding") {
-		b, err := t.branding(ctx, s.Log)
+		b, err := branding.Read(ctx, t.sess, s.Log)
 		if err != nil {
 			pg.warning = joinWarning(pg.warning, "branding: "+err.Error())
 		}
 		pg.branding = b
 	}
 	if o.Has("audio") || o.Has("video") {
-		pg.media = t.takeMedia(ctx, o, s.mediaLimit())
+		pg.media = t.takeMedia(ctx, o, s.Media)
 	}
 	return nil
 }

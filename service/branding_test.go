@@ -14,7 +14,7 @@ import (
 // (a page in the cache does not answer it), and a request that may only
 // be answered from the cache says why it has none.
 func TestScrapeBranding(t *testing.T) {
-	site := httptest.NewServer(http.FileServer(http.Dir("../scrape/testdata/branding")))
+	site := httptest.NewServer(http.FileServer(http.Dir("../scrape/branding/testdata")))
 	t.Cleanup(site.Close)
 	ts := start(t, map[string]string{"TRAWLER_ALLOW_PRIVATE_NETWORKS": "true"})
 	u := site.URL + "/harbor/"

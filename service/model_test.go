@@ -397,7 +397,7 @@ func TestModelFormatsInParseAndSearch(t *testing.T) {
 // page and its colours; the rest of branding is read from the page.
 func TestBrandingPersonality(t *testing.T) {
 	t.Parallel()
-	site := httptest.NewServer(http.FileServer(http.Dir("../scrape/testdata/branding")))
+	site := httptest.NewServer(http.FileServer(http.Dir("../scrape/branding/testdata")))
 	t.Cleanup(site.Close)
 	llm := modeltest.Start(t)
 	llm.Respond(byPurpose(map[string]string{"personality of a brand": `{"tone": "calm and practical", "energy": "low", "targetAudience": "harbour masters"}`}))

@@ -40,6 +40,8 @@ import (
 	"github.com/trawler-dev/trawler/parse"
 	"github.com/trawler-dev/trawler/profiles"
 	"github.com/trawler-dev/trawler/scrape"
+	"github.com/trawler-dev/trawler/scrape/changetracking"
+	"github.com/trawler-dev/trawler/scrape/media"
 	"github.com/trawler-dev/trawler/sessions"
 	"github.com/trawler-dev/trawler/store"
 	"github.com/trawler-dev/trawler/teams"
@@ -124,7 +126,7 @@ func (s *Service) janitor() {
 		if err := s.Store.PruneEgressUsage(ctx, time.Now().Add(-modelUsageRetention)); err != nil {
 			s.log.Error("pruning egress usage", "err", err)
 		}
-		if err := s.Store.PrunePageVersions(ctx, time.Now().Add(-scrape.ChangeRetention)); err != nil {
+		if err := s.Store.PrunePageVersions(ctx, time.Now().Add(-changetracking.Retention)); err != nil {
 			s.log.Error("pruning change tracking's page versions", "err", err)
 		}
 		cancel()
@@ -204,7 +206,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 	llm := newModel(cfg.LLM, st)
 	scraper := &scrape.Service{Pool: pool, Store: st, Log: log, Retention: cfg.ResultRetention, Guard: guard, Profiles: opener,
 		SharedCache: cfg.SharedCache, ReuseTabs: cfg.ReuseTabs, SpareTabs: cfg.SpareTabs, Model: llm, Egress: out.proxy, UA: b.ua,
-		Media: scrape.MediaOptions{Dir: filepath.Join(cfg.DataDir, "media"), Base: urls.For(wire.Request{Host: cfg.Addr})}}
+		Media: media.Options{Dir: filepath.Join(cfg.DataDir, "media"), Base: urls.For(wire.Request{Host: cfg.Addr})}}
 	hooks := &webhook.Dispatcher{Store: st, Client: guard.Client(10*time.Second, netguard.VerifyTLS), Log: log,
 		Secret: func(team string) string { return cfg.WebhookSecrets[team] }}
 	crawler := &crawl.Service{Scrape: scraper, Store: st, Guard: guard, Webhooks: hooks, Log: log,

@@ -17,7 +17,7 @@ import (
 const brandingRounds = 15
 
 // brandingDesigns are the local designs of scrape's branding tests
-// (scrape/testdata/branding): light, dark, serif.
+// (scrape/branding/testdata): light, dark, serif.
 var brandingDesigns = []string{"/harbor/", "/nightfall/", "/fernleaf/"}
 
 // brandingTime measures what the branding format adds to a rendered
@@ -28,7 +28,7 @@ var brandingDesigns = []string{"/harbor/", "/nightfall/", "/fernleaf/"}
 // under 150 ms).
 func (b *bench) brandingTime(ctx context.Context, _ *instance) error {
 	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "scrape", "testdata", "branding")
+	dir := filepath.Join(filepath.Dir(file), "..", "..", "scrape", "branding", "testdata")
 	if _, err := os.Stat(filepath.Join(dir, "harbor", "index.html")); err != nil {
 		return fmt.Errorf("the branding designs: %w", err)
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/trawler-dev/trawler/scrape"
+	"github.com/trawler-dev/trawler/scrape/changetracking"
 )
 
 const (
@@ -23,7 +23,7 @@ const (
 )
 
 // changeTrackingDiff times the git-diff mode of change tracking: the diff
-// (text and parse-diff structure, through scrape.DiffMarkdown, the
+// (text and parse-diff structure, through changetracking.DiffMarkdown, the
 // function trackChanges calls) of two versions of a 100 KB page whose
 // second version changes a few percent of its lines. Goal: a median under
 // 10 ms.
@@ -32,13 +32,13 @@ func (b *bench) changeTrackingDiff(ctx context.Context, _ *instance) error {
 	logf("changetracking: a %d KB page of %d lines, %d of them changed; %d rounds", len(previous)>>10,
 		strings.Count(previous, "\n"), changed, changeRounds)
 	var times []time.Duration
-	var diff *scrape.Diff
+	var diff *changetracking.Diff
 	for range changeRounds {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		start := time.Now()
-		diff = scrape.DiffMarkdown(previous, current)
+		diff = changetracking.DiffMarkdown(previous, current)
 		times = append(times, time.Since(start))
 	}
 	if diff == nil || len(diff.JSON.Files) != 1 {

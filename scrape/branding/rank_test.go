@@ -1,4 +1,4 @@
-package scrape
+package branding
 
 import (
 	"testing"
@@ -64,28 +64,28 @@ func TestBrandColors(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		edit func(p *pageBrand)
-		want BrandColors
+		want Colors
 	}{
-		{"from areas alone: no status colour invented", nil, BrandColors{Primary: "#0ea5e9", Secondary: "#7c3aed",
+		{"from areas alone: no status colour invented", nil, Colors{Primary: "#0ea5e9", Secondary: "#7c3aed",
 			Background: "#ffffff", TextPrimary: "#111111", TextSecondary: "#6b7280", Link: "#0ea5e9"}},
 		{"the page's names come before its areas", func(p *pageBrand) {
 			p.Vars = [][2]string{{"--brand-primary-foreground", "#ffffff"}, {"--brand-primary", "#e11d48"},
 				{"--secondary", "#f59e0b"}, {"--accent", "#10b981"}, {"--bs-danger", "#dc3545"}, {"--bs-danger-bg-subtle", "#f8d7da"}}
-		}, BrandColors{Primary: "#e11d48", Secondary: "#f59e0b", Accent: "#10b981", Background: "#ffffff",
+		}, Colors{Primary: "#e11d48", Secondary: "#f59e0b", Accent: "#10b981", Background: "#ffffff",
 			TextPrimary: "#111111", TextSecondary: "#6b7280", Link: "#0ea5e9", Error: "#dc3545"}},
 		{"shown status elements win over names", func(p *pageBrand) {
 			p.Vars = [][2]string{{"--warning", "#eab308"}}
 			p.Status = map[string][]string{"warning": {"#d97706"}, "success": {"#16a34a"}}
-		}, BrandColors{Primary: "#0ea5e9", Secondary: "#7c3aed", Background: "#ffffff", TextPrimary: "#111111",
+		}, Colors{Primary: "#0ea5e9", Secondary: "#7c3aed", Background: "#ffffff", TextPrimary: "#111111",
 			TextSecondary: "#6b7280", Link: "#0ea5e9", Success: "#16a34a", Warning: "#d97706"}},
 		{"the primary button's fill is the primary", func(p *pageBrand) {
 			p.ThemeColor = "#0ea5e9"
 			p.Buttons = []pageButton{{BG: "#ea580c", Behind: "#ffffff", Text: "#ffffff", W: 120, H: 40, Y: 100}}
-		}, BrandColors{Primary: "#ea580c", Secondary: "#0ea5e9", Accent: "#7c3aed", Background: "#ffffff",
+		}, Colors{Primary: "#ea580c", Secondary: "#0ea5e9", Accent: "#7c3aed", Background: "#ffffff",
 			TextPrimary: "#111111", TextSecondary: "#6b7280", Link: "#0ea5e9"}},
 		{"without links in prose, navigation links give the link colour", func(p *pageBrand) {
 			p.Runs = p.Runs[:len(p.Runs)-2]
-		}, BrandColors{Primary: "#0ea5e9", Secondary: "#7c3aed", Background: "#ffffff", TextPrimary: "#111111",
+		}, Colors{Primary: "#0ea5e9", Secondary: "#7c3aed", Background: "#ffffff", TextPrimary: "#111111",
 			TextSecondary: "#6b7280", Link: "#374151"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,4 +1,4 @@
-package scrape
+package changetracking
 
 import (
 	"cmp"

@@ -1,4 +1,4 @@
-package scrape
+package branding_test
 
 import (
 	"context"
@@ -20,29 +20,31 @@ import (
 	"github.com/trawler-dev/trawler/browsers"
 	"github.com/trawler-dev/trawler/browsers/browserstest"
 	"github.com/trawler-dev/trawler/netguard"
+	"github.com/trawler-dev/trawler/scrape"
+	"github.com/trawler-dev/trawler/scrape/branding"
 	"github.com/trawler-dev/trawler/store"
 )
 
 // brandingService is a scrape service on a pool of real local browsers,
 // allowed to reach 127.0.0.1, with its own store.
-func brandingService(t *testing.T) *Service {
+func brandingService(t *testing.T) *scrape.Service {
 	t.Helper()
 	pool, _ := browserstest.NewPool(t, browsers.PoolOptions{Size: 2, Warm: 1, QueueWait: 30 * time.Second})
 	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
-	return &Service{Pool: pool, Store: st, Guard: &netguard.Guard{AllowPrivate: true},
+	return &scrape.Service{Pool: pool, Store: st, Guard: &netguard.Guard{AllowPrivate: true},
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 }
 
 // scrapeBranding scrapes u for the branding format and fails the test
 // unless the document has one and no warning about it.
-func scrapeBranding(t *testing.T, s *Service, u string) *Branding {
+func scrapeBranding(t *testing.T, s *scrape.Service, u string) *branding.Branding {
 	t.Helper()
-	o := DefaultOptions()
-	o.Formats = []Format{{Type: "branding"}}
+	o := scrape.DefaultOptions()
+	o.Formats = []scrape.Format{{Type: "branding"}}
 	o.StoreInCache = false
-	doc, err := s.Scrape(context.Background(), Request{Team: "t", URL: u, Options: o})
+	doc, err := s.Scrape(context.Background(), scrape.Request{Team: "t", URL: u, Options: o})
 	require.NoError(t, err, "scraping %s", u)
 	require.NotContains(t, doc.Warning, "branding", "warning of %s", u)
 	require.NotNil(t, doc.Branding, "branding of %s", u)
@@ -57,15 +59,15 @@ type design struct {
 	name, path string
 	scheme     string
 	logo       string // "svg" for an inline SVG (a data: URL)
-	colors     BrandColors
+	colors     branding.Colors
 	fonts      []string
-	typography BrandTypography
+	typography branding.Typography
 	baseUnit   int
 	radius     string
-	primary    ButtonStyle
-	secondary  *ButtonStyle
+	primary    branding.ButtonStyle
+	secondary  *branding.ButtonStyle
 	input      map[string]any // members of components.input
-	images     BrandImages
+	images     branding.Images
 	icons      map[string]any
 	layout     map[string]any
 	animations map[string]any
@@ -74,22 +76,22 @@ type design struct {
 var designs = []design{{
 	name: "light, image logo, outlined secondary", path: "/harbor/",
 	scheme: "light", logo: "/harbor/logo.svg",
-	colors: BrandColors{Primary: "#2563eb", Secondary: "#0f766e", Accent: "#f97316", Background: "#ffffff",
+	colors: branding.Colors{Primary: "#2563eb", Secondary: "#0f766e", Accent: "#f97316", Background: "#ffffff",
 		TextPrimary: "#1f2937", TextSecondary: "#6b7280", Link: "#2563eb",
 		Success: "#16a34a", Warning: "#f59e0b", Error: "#dc2626"},
 	fonts: []string{"Harbor Sans", "Harbor Display", "JetBrains Mono"},
-	typography: BrandTypography{
-		FontFamilies: &FontFamilies{Primary: "Harbor Sans", Heading: "Harbor Display", Code: "JetBrains Mono"},
-		FontSizes:    &FontSizes{H1: "48px", H2: "32px", H3: "24px", Body: "16px"},
-		FontWeights:  &FontWeights{Regular: 400, Bold: 700},
-		LineHeights:  &LineHeights{Heading: "1.2", Body: "1.5"},
+	typography: branding.Typography{
+		FontFamilies: &branding.FontFamilies{Primary: "Harbor Sans", Heading: "Harbor Display", Code: "JetBrains Mono"},
+		FontSizes:    &branding.FontSizes{H1: "48px", H2: "32px", H3: "24px", Body: "16px"},
+		FontWeights:  &branding.FontWeights{Regular: 400, Bold: 700},
+		LineHeights:  &branding.LineHeights{Heading: "1.2", Body: "1.5"},
 	},
 	baseUnit: 8, radius: "8px",
-	primary:   ButtonStyle{Background: "#2563eb", TextColor: "#ffffff", BorderRadius: "8px"},
-	secondary: &ButtonStyle{Background: "rgba(0, 0, 0, 0)", TextColor: "#0f766e", BorderColor: "#0f766e", BorderRadius: "8px"},
+	primary:   branding.ButtonStyle{Background: "#2563eb", TextColor: "#ffffff", BorderRadius: "8px"},
+	secondary: &branding.ButtonStyle{Background: "rgba(0, 0, 0, 0)", TextColor: "#0f766e", BorderColor: "#0f766e", BorderRadius: "8px"},
 	input: map[string]any{"background": "#f9fafb", "textColor": "#111827", "borderColor": "#d1d5db", "borderRadius": "6px",
 		"borderWidth": "1px", "padding": "8px 12px"},
-	images: BrandImages{Logo: "/harbor/logo.svg", Favicon: "/harbor/favicon.svg", OGImage: "/harbor/og.png"},
+	images: branding.Images{Logo: "/harbor/logo.svg", Favicon: "/harbor/favicon.svg", OGImage: "/harbor/og.png"},
 	icons:  map[string]any{"favicon": "/harbor/favicon.svg", "appleTouchIcon": "/harbor/touch.png", "style": "svg"},
 	layout: map[string]any{"maxContentWidth": "1120px", "headerPosition": "sticky"},
 	animations: map[string]any{"transitionDuration": "0.15s", "transitionTimingFunction": "ease-in-out",
@@ -99,21 +101,21 @@ var designs = []design{{
 	scheme: "dark", logo: "svg",
 	// Secondary, accent and success are named by custom properties (the
 	// success one as bare HSL channels); no warning colour is shown or named.
-	colors: BrandColors{Primary: "#a855f7", Secondary: "#22d3ee", Accent: "#f472b6", Background: "#0b1020",
+	colors: branding.Colors{Primary: "#a855f7", Secondary: "#22d3ee", Accent: "#f472b6", Background: "#0b1020",
 		TextPrimary: "#e5e7eb", TextSecondary: "#9ca3af", Link: "#38bdf8", Success: "#36d39f", Error: "#f43f5e"},
 	fonts: []string{"Nightfall Grotesk", "Fira Code"},
-	typography: BrandTypography{
-		FontFamilies: &FontFamilies{Primary: "Nightfall Grotesk", Heading: "Nightfall Grotesk", Code: "Fira Code"},
-		FontSizes:    &FontSizes{H1: "56px", H2: "28px", H3: "20px", Body: "15px"},
-		FontWeights:  &FontWeights{Light: 300, Regular: 400, Medium: 500, Bold: 700},
-		LineHeights:  &LineHeights{Heading: "1.1", Body: "1.6"},
+	typography: branding.Typography{
+		FontFamilies: &branding.FontFamilies{Primary: "Nightfall Grotesk", Heading: "Nightfall Grotesk", Code: "Fira Code"},
+		FontSizes:    &branding.FontSizes{H1: "56px", H2: "28px", H3: "20px", Body: "15px"},
+		FontWeights:  &branding.FontWeights{Light: 300, Regular: 400, Medium: 500, Bold: 700},
+		LineHeights:  &branding.LineHeights{Heading: "1.1", Body: "1.6"},
 	},
 	baseUnit: 4, radius: "16px",
-	primary:   ButtonStyle{Background: "#a855f7", TextColor: "#ffffff", BorderRadius: "9999px"},
-	secondary: &ButtonStyle{Background: "#1f2937", TextColor: "#e5e7eb", BorderColor: "#374151", BorderRadius: "9999px"},
+	primary:   branding.ButtonStyle{Background: "#a855f7", TextColor: "#ffffff", BorderRadius: "9999px"},
+	secondary: &branding.ButtonStyle{Background: "#1f2937", TextColor: "#e5e7eb", BorderColor: "#374151", BorderRadius: "9999px"},
 	input: map[string]any{"background": "#111827", "textColor": "#e5e7eb", "borderColor": "#374151", "borderRadius": "12px",
 		"padding": "12px 20px"},
-	images: BrandImages{Logo: "svg", Favicon: "/nightfall/favicon.png", OGImage: "https://cdn.nightfall.test/og/cover.jpg"},
+	images: branding.Images{Logo: "svg", Favicon: "/nightfall/favicon.png", OGImage: "https://cdn.nightfall.test/og/cover.jpg"},
 	icons: map[string]any{"favicon": "/nightfall/favicon.png", "appleTouchIcon": "/nightfall/apple-touch-icon.png",
 		"maskIcon": "/nightfall/mask.svg", "style": "svg"},
 	layout:     map[string]any{"maxContentWidth": "960px", "headerPosition": "static"},
@@ -124,21 +126,21 @@ var designs = []design{{
 	name: "serif, square, link as primary button, no header element, patched globals", path: "/fernleaf/",
 	scheme: "light", logo: "/fernleaf/mark.svg",
 	// No accent, secondary text colour or success colour: the page has none.
-	colors: BrandColors{Primary: "#2f6b3a", Secondary: "#b5542d", Background: "#fdf6e3", TextPrimary: "#3b2f2f",
+	colors: branding.Colors{Primary: "#2f6b3a", Secondary: "#b5542d", Background: "#fdf6e3", TextPrimary: "#3b2f2f",
 		Link: "#b5542d", Warning: "#d97706", Error: "#b91c1c"},
 	fonts: []string{"Fern Serif", "Fern Sans"},
-	typography: BrandTypography{
-		FontFamilies: &FontFamilies{Primary: "Fern Serif", Heading: "Fern Sans"},
-		FontSizes:    &FontSizes{H1: "40px", H2: "30px", H3: "20px", Body: "18px"},
-		FontWeights:  &FontWeights{Regular: 400, Medium: 500},
-		LineHeights:  &LineHeights{Heading: "normal", Body: "1.7"},
+	typography: branding.Typography{
+		FontFamilies: &branding.FontFamilies{Primary: "Fern Serif", Heading: "Fern Sans"},
+		FontSizes:    &branding.FontSizes{H1: "40px", H2: "30px", H3: "20px", Body: "18px"},
+		FontWeights:  &branding.FontWeights{Regular: 400, Medium: 500},
+		LineHeights:  &branding.LineHeights{Heading: "normal", Body: "1.7"},
 	},
 	baseUnit: 5, radius: "0px",
-	primary:   ButtonStyle{Background: "#2f6b3a", TextColor: "#fdf6e3", BorderRadius: "0px"},
-	secondary: &ButtonStyle{Background: "#e9dfc7", TextColor: "#3b2f2f", BorderRadius: "0px"},
+	primary:   branding.ButtonStyle{Background: "#2f6b3a", TextColor: "#fdf6e3", BorderRadius: "0px"},
+	secondary: &branding.ButtonStyle{Background: "#e9dfc7", TextColor: "#3b2f2f", BorderRadius: "0px"},
 	input: map[string]any{"background": "#fffdf7", "textColor": "#3b2f2f", "borderColor": "#8c7b6b", "borderRadius": "0px",
 		"padding": "5px 10px"},
-	images: BrandImages{Logo: "/fernleaf/mark.svg", Favicon: "/fernleaf/favicon.ico", OGImage: "/fernleaf/social.png"},
+	images: branding.Images{Logo: "/fernleaf/mark.svg", Favicon: "/fernleaf/favicon.ico", OGImage: "/fernleaf/social.png"},
 	icons:  map[string]any{"favicon": "/fernleaf/favicon.ico", "appleTouchIcon": "/fernleaf/apple-touch-icon.png"},
 	layout: map[string]any{"maxContentWidth": "720px"},
 }}
@@ -150,7 +152,7 @@ var designs = []design{{
 // that patches the globals a style reader calls.
 func TestBrandingDesigns(t *testing.T) {
 	s := brandingService(t)
-	site := httptest.NewServer(http.FileServer(http.Dir("testdata/branding")))
+	site := httptest.NewServer(http.FileServer(http.Dir("testdata")))
 	t.Cleanup(site.Close)
 	abs := func(u string) string {
 		if strings.HasPrefix(u, "/") {

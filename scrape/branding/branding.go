@@ -1,4 +1,9 @@
-package scrape
+// Package branding owns the branding format: what a rendered page shows of
+// its brand (colours, fonts, type scale, spacing, buttons, logo, icons),
+// read by a script in an isolated world of the page's tab (branding.js)
+// and ranked here (rank.go). The brand's personality, a model's
+// judgement, is scrape's.
+package branding
 
 import (
 	"context"
@@ -8,6 +13,10 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	cdproto "github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
 
 	"github.com/trawler-dev/trawler/cdp"
 )
@@ -22,17 +31,17 @@ type Branding struct {
 	// and the root's color-scheme for a background of middling lightness.
 	ColorScheme string `json:"colorScheme,omitempty"`
 	// Logo is the URL of the page's logo (Images.Logo).
-	Logo       string           `json:"logo,omitempty"`
-	Colors     *BrandColors     `json:"colors,omitempty"`
-	Fonts      []BrandFont      `json:"fonts,omitempty"`
-	Typography *BrandTypography `json:"typography,omitempty"`
-	Spacing    *BrandSpacing    `json:"spacing,omitempty"`
-	Components *BrandComponents `json:"components,omitempty"`
+	Logo       string      `json:"logo,omitempty"`
+	Colors     *Colors     `json:"colors,omitempty"`
+	Fonts      []Font      `json:"fonts,omitempty"`
+	Typography *Typography `json:"typography,omitempty"`
+	Spacing    *Spacing    `json:"spacing,omitempty"`
+	Components *Components `json:"components,omitempty"`
 	// Icons holds favicon, appleTouchIcon, maskIcon, manifest (URLs) and
 	// style ("svg", "font" or "image": what most of the page's small icons
 	// are).
 	Icons  map[string]any `json:"icons,omitempty"`
-	Images *BrandImages   `json:"images,omitempty"`
+	Images *Images        `json:"images,omitempty"`
 	// Animations holds transitionDuration and transitionTimingFunction (the
 	// most common on links, buttons and inputs), keyframes (the names of
 	// the readable stylesheets' @keyframes) and reducedMotion (true when a
@@ -47,8 +56,8 @@ type Branding struct {
 	Personality map[string]any `json:"personality,omitempty"`
 }
 
-// BrandColors are the page's colours by role.
-type BrandColors struct {
+// Colors are the page's colours by role.
+type Colors struct {
 	Primary       string `json:"primary,omitempty"`
 	Secondary     string `json:"secondary,omitempty"`
 	Accent        string `json:"accent,omitempty"`
@@ -61,15 +70,15 @@ type BrandColors struct {
 	Error         string `json:"error,omitempty"`
 }
 
-// BrandFont is a font family the page uses.
-type BrandFont struct {
+// Font is a font family the page uses.
+type Font struct {
 	Family string `json:"family"`
 }
 
-// BrandTypography is the page's type: families by role, sizes of the
+// Typography is the page's type: families by role, sizes of the
 // headings and the body text, weights in use, line heights (as ratios of
 // the font size, or "normal").
-type BrandTypography struct {
+type Typography struct {
 	FontFamilies *FontFamilies `json:"fontFamilies,omitempty"`
 	FontSizes    *FontSizes    `json:"fontSizes,omitempty"`
 	FontWeights  *FontWeights  `json:"fontWeights,omitempty"`
@@ -107,19 +116,19 @@ type LineHeights struct {
 	Body    string `json:"body,omitempty"`
 }
 
-// BrandSpacing is the page's spacing scale. Padding holds button and input
+// Spacing is the page's spacing scale. Padding holds button and input
 // (their padding) and common (the most used padding values); Margins holds
 // heading (h1's), paragraph and common.
-type BrandSpacing struct {
+type Spacing struct {
 	BaseUnit     int            `json:"baseUnit,omitempty"`
 	BorderRadius string         `json:"borderRadius,omitempty"`
 	Padding      map[string]any `json:"padding,omitempty"`
 	Margins      map[string]any `json:"margins,omitempty"`
 }
 
-// BrandComponents are the styles of the page's primary and secondary
+// Components are the styles of the page's primary and secondary
 // buttons and of its first text input.
-type BrandComponents struct {
+type Components struct {
 	ButtonPrimary   *ButtonStyle `json:"buttonPrimary,omitempty"`
 	ButtonSecondary *ButtonStyle `json:"buttonSecondary,omitempty"`
 	// Input holds background, textColor, borderColor, borderWidth,
@@ -137,8 +146,8 @@ type ButtonStyle struct {
 	BorderRadius string `json:"borderRadius,omitempty"`
 }
 
-// BrandImages are the page's brand images.
-type BrandImages struct {
+// Images are the page's brand images.
+type Images struct {
 	Logo    string `json:"logo,omitempty"`
 	Favicon string `json:"favicon,omitempty"`
 	OGImage string `json:"ogImage,omitempty"`
@@ -147,18 +156,19 @@ type BrandImages struct {
 //go:embed branding.js
 var brandingJS string
 
-// brandingTimeout bounds the reading of one page.
-const brandingTimeout = 10 * time.Second
+// readTimeout bounds the reading of one page.
+const readTimeout = 10 * time.Second
 
-// branding reads the rendered page's brand. The script runs in an isolated
-// world, so that nothing the page defined (a patched getComputedStyle, a
-// broken Array.prototype) changes what it reads.
-func (t *tab) branding(ctx context.Context, log *slog.Logger) (*Branding, error) {
-	ctx, cancel := context.WithTimeout(ctx, brandingTimeout)
+// Read reads the brand of the page s shows. The script runs in an isolated
+// world of the page's main frame, so that nothing the page defined (a
+// patched getComputedStyle, a broken Array.prototype) changes what it
+// reads. log, when not nil, gets a debug line on what was read.
+func Read(ctx context.Context, s cdp.Session, log *slog.Logger) (*Branding, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	start := time.Now()
 	var p pageBrand
-	if err := t.evaluateIsolated(ctx, "trawler-branding", brandingJS, &p); err != nil {
+	if err := evaluateIsolated(ctx, s, "trawler-branding", brandingJS, &p); err != nil {
 		return nil, fmt.Errorf("reading the page: %w", err)
 	}
 	b := brandOf(&p)
@@ -169,23 +179,26 @@ func (t *tab) branding(ctx context.Context, log *slog.Logger) (*Branding, error)
 	return b, nil
 }
 
-// evaluateIsolated runs expr in a fresh isolated world of the tab's main
-// frame (the page's DOM, its own globals) and decodes its value into v.
-func (t *tab) evaluateIsolated(ctx context.Context, world, expr string, v any) error {
-	var w struct {
-		ExecutionContextID int `json:"executionContextId"`
-	}
-	if err := t.call(ctx, "Page.createIsolatedWorld", map[string]any{"frameId": t.sess.TargetID, "worldName": world}, &w); err != nil {
+// evaluateIsolated runs expr in a fresh isolated world of the main frame
+// of s's page (the page's DOM, its own globals) and decodes its value into
+// v.
+func evaluateIsolated(ctx context.Context, s cdp.Session, world, expr string, v any) error {
+	w, err := cdp.Do(ctx, s, page.CreateIsolatedWorld, page.CreateIsolatedWorldParams{
+		FrameID: cdproto.FrameID(s.TargetID), WorldName: world})
+	if err != nil {
 		return err
 	}
+	// The result is read as cdp.EvalResult: cdproto's RemoteObject keeps
+	// its value in the v2 JSON package.
+	byValue := true
 	var res cdp.EvalResult
-	err := t.call(ctx, "Runtime.evaluate", map[string]any{"expression": expr, "contextId": w.ExecutionContextID,
-		"returnByValue": true}, &res)
+	err = s.Call(ctx, runtime.CommandEvaluate, runtime.EvaluateParams{Expression: expr, ContextID: w.ExecutionContextID,
+		ReturnByValue: &byValue}, &res)
 	if err != nil {
 		return err
 	}
 	if msg := res.Exception(); msg != "" {
-		return &ScriptError{Message: msg}
+		return errors.New("script error: " + msg)
 	}
 	if len(res.Result.Value) == 0 {
 		return errors.New("the script returned nothing")

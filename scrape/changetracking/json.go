@@ -1,4 +1,4 @@
-package scrape
+package changetracking
 
 import (
 	"bytes"
@@ -8,62 +8,53 @@ import (
 	"encoding/json"
 	"sync"
 
-	"github.com/trawler-dev/trawler/content"
 	"github.com/trawler-dev/trawler/model"
 	"github.com/trawler-dev/trawler/store"
 )
 
-// compareExtractions is the json mode: once the page changed, it extracts
-// f's schema and prompt from both versions and sets ct.JSON to the
-// top-level members whose values differ. The model is asked only when
-// something changed, and never twice for one version: current keeps its
-// extraction (keyed by the schema and prompt) for the next comparison, and
-// a version the same as the previous one inherits the previous one's.
+// Extraction is what the json mode extracts from each version of a page:
+// by a schema and a prompt, with Extract, which asks the model for one
+// version's answer and reports whether its Markdown was cut to fit the
+// model's context.
+type Extraction struct {
+	Schema  *model.Schema
+	Prompt  string
+	Extract func(ctx context.Context, markdown string) (answer any, cut bool, err error)
+}
+
+// Compare is the json mode: once the page changed, it extracts from both
+// versions and sets r.JSON to the top-level members whose values differ.
+// The model is asked only when something changed, and never twice for
+// one version: current keeps its extraction (keyed by the schema and
+// prompt) for the next comparison, and a version the same as the previous
+// one inherits the previous one's. A failure is a warning (warn, under
+// "json: ") and leaves r.JSON unset.
 //
-// It returns the credits the calls add: modelCredits when the model
-// answered, as for the model-backed formats, and once a page: nothing when
-// the page's json, summary or question already billed them.
-func (s *Service) compareExtractions(ctx context.Context, req Request, requestID string, doc *Document, f Format,
-	prev, current *store.PageVersion, warn func(string, ...any)) int {
-	ct := doc.ChangeTracking
-	if s.Model == nil {
-		// The API refuses the json mode without a model; a job stored
-		// before the model was removed gets this.
-		warn("the json mode was skipped: no language model is configured (TRAWLER_LLM_BASE_URL)")
-		return 0
-	}
-	c, extra, err := jsonExtraction(model.Call{Team: req.Team, Request: requestID, Purpose: "changeTracking", System: jsonSystem}, f)
-	if err != nil {
-		warn("the json mode's schema %v", err)
-		return 0
-	}
-	current.ExtractionKey = extractionKey(c.Schema, f.Prompt)
+// It reports whether the model answered at all, and whether a version was
+// trimmed to fit its context.
+func (e Extraction) Compare(ctx context.Context, r *Result, prev, current *store.PageVersion,
+	warn func(string, ...any)) (answered, trimmed bool) {
+	current.ExtractionKey = extractionKey(e.Schema, e.Prompt)
 	reusable := prev != nil && prev.ExtractionKey == current.ExtractionKey && prev.Extraction != nil
-	switch ct.ChangeStatus {
-	case changeSame:
+	switch r.ChangeStatus {
+	case StatusSame:
 		if reusable {
 			current.Extraction = prev.Extraction
 		}
-		return 0
-	case changeChanged:
+		return false, false
+	case StatusChanged:
 	default:
-		return 0 // new or removed: nothing to compare with, or nothing to read
+		return false, false // new or removed: nothing to compare with, or nothing to read
 	}
 
-	pageURL, _ := doc.Metadata["url"].(string)
-	if pageURL == "" {
-		pageURL = req.URL
-	}
 	var (
-		mu       sync.Mutex
-		group    sync.WaitGroup
-		trimmed  bool
-		failed   bool
-		answered bool
+		mu     sync.Mutex
+		group  sync.WaitGroup
+		failed bool
 	)
 	extract := func(markdown string, out *[]byte) {
 		defer group.Done()
-		ans, cut, err := s.extractVersion(ctx, c, markdown, pageURL, extra)
+		ans, cut, err := e.Extract(ctx, markdown)
 		mu.Lock()
 		defer mu.Unlock()
 		trimmed = trimmed || cut
@@ -73,7 +64,7 @@ func (s *Service) compareExtractions(ctx context.Context, req Request, requestID
 			return
 		}
 		answered = true
-		raw, err := json.Marshal(ans.JSON)
+		raw, err := json.Marshal(ans)
 		if err != nil {
 			failed = true
 			warn("json: the model's answer cannot be encoded: %v", err)
@@ -96,35 +87,13 @@ func (s *Service) compareExtractions(ctx context.Context, req Request, requestID
 	group.Add(1)
 	go extract(current.Markdown, &after)
 	group.Wait()
-	if trimmed {
-		warn("the page's Markdown was trimmed to fit the model's context of %d tokens", s.Model.Config().ContextTokens)
-	}
 	if after != nil {
 		current.Extraction = after
 	}
 	if !failed {
-		ct.JSON = jsonChanges(before, after)
+		r.JSON = jsonChanges(before, after)
 	}
-	if !answered || doc.JSON != nil || doc.Summary != "" || doc.Answer != "" {
-		return 0
-	}
-	return modelCredits
-}
-
-// extractVersion asks the model for c's extraction from one version of the
-// page, as the json format asks it: the Markdown without what costs
-// tokens and says nothing, fitted into the model's context (it reports
-// whether it was cut).
-func (s *Service) extractVersion(ctx context.Context, c model.Call, markdown, pageURL, extra string) (*model.Answer, bool, error) {
-	about := "URL: " + pageURL + "\n"
-	if origin := content.Origin(pageURL); origin != "" {
-		about += "Links written from the root (/path) are on " + origin + "; write URLs in your answer in full.\n"
-	}
-	text, cut := model.Fit(content.ForModel(markdown, pageURL),
-		s.Model.InputBudget(model.EstimateTokens(c.System+extra+about)+64))
-	c.User = extra + about + "\nPage content (Markdown):\n\n" + text
-	ans, err := s.Model.Complete(ctx, c)
-	return ans, cut, err
+	return answered, trimmed
 }
 
 // extractionKey identifies what an extraction answers: the normalised
@@ -132,7 +101,8 @@ func (s *Service) extractVersion(ctx context.Context, c model.Call, markdown, pa
 func extractionKey(schema *model.Schema, prompt string) string {
 	h := sha256.New()
 	if schema != nil {
-		h.Write(mustJSON(schema))
+		b, _ := schema.MarshalJSON()
+		h.Write(b)
 	}
 	h.Write([]byte{0})
 	h.Write([]byte(prompt))

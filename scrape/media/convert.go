@@ -1,4 +1,4 @@
-package scrape
+package media
 
 import (
 	"bytes"
@@ -65,11 +65,11 @@ func (p *probed) stream(kind string) (int, string) {
 	return -1, ""
 }
 
-// convertMedia converts the taken file m for the format kind: audio to
-// MP3 (kept as is when it is MP3 already), video to MP4, remuxed when its
+// convert converts the taken file m for the format kind: audio to MP3
+// (kept as is when it is MP3 already), video to MP4, remuxed when its
 // codecs fit MP4, else re-encoded (H.264, AAC) with a warning that says so.
 // The result is a file in dir. Its errors are sentences for a warning.
-func convertMedia(ctx context.Context, kind string, m *takenMedia, dir string) (*converted, error) {
+func convert(ctx context.Context, kind string, m *file, dir string) (*converted, error) {
 	ffmpeg, err := exec.LookPath("ffmpeg")
 	if err != nil {
 		return nil, errors.New("ffmpeg is not installed on the server (the audio and video formats convert with it; on Debian: apt-get install ffmpeg)")
@@ -94,8 +94,6 @@ func convertMedia(ctx context.Context, kind string, m *takenMedia, dir string) (
 		}
 		return nil, fmt.Errorf("%s (%s) is not audio or video ffmpeg reads: %v", truncateURL(m.url), m.contentType, err)
 	}
-	audio, audioCodec := p.stream("audio")
-	video, videoCodec := p.stream("video")
 	f, err := os.CreateTemp(dir, "conv-*")
 	if err != nil {
 		return nil, err
@@ -103,48 +101,14 @@ func convertMedia(ctx context.Context, kind string, m *takenMedia, dir string) (
 	f.Close()
 	c := &converted{path: f.Name()}
 	args := slices.Concat([]string{"-nostdin", "-hide_banner", "-loglevel", "error", "-y"}, ffmpegInput, []string{"-i", m.path})
-	switch kind {
-	case "audio":
-		if audio < 0 {
-			os.Remove(c.path)
-			return nil, fmt.Errorf("%s has no sound", truncateURL(m.url))
-		}
-		c.ext, c.contentType = ".mp3", "audio/mpeg"
-		codec := []string{"-codec:a", "libmp3lame", "-q:a", "4"}
-		if audioCodec == "mp3" {
-			codec = []string{"-codec:a", "copy"}
-		}
-		args = slices.Concat(args, []string{"-map", fmt.Sprintf("0:%d", audio), "-vn", "-sn", "-dn"}, codec,
-			[]string{"-f", "mp3", c.path})
-	default:
-		if video < 0 {
-			os.Remove(c.path)
-			return nil, fmt.Errorf("%s has no picture, only sound", truncateURL(m.url))
-		}
-		c.ext, c.contentType = ".mp4", "video/mp4"
-		args = append(args, "-map", fmt.Sprintf("0:%d", video))
-		var redone []string
-		if slices.Contains(mp4Video, videoCodec) {
-			args = append(args, "-c:v", "copy")
-		} else {
-			// Even dimensions: 4:2:0 H.264 needs them.
-			args = append(args, "-c:v", "libx264", "-preset", "veryfast", "-crf", "23", "-pix_fmt", "yuv420p",
-				"-vf", "scale=trunc(iw/2)*2:trunc(ih/2)*2")
-			redone = append(redone, fmt.Sprintf("its %s picture to H.264", videoCodec))
-		}
-		if audio >= 0 {
-			args = append(args, "-map", fmt.Sprintf("0:%d", audio))
-			if slices.Contains(mp4Audio, audioCodec) {
-				args = append(args, "-c:a", "copy")
-			} else {
-				args = append(args, "-c:a", "aac", "-b:a", "128k")
-				redone = append(redone, fmt.Sprintf("its %s sound to AAC", audioCodec))
-			}
-		}
-		args = append(args, "-sn", "-dn", "-movflags", "+faststart", "-f", "mp4", c.path)
-		if len(redone) > 0 {
-			c.warning = "video: the page's video does not fit MP4 as it is: re-encoded " + strings.Join(redone, " and ")
-		}
+	if kind == "audio" {
+		args, err = c.audio(args, &p)
+	} else {
+		args, err = c.video(args, &p)
+	}
+	if err != nil {
+		os.Remove(c.path)
+		return nil, fmt.Errorf("%s %v", truncateURL(m.url), err)
 	}
 	if _, err := runFFmpeg(ctx, ffmpeg, args); err != nil {
 		os.Remove(c.path)
@@ -160,6 +124,58 @@ func convertMedia(ctx context.Context, kind string, m *takenMedia, dir string) (
 	}
 	c.size = info.Size()
 	return c, nil
+}
+
+// audio makes c an MP3 of p's first sound: it returns ffmpeg's arguments,
+// after args, that write it.
+func (c *converted) audio(args []string, p *probed) ([]string, error) {
+	audio, audioCodec := p.stream("audio")
+	if audio < 0 {
+		return nil, errors.New("has no sound")
+	}
+	c.ext, c.contentType = ".mp3", "audio/mpeg"
+	codec := []string{"-codec:a", "libmp3lame", "-q:a", "4"}
+	if audioCodec == "mp3" {
+		codec = []string{"-codec:a", "copy"}
+	}
+	return slices.Concat(args, []string{"-map", fmt.Sprintf("0:%d", audio), "-vn", "-sn", "-dn"}, codec,
+		[]string{"-f", "mp3", c.path}), nil
+}
+
+// video makes c an MP4 of p's first picture and sound, re-encoding what
+// MP4 does not hold (c.warning says what): it returns ffmpeg's arguments,
+// after args, that write it.
+func (c *converted) video(args []string, p *probed) ([]string, error) {
+	audio, audioCodec := p.stream("audio")
+	video, videoCodec := p.stream("video")
+	if video < 0 {
+		return nil, errors.New("has no picture, only sound")
+	}
+	c.ext, c.contentType = ".mp4", "video/mp4"
+	args = append(args, "-map", fmt.Sprintf("0:%d", video))
+	var redone []string
+	if slices.Contains(mp4Video, videoCodec) {
+		args = append(args, "-c:v", "copy")
+	} else {
+		// Even dimensions: 4:2:0 H.264 needs them.
+		args = append(args, "-c:v", "libx264", "-preset", "veryfast", "-crf", "23", "-pix_fmt", "yuv420p",
+			"-vf", "scale=trunc(iw/2)*2:trunc(ih/2)*2")
+		redone = append(redone, fmt.Sprintf("its %s picture to H.264", videoCodec))
+	}
+	if audio >= 0 {
+		args = append(args, "-map", fmt.Sprintf("0:%d", audio))
+		if slices.Contains(mp4Audio, audioCodec) {
+			args = append(args, "-c:a", "copy")
+		} else {
+			args = append(args, "-c:a", "aac", "-b:a", "128k")
+			redone = append(redone, fmt.Sprintf("its %s sound to AAC", audioCodec))
+		}
+	}
+	args = append(args, "-sn", "-dn", "-movflags", "+faststart", "-f", "mp4", c.path)
+	if len(redone) > 0 {
+		c.warning = "video: the page's video does not fit MP4 as it is: re-encoded " + strings.Join(redone, " and ")
+	}
+	return args, nil
 }
 
 // runFFmpeg runs ffmpeg or ffprobe and returns its output; its error

@@ -1,4 +1,4 @@
-package scrape
+package branding
 
 import (
 	"cmp"
@@ -121,21 +121,44 @@ const (
 // brandOf ranks what the page script read into the branding member.
 func brandOf(p *pageBrand) *Branding {
 	b := &Branding{}
-	colors := &BrandColors{}
-
-	// The background: the opaque colour showing the most area.
-	background, ok := parseColor(p.Canvas)
-	if top := rankColors(p.Paints, func(c rgba) bool { return c.a >= 0.9 }); len(top) > 0 {
-		background = top[0].c
-	} else if !ok {
-		background = rgba{255, 255, 255, 1}
-	}
-	colors.Background = background.String()
+	background := backgroundOf(p)
 	b.ColorScheme = colorScheme(background, p.Scheme)
+	colors := &Colors{Background: background.String()}
+	textColors(p, background, colors)
+	primaryBtn, secondaryBtn := pickButtons(p.Buttons, p.VH)
+	brandColors(p, primaryBtn, secondaryBtn, colors)
+	statusColors(p, colors)
+	b.Colors = colors
 
-	// Text colours by role, weighed by the area of their text; the body
-	// text's are those readable on the background (text on a band of its
-	// own colour is not the page's text colour).
+	b.Fonts, b.Typography = typographyOf(p)
+	b.Spacing = spacingOf(p, primaryBtn)
+	b.Components = componentsOf(p, primaryBtn, secondaryBtn)
+	imagesOf(p, b)
+	if anim := animationsOf(p); len(anim) > 0 {
+		b.Animations = anim
+	}
+	if l := nonEmpty(p.Layout); len(l) > 0 {
+		b.Layout = l
+	}
+	return b
+}
+
+// backgroundOf is the page's background: the opaque colour showing the
+// most area, else what is behind everything.
+func backgroundOf(p *pageBrand) rgba {
+	if top := rankColors(p.Paints, func(c rgba) bool { return c.a >= 0.9 }); len(top) > 0 {
+		return top[0].c
+	}
+	if c, ok := parseColor(p.Canvas); ok {
+		return c
+	}
+	return rgba{255, 255, 255, 1}
+}
+
+// textColors sets the text colours by role, weighed by the area of their
+// text; the body text's are those readable on the background (text on a
+// band of its own colour is not the page's text colour).
+func textColors(p *pageBrand, background rgba, colors *Colors) {
 	textBy := func(minContrast float64, roles ...string) []ranked {
 		m := map[string]float64{}
 		for _, r := range p.Runs {
@@ -167,26 +190,34 @@ func brandOf(p *pageBrand) *Branding {
 	if len(links) > 0 {
 		colors.Link = links[0].c.String()
 	}
+}
 
-	// Buttons, then the brand colours: what the primary button is filled
-	// with, else what the page names primary, its theme colour, or the
-	// most colourful area it paints.
-	primaryBtn, secondaryBtn := pickButtons(p.Buttons, p.VH)
-	palette := brandPalette(p)
-	var chosen []rgba
-	pick := func(cands ...rgba) string {
-		for _, c := range cands {
-			if !c.chromatic() {
-				continue
-			}
-			if slices.ContainsFunc(chosen, func(o rgba) bool { return dist(o, c) < sameColor }) {
-				continue
-			}
-			chosen = append(chosen, c)
-			return c.String()
+// picker hands out brand colours, each one unlike those it gave before.
+type picker struct{ chosen []rgba }
+
+// pick returns the first of cands that is colourful and unlike the colours
+// chosen so far, or "".
+func (pk *picker) pick(cands ...rgba) string {
+	for _, c := range cands {
+		if !c.chromatic() {
+			continue
 		}
-		return ""
+		if slices.ContainsFunc(pk.chosen, func(o rgba) bool { return dist(o, c) < sameColor }) {
+			continue
+		}
+		pk.chosen = append(pk.chosen, c)
+		return c.String()
 	}
+	return ""
+}
+
+// brandColors sets the primary, secondary and accent colours: what the
+// primary button is filled with, else what the page names primary, its
+// theme colour, or the most colourful area it paints; then the secondary
+// button's, and what the page names secondary or accent.
+func brandColors(p *pageBrand, primaryBtn, secondaryBtn *button, colors *Colors) {
+	palette := brandPalette(p)
+	var pk picker
 	var cands []rgba
 	if primaryBtn != nil {
 		cands = append(cands, primaryBtn.look())
@@ -196,21 +227,24 @@ func brandOf(p *pageBrand) *Branding {
 		cands = append(cands, c)
 	}
 	cands = append(cands, palette...)
-	colors.Primary = pick(cands...)
+	colors.Primary = pk.pick(cands...)
 	if colors.Primary == "" && primaryBtn != nil {
 		// A page without colour: its primary button's look is its brand.
 		colors.Primary = primaryBtn.look().String()
-		chosen = append(chosen, primaryBtn.look())
+		pk.chosen = append(pk.chosen, primaryBtn.look())
 	}
 	cands = nil
 	if secondaryBtn != nil {
 		cands = append(cands, secondaryBtn.bg, secondaryBtn.border, secondaryBtn.text)
 	}
 	cands = append(cands, varColors(p.Vars, "secondary")...)
-	colors.Secondary = pick(append(cands, palette...)...)
-	colors.Accent = pick(append(varColors(p.Vars, "accent", "tertiary", "highlight"), palette...)...)
+	colors.Secondary = pk.pick(append(cands, palette...)...)
+	colors.Accent = pk.pick(append(varColors(p.Vars, "accent", "tertiary", "highlight"), palette...)...)
+}
 
-	// Success, warning and error only when the page shows or names them.
+// statusColors sets success, warning and error only when the page shows
+// or names them.
+func statusColors(p *pageBrand, colors *Colors) {
 	for _, s := range []struct {
 		to    *string
 		kind  string
@@ -231,12 +265,12 @@ func brandOf(p *pageBrand) *Branding {
 			}
 		}
 	}
-	b.Colors = colors
+}
 
-	b.Fonts, b.Typography = typographyOf(p)
-	b.Spacing = spacingOf(p, primaryBtn)
-
-	comp := &BrandComponents{}
+// componentsOf is the look of the primary and secondary buttons and of the
+// first input; nil when the page has none of them.
+func componentsOf(p *pageBrand, primaryBtn, secondaryBtn *button) *Components {
+	comp := &Components{}
 	if primaryBtn != nil {
 		comp.ButtonPrimary = &ButtonStyle{Background: primaryBtn.bg.String(), TextColor: primaryBtn.b.Text, BorderRadius: primaryBtn.b.Radius}
 		if primaryBtn.outlined {
@@ -253,10 +287,14 @@ func brandOf(p *pageBrand) *Branding {
 	if in := nonEmpty(p.Input); len(in) > 0 {
 		comp.Input = in
 	}
-	if comp.ButtonPrimary != nil || comp.ButtonSecondary != nil || comp.Input != nil {
-		b.Components = comp
+	if comp.ButtonPrimary == nil && comp.ButtonSecondary == nil && comp.Input == nil {
+		return nil
 	}
+	return comp
+}
 
+// imagesOf sets b's icons, logo and images.
+func imagesOf(p *pageBrand, b *Branding) {
 	icons := nonEmpty(map[string]string{"favicon": p.Favicon, "appleTouchIcon": p.AppleTouchIcon, "maskIcon": p.MaskIcon,
 		"manifest": p.Manifest, "style": mostCommon(p.Icons, anyKey)})
 	if len(icons) > 0 {
@@ -271,9 +309,13 @@ func brandOf(p *pageBrand) *Branding {
 		}
 	}
 	if b.Logo != "" || p.Favicon != "" || p.OGImage != "" {
-		b.Images = &BrandImages{Logo: b.Logo, Favicon: p.Favicon, OGImage: p.OGImage}
+		b.Images = &Images{Logo: b.Logo, Favicon: p.Favicon, OGImage: p.OGImage}
 	}
+}
 
+// animationsOf is the page's most common transition, its keyframes and
+// whether it honours reduced motion.
+func animationsOf(p *pageBrand) map[string]any {
 	anim := nonEmpty(map[string]string{
 		"transitionDuration":       mostCommon(p.Durations, anyKey),
 		"transitionTimingFunction": mostCommon(p.Timings, anyKey),
@@ -284,13 +326,7 @@ func brandOf(p *pageBrand) *Branding {
 	if p.ReducedMotion {
 		anim["reducedMotion"] = true
 	}
-	if len(anim) > 0 {
-		b.Animations = anim
-	}
-	if l := nonEmpty(p.Layout); len(l) > 0 {
-		b.Layout = l
-	}
-	return b
+	return anim
 }
 
 // colorScheme is dark for a dark background, light for a light one; for
@@ -495,48 +531,91 @@ func varColors(vars [][2]string, words ...string) []rgba {
 }
 
 // typographyOf reads the fonts in use and the type scale.
-func typographyOf(p *pageBrand) ([]BrandFont, *BrandTypography) {
-	families := map[string]float64{}
-	textFamilies := map[string]float64{}
-	textSizes := map[string]float64{}
-	weights := map[int]float64{}
-	var stacks []string
+func typographyOf(p *pageBrand) ([]Font, *Typography) {
+	u := typeUseOf(p)
+	fonts := fontsOf(p, u)
+	t := &Typography{}
+	if ff := familiesOf(p, u, fonts); ff != (FontFamilies{}) {
+		t.FontFamilies = &ff
+	}
+	bodySize := ""
+	if top := byArea(u.textSizes); len(top) > 0 {
+		bodySize = top[0]
+	}
+	fs := FontSizes{H1: p.Headings["h1"].Size, H2: p.Headings["h2"].Size, H3: p.Headings["h3"].Size, Body: bodySize}
+	if fs != (FontSizes{}) {
+		t.FontSizes = &fs
+	}
+	if fw := weightsOf(u.weights); fw != (FontWeights{}) {
+		t.FontWeights = &fw
+	}
+	if lh := lineHeightsOf(p, bodySize); lh != (LineHeights{}) {
+		t.LineHeights = &lh
+	}
+	if *t == (Typography{}) {
+		t = nil
+	}
+	return fonts, t
+}
+
+// typeUse is the area of the page's text by family, weight and (for the
+// body text) size, and the font stacks its text asks for.
+type typeUse struct {
+	families     map[string]float64 // the families the page names, not the browser's defaults
+	textFamilies map[string]float64
+	textSizes    map[string]float64
+	weights      map[int]float64
+	stacks       []string
+}
+
+func typeUseOf(p *pageBrand) *typeUse {
+	u := &typeUse{families: map[string]float64{}, textFamilies: map[string]float64{}, textSizes: map[string]float64{},
+		weights: map[int]float64{}}
 	for _, r := range p.Runs {
 		f := firstFamily(r.Family)
 		if f == "" {
 			continue
 		}
 		if !genericFamilies[strings.ToLower(f)] {
-			families[f] += r.Area // a font the page names, not the browser's default
+			u.families[f] += r.Area
 		}
-		weights[r.Weight] += r.Area
+		u.weights[r.Weight] += r.Area
 		if r.Role == "text" {
-			textFamilies[f] += r.Area
-			textSizes[r.Size] += r.Area
+			u.textFamilies[f] += r.Area
+			u.textSizes[r.Size] += r.Area
 		}
-		stacks = append(stacks, r.Family)
+		u.stacks = append(u.stacks, r.Family)
 	}
-	var fonts []BrandFont
-	for _, f := range byArea(families) {
-		fonts = append(fonts, BrandFont{Family: f})
+	return u
+}
+
+// fontsOf is the families in use, by area, then the web fonts the page
+// loads or declares when some text asks for them further down its stack;
+// eight at most.
+func fontsOf(p *pageBrand, u *typeUse) []Font {
+	var fonts []Font
+	for _, f := range byArea(u.families) {
+		fonts = append(fonts, Font{Family: f})
 	}
-	// Web fonts the page loads or declares, when some text asks for them
-	// further down its stack.
 	for _, face := range p.FontFaces {
-		if len(fonts) >= 8 || slices.ContainsFunc(fonts, func(f BrandFont) bool { return strings.EqualFold(f.Family, face) }) {
+		if len(fonts) >= 8 || slices.ContainsFunc(fonts, func(f Font) bool { return strings.EqualFold(f.Family, face) }) {
 			continue
 		}
-		if asksFor(stacks, face) {
-			fonts = append(fonts, BrandFont{Family: face})
+		if asksFor(u.stacks, face) {
+			fonts = append(fonts, Font{Family: face})
 		}
 	}
 	if len(fonts) > 8 {
 		fonts = fonts[:8]
 	}
+	return fonts
+}
 
-	t := &BrandTypography{}
-	ff := &FontFamilies{Code: firstFamily(p.Code)}
-	if top := byArea(textFamilies); len(top) > 0 {
+// familiesOf is the family of the body text (else the first in use), of
+// the first heading and of code.
+func familiesOf(p *pageBrand, u *typeUse, fonts []Font) FontFamilies {
+	ff := FontFamilies{Code: firstFamily(p.Code)}
+	if top := byArea(u.textFamilies); len(top) > 0 {
 		ff.Primary = top[0]
 	} else if len(fonts) > 0 {
 		ff.Primary = fonts[0].Family
@@ -546,19 +625,12 @@ func typographyOf(p *pageBrand) ([]BrandFont, *BrandTypography) {
 			ff.Heading = firstFamily(hs.Family)
 		}
 	}
-	if *ff != (FontFamilies{}) {
-		t.FontFamilies = ff
-	}
-	fs := &FontSizes{H1: p.Headings["h1"].Size, H2: p.Headings["h2"].Size, H3: p.Headings["h3"].Size}
-	bodySize := ""
-	if top := byArea(textSizes); len(top) > 0 {
-		bodySize = top[0]
-		fs.Body = bodySize
-	}
-	if *fs != (FontSizes{}) {
-		t.FontSizes = fs
-	}
-	fw := &FontWeights{}
+	return ff
+}
+
+// weightsOf is the most used weight of each band.
+func weightsOf(weights map[int]float64) FontWeights {
+	var fw FontWeights
 	for _, band := range []struct {
 		to     *int
 		lo, hi int
@@ -570,10 +642,13 @@ func typographyOf(p *pageBrand) ([]BrandFont, *BrandTypography) {
 			}
 		}
 	}
-	if *fw != (FontWeights{}) {
-		t.FontWeights = fw
-	}
-	lh := &LineHeights{}
+	return fw
+}
+
+// lineHeightsOf is h1's line height and the most common of the body text
+// (at the body's size), as ratios.
+func lineHeightsOf(p *pageBrand, bodySize string) LineHeights {
+	var lh LineHeights
 	if h, ok := p.Headings["h1"]; ok {
 		lh.Heading = lineRatio(h.LineHeight, h.Size)
 	}
@@ -586,19 +661,13 @@ func typographyOf(p *pageBrand) ([]BrandFont, *BrandTypography) {
 	if top := byArea(bodyLines); len(top) > 0 {
 		lh.Body = lineRatio(top[0], bodySize)
 	}
-	if *lh != (LineHeights{}) {
-		t.LineHeights = lh
-	}
-	if *t == (BrandTypography{}) {
-		t = nil
-	}
-	return fonts, t
+	return lh
 }
 
 // spacingOf reads the spacing scale: the base unit that most padding and
 // margin values are multiples of, the most common corner radius.
-func spacingOf(p *pageBrand, primary *button) *BrandSpacing {
-	s := &BrandSpacing{}
+func spacingOf(p *pageBrand, primary *button) *Spacing {
+	s := &Spacing{}
 	all := map[string]int{}
 	for v, n := range p.Paddings {
 		all[v] += n
