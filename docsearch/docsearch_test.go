@@ -271,3 +271,16 @@ func TestNewEdges(t *testing.T) {
 	_, err = New(fstest.MapFS{"b.txt": {Data: []byte("# no")}})
 	assert.Error(t, err)
 }
+
+// TestSplitSkipsMarkedSections leaves out a section marked for developers
+// and its sub-sections, and nothing after them.
+func TestSplitSkipsMarkedSections(t *testing.T) {
+	t.Parallel()
+	doc := "# Title\n\n## Design\n\nWhy.\n\n## Code map\n\n" + skipMarker + "\n\nEvery package.\n\n" +
+		"### Binaries\n\n| `cmd/trawler` | the server |\n\n## Operations\n\nScaling out.\n"
+	var refs []string
+	for _, s := range split("doc.md", doc) {
+		refs = append(refs, s.Ref())
+	}
+	assert.Equal(t, []string{"doc.md#design", "doc.md#operations"}, refs)
+}

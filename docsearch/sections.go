@@ -43,11 +43,18 @@ func (s Section) HeadingPath() string {
 	return strings.Join(append([]string{s.Path}, s.Headings...), " › ")
 }
 
+// skipMarker, on a line of a section's text, leaves the section and its
+// sub-sections out of the search: a reference for Trawler's developers
+// (the code map, a table of every package) answers no user's question,
+// and its many names would outrank the sections that do.
+const skipMarker = "<!-- docs-search: skip -->"
+
 // split cuts one Markdown document into sections by its ATX headings (a
 // '#' line inside a fenced code block is code, not a heading), then each
 // section longer than maxChunk into pieces (see chunks).
 // Sections without text (a heading followed at once by a sub-heading) are
-// left out; their headings stay in their sub-sections' heading paths.
+// left out; their headings stay in their sub-sections' heading paths, as
+// are sections marked with skipMarker and theirs.
 func split(path, doc string) []Section {
 	var (
 		out     []Section
@@ -57,11 +64,17 @@ func split(path, doc string) []Section {
 		fence   string
 		anchors = map[string]int{}
 		titled  bool
+		// skipping is the level of the heading of a section marked with
+		// skipMarker, while in it or its sub-sections; 0 otherwise.
+		skipping int
 	)
 	flush := func() {
 		text := strings.TrimSpace(strings.Join(body, "\n"))
 		body = body[:0]
-		if text == "" {
+		if strings.Contains(text, skipMarker) && len(stack) > 0 && skipping == 0 {
+			skipping = stack[len(stack)-1].level
+		}
+		if text == "" || skipping > 0 {
 			return
 		}
 		hs := make([]string, len(stack))
@@ -98,6 +111,9 @@ func split(path, doc string) []Section {
 		}
 		for len(stack) > 0 && stack[len(stack)-1].level >= level {
 			stack = stack[:len(stack)-1]
+		}
+		if skipping > 0 && level <= skipping {
+			skipping = 0
 		}
 		stack = append(stack, heading{level: level, text: text})
 	}
