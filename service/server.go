@@ -25,7 +25,7 @@ const (
 	// maxHeaderBytes is the most a request's line and headers may take
 	// together. net/http reads up to its MaxHeaderBytes plus 4096 bytes of
 	// slack for its buffer before it refuses a request, so the server is
-	// given the difference: the limit the README states is the real one.
+	// given the difference: the limit docs/api.md states is the real one.
 	maxHeaderBytes = 1 << 20
 
 	// bodyGrace is how long a request body may take before the floor rate

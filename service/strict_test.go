@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// What the README promises about strictness, with the messages a user
+// What docs/api.md promises about strictness, with the messages a user
 // reads: each names the field (or header, or parameter) and the rule.
 func TestStrictRequests(t *testing.T) {
 	t.Parallel()

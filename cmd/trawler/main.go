@@ -20,7 +20,7 @@ import (
 const usage = `Trawler: web content acquisition and remote Chromium sessions.
 
 Usage:
-  trawler serve     run the service (configured by TRAWLER_* environment variables; see README)
+  trawler serve     run the service (configured by TRAWLER_* environment variables; see docs/configuration.md)
   trawler scrape [--format markdown|html|json ...] [--schema JSON|@FILE] [--prompt TEXT]
                  [--summary] [--question TEXT] URL
                     scrape one page with a local Chromium and print it, no server needed;
