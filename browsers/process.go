@@ -41,8 +41,8 @@ var ChromiumFlags = []string{
 	"--disable-domain-reliability",
 	// The WebUI omnibox popup and reload button are browser UI that no
 	// headless user sees, and each browser window (so each browser context
-	// a scrape opens) got a WebUI renderer of its own for them: about
-	// 100 ms of CPU and tens of MB per context on a 2-core machine.
+	// a scrape opens) got a WebUI renderer of its own for them, whose CPU
+	// and memory every context paid.
 	"--disable-features=Translate,MediaRouter,OptimizationHints,WebUIReloadButton,WebUIOmniboxPopup,WebUIOmniboxAimPopup",
 	"--disable-dev-shm-usage",
 	"--metrics-recording-only",
@@ -52,8 +52,7 @@ var ChromiumFlags = []string{
 	"--hide-scrollbars",
 	// No GPU, so no compiled shaders worth keeping on disk; and clearing a
 	// scrape's storage ("all" types, see scrape/recycle.go) clears that
-	// cache too, which cost 7-10 ms of the browser's CPU per origin with
-	// it, under 1.5 ms without.
+	// cache too, which costs the browser's CPU for every origin cleared.
 	"--disable-gpu-shader-disk-cache",
 	// No UDP but through the proxy: WebRTC would otherwise reach any
 	// address, the egress proxy's guard unseen.

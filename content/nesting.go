@@ -29,10 +29,10 @@ const (
 	// flattened for the parser and, by flattenIndents, in the Markdown of
 	// every page. Markdown indents each level, and the converter copies
 	// each level's content into its parent's, indented, so its cost grows
-	// with the square of the nesting times the lines under it: 250 nested
-	// lists of three items (76 KB) cost it 0.7 s and 410 MB, of a line
-	// broken 16 times (52 KB) 1.5 s and 1.4 GB. Bounded, a line is copied
-	// at most 8 times. Real pages stay within it: documentation nests
+	// with the square of the nesting times the lines under it: a page of a
+	// few hundred nested lists, tens of kilobytes, cost it seconds and
+	// gigabytes (nesting_test.go's pages). Bounded, a line is copied at
+	// most 8 times. Real pages stay within it: documentation nests
 	// lists 5 or 6 deep (the testdata pages at most 4), with a quote or two
 	// around them, and past that the indentation says nothing the text
 	// does not.

@@ -16,11 +16,10 @@ import (
 // one context, as a plain crawler's tabs are tabs of one browser. Chromium
 // keeps the pages of one site in one context in one renderer process,
 // which then parses the site's shared scripts and stylesheets once for all
-// of them. Rendering python3.11-doc 4 pages at once (a Puppeteer loop, the
-// browser's CPU read from /proc), the browser spent 198 ms of CPU per page
-// with 4 tabs in one context, 274 with a browser per tab and 313-339 with
-// a context per tab; with Trawler's interception and settle probe, 241
-// against 330. Jobs never share a context, so nothing passes from one job
+// of them: rendering a documentation site four pages at once, tabs of one
+// context cost the browser markedly less CPU per page than a browser or a
+// context per tab, measured with a Puppeteer loop. Jobs never share a
+// context, so nothing passes from one job
 // (or team) to another; the pages of one job share its cookies and
 // storage, as the tabs of one browser do.
 //

@@ -26,9 +26,9 @@ import (
 )
 
 // A one-off scrape that renders pays mostly for its tab, not its page: a
-// browser context and tab of their own cost 420-620 ms of the browser's
-// CPU on a 2-core machine, the next page of a tab 90-180 ms, another
-// site's included (bench phase rendercost). So a tab whose scrape ended
+// browser context and tab of their own cost the browser several times the
+// CPU of the next page of a tab, another site's included (bench phase
+// rendercost measures both). So a tab whose scrape ended
 // well is cleared of everything the scrape left and kept for the next
 // one-off scrape of the same team on the same browser: never another
 // team's, never a session's, and never one that loads a profile.
