@@ -8,6 +8,7 @@ import (
 
 	cdproto "github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/cdp/jsonv2"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/cdproto/target"
 )
@@ -132,6 +133,14 @@ func (s Session) CloseTarget() error {
 		return nil
 	}
 	return CloseTarget(s.Conn, s.TargetID)
+}
+
+// OverrideUserAgent sets the user agent (and Accept-Language) of the
+// session's requests with the Network domain's command, which cdproto
+// types only as Emulation's (same parameters): the two differ in what
+// else they emulate, and Trawler's pages have always had Network's.
+func (s Session) OverrideUserAgent(ctx context.Context, p emulation.SetUserAgentOverrideParams) error {
+	return s.Call(ctx, "Network.setUserAgentOverride", p, nil)
 }
 
 // Evaluate runs expression in the session's page and returns its value by

@@ -255,9 +255,7 @@ func (t *tab) prepare(ctx context.Context, browserUA string) error {
 		}
 	}
 	ua := t.userAgentOverride(t.userAgent(browserUA))
-	// Network's override, not Emulation's, which cdproto alone types: the
-	// two differ in what else they emulate.
-	steps = append(steps, func() error { return t.call(ctx, "Network.setUserAgentOverride", ua, nil) })
+	steps = append(steps, func() error { return t.sess.OverrideUserAgent(ctx, ua) })
 	if extra := t.extraHeaders(); len(extra) > 0 {
 		headers := network.Headers{}
 		for k, v := range extra {

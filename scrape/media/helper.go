@@ -103,9 +103,7 @@ func (h *helperTab) prepare(ctx context.Context) error {
 			security.SetIgnoreCertificateErrorsParams{Ignore: rq.IgnoreCertificateErrors})
 	}
 	if err == nil {
-		// The Network domain's own command, which cdproto types only as
-		// Emulation's.
-		err = h.s.Call(ctx, "Network.setUserAgentOverride", rq.UserAgent, nil)
+		err = h.s.OverrideUserAgent(ctx, rq.UserAgent)
 	}
 	if err != nil || len(rq.Headers) == 0 {
 		return err
