@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/trawler-dev/trawler/test/polltest"
 )
 
 // pipeBrowser is a Chromium started with --remote-debugging-pipe.
@@ -245,16 +247,12 @@ func TestMuxDetachReleasesInterception(t *testing.T) {
 	}
 	a.ch.Close()
 	p := open(t, b.mux, target)
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	var title any
+	polltest.UntilState(t, 10*time.Second, "the page to be served after its interceptor left", func() bool {
 		res := p.call("", "Runtime.evaluate", map[string]any{"expression": "document.title", "returnByValue": true})
-		if res["result"].(map[string]any)["value"] == "served" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the page stayed paused after its interceptor left (title %v, %d hits)", res["result"], hits.Load())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		title = res["result"].(map[string]any)["value"]
+		return title == "served"
+	}, func() string { return fmt.Sprintf("title %v, %d hits", title, hits.Load()) })
 }
 
 // TestMuxExitsWithPipe: a browser whose pipe closes (Trawler killed) exits.

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/trawler-dev/trawler/test/polltest"
 )
 
 // TestPolicy: what a session's client may not ask of its browser, judged
@@ -168,11 +170,7 @@ func TestClientChannelAgainstChromium(t *testing.T) {
 	if r["error"] != nil {
 		t.Fatalf("a data: URL was refused: %v", r)
 	}
-	for deadline := time.Now().Add(10 * time.Second); !strings.HasPrefix(location(), "data:"); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the data: URL did not load: %s", location())
-		}
-	}
+	polltest.UntilState(t, 10*time.Second, "the data: URL to load", func() bool { return strings.HasPrefix(location(), "data:") }, location)
 
 	// Browser.close is the session owner's to act on.
 	if err := ch.WriteMessage([]byte(`{"id":79,"method":"Browser.close"}`)); err != ErrBrowserClose {

@@ -69,7 +69,7 @@ var behaviours = []struct {
 	}},
 	{"save with a taken-over lock", func(t *testing.T, ctx context.Context, s Store) {
 		old := mustLock(t, ctx, s, team, "shop", "w1", short)
-		time.Sleep(short + 100*time.Millisecond)
+		time.Sleep(short + 100*time.Millisecond) // the lock expires
 		cur := mustLock(t, ctx, s, team, "shop", "w2", ttl)
 		require.NoError(t, s.Save(ctx, team, "shop", cur, []byte("new owner")))
 		require.ErrorIs(t, s.Save(ctx, team, "shop", old, []byte("stale")), ErrLocked, "Save with taken-over lock")
@@ -97,7 +97,7 @@ var behaviours = []struct {
 	}},
 	{"concurrent takeover of an expired lock has one winner", func(t *testing.T, ctx context.Context, s Store) {
 		mustLock(t, ctx, s, team, "shop", "dead", short)
-		time.Sleep(short + 100*time.Millisecond)
+		time.Sleep(short + 100*time.Millisecond) // the lock expires
 		var wins atomic.Int32
 		var wg sync.WaitGroup
 		for i := range 20 {
@@ -120,7 +120,7 @@ var behaviours = []struct {
 	}},
 	{"expired lock is taken over and its renew fails", func(t *testing.T, ctx context.Context, s Store) {
 		old := mustLock(t, ctx, s, team, "shop", "w1", short)
-		time.Sleep(short + 100*time.Millisecond)
+		time.Sleep(short + 100*time.Millisecond) // the lock expires
 		cur := mustLock(t, ctx, s, team, "shop", "w2", ttl)
 		require.Equal(t, "w2", cur.Owner, "takeover lock owner")
 		require.True(t, cur.Expires.After(time.Now()), "takeover lock = %+v", cur)
@@ -136,7 +136,7 @@ var behaviours = []struct {
 		const life = 2 * time.Second
 		l := mustLock(t, ctx, s, team, "shop", "w1", life)
 		for range 3 {
-			time.Sleep(life / 2)
+			time.Sleep(life / 2) // half the lock's life passes between renewals
 			require.NoError(t, s.Renew(ctx, l, life))
 		}
 		_, err := s.Lock(ctx, team, "shop", "w2", ttl)
@@ -279,7 +279,7 @@ func TestS3TwoProcesses(t *testing.T) {
 	require.True(t, infos[0].Locked, "process b List = %+v; want shop locked", infos)
 
 	// Process a stops renewing (as if killed); b takes over once the lock expires.
-	time.Sleep(time.Until(locked.Add(aTTL + 100*time.Millisecond)))
+	time.Sleep(time.Until(locked.Add(aTTL + 100*time.Millisecond))) // a's lock expires
 	lb := mustLock(t, ctx, b, team, "shop", "process-b", ttl)
 	require.ErrorIs(t, a.Renew(ctx, la, ttl), ErrLocked, "process a Renew after takeover")
 	require.ErrorIs(t, a.Save(ctx, team, "shop", la, []byte("stale")), ErrLocked, "process a Save after takeover")
