@@ -18,14 +18,7 @@ import (
 // typed layer, drives it with cdproto's commands, reads a cdproto event and
 // closes the tab: the browser lists it no more.
 func TestSessionTyped(t *testing.T) {
-	b := startPipeBrowser(t, MuxOptions{})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := b.mux.Dial(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	b, conn, ctx := dialPipeBrowser(t)
 	bc, err := NewContext(ctx, conn, target.CreateBrowserContextParams{})
 	if err != nil || bc == "" {
 		t.Fatalf("creating a context: %q, %v", bc, err)
@@ -85,14 +78,7 @@ func TestSessionTyped(t *testing.T) {
 // TestIntercept answers a tab's navigation from the interception: the
 // request never leaves the browser, and the page shows the body given.
 func TestIntercept(t *testing.T) {
-	b := startPipeBrowser(t, MuxOptions{})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := b.mux.Dial(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	_, conn, ctx := dialPipeBrowser(t)
 	s, err := OpenTarget(ctx, conn, target.CreateTargetParams{})
 	if err != nil {
 		t.Fatal(err)
@@ -126,4 +112,18 @@ func TestIntercept(t *testing.T) {
 	if err != nil || nav.ErrorText != "net::ERR_BLOCKED_BY_CLIENT" {
 		t.Fatalf("a failed request: %+v, %v", nav, err)
 	}
+}
+
+// dialPipeBrowser starts a browser and connects to it, for the test's
+// duration (the context ends with it too).
+func dialPipeBrowser(t *testing.T) (*pipeBrowser, *Conn, context.Context) {
+	b := startPipeBrowser(t, MuxOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	conn, err := b.mux.Dial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return b, conn, ctx
 }
