@@ -107,7 +107,8 @@ func TestScrapesLeaveThroughUpstreamProxies(t *testing.T) {
 		assert.Regexp(t, `trawler_egress_bytes\{direction="in",team="`+team+`"\} [1-9]`, string(metrics))
 	}
 	// A job's bytes are reported as each of its routes closes (one per
-	// lane that took its pages): wait for at least least bytes in.
+	// lane that took its pages): wait for at least least bytes in, and
+	// some out.
 	egressOf := func(key, id string, least float64) map[string]any {
 		var egressed map[string]any
 		polltest.UntilState(t, 30*time.Second, fmt.Sprintf("%s's activity entry to count %.0f bytes in", id, least), func() bool {
@@ -119,7 +120,8 @@ func TestScrapesLeaveThroughUpstreamProxies(t *testing.T) {
 				}
 			}
 			in, _ := egressed["in"].(float64)
-			return in >= least
+			out, _ := egressed["out"].(float64)
+			return in >= least && out > 0
 		}, func() string { return fmt.Sprintf("egressBytes %v", egressed) })
 		return egressed
 	}
