@@ -142,8 +142,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/trawler-dev/trawler/browsers"
 )
 
 const (
@@ -472,6 +470,7 @@ func (b *bench) idleMemory(ctx context.Context, in *instance) error {
 	if err := in.waitSettled(ctx, 1); err != nil {
 		return err
 	}
+	settled := in.svc.Pool.Stats()
 	runtime.GC()
 	debug.FreeOSMemory()
 	base, err := rssKB(os.Getpid())
@@ -491,10 +490,7 @@ func (b *bench) idleMemory(ctx context.Context, in *instance) error {
 		}
 		ids = append(ids, c.ID)
 	}
-	err = in.waitPool(ctx, 60*time.Second, "refilled", func(s browsers.Stats) bool {
-		return s.Idle == 1 && s.Starting == 0 && s.Leased == rssSessions
-	})
-	if err != nil {
+	if err := in.waitRefilled(ctx, settled, rssSessions); err != nil {
 		return err
 	}
 	time.Sleep(3 * time.Second) // let the new browsers finish their start-up work
