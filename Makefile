@@ -92,7 +92,7 @@ test-cluster:
 
 bench: deps build
 	@scripts/install-deps.sh bench
-	scripts/pgtest.sh $(GO) run ./cmd/bench
+	scripts/pgtest.sh $(GO) run ./cmd/bench -page docs/performance.md
 
 # images builds the browser, service and MinIO images offline with docker
 # import (scripts/images.sh); deploy/*.Dockerfile are the registry route.

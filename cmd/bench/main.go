@@ -139,6 +139,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -164,7 +165,9 @@ func figure(name string, value float64, unit string) {
 	case unit == "us":
 		prec = 1
 	}
-	fmt.Printf("bench: %s %.*f %s\n", name, prec, value, unit)
+	v := strconv.FormatFloat(value, 'f', prec, 64)
+	fmt.Printf("bench: %s %s %s\n", name, v, unit)
+	record(name, v, unit)
 }
 
 func logf(format string, args ...any) {
@@ -181,7 +184,9 @@ func main() {
 	flag.StringVar(&b.only, "only", "", "run only these phases, comma-separated: create, memory, cdp, leaks, transform, scrape, concurrent, crawl, docker, profiles, liveview, parse, search, model, changes, branding, audio, docs, egress, execute, cluster")
 	flag.IntVar(&b.concurrentPool, "concurrent-pool", concurrentPool, "pool size of the concurrent phase")
 	flag.StringVar(&b.crawlProfile, "crawl-cpuprofile", "", "write a CPU profile of the timed crawl (the crawl phase's first) to this file")
+	page := flag.String("page", "", "after a run that succeeded, write its figures and the machine to this Markdown file (make bench: docs/performance.md)")
 	flag.Parse()
+	load := loadAvg()
 	err := b.run(ctx)
 	cerr := b.cleanup()
 	cancel()
@@ -190,6 +195,15 @@ func main() {
 		err = cerr
 	} else if cerr != nil {
 		logf("cleanup: %v", cerr)
+	}
+	if err == nil && *page != "" {
+		phases := "all"
+		if b.only != "" {
+			phases = b.only
+		}
+		if err = writePage(*page, describeMachine(b.chromium), start, time.Since(start), load, phases); err == nil {
+			logf("wrote %s", *page)
+		}
 	}
 	if err != nil {
 		logf("FAILED after %s: %v", time.Since(start).Round(time.Second), err)
@@ -209,6 +223,8 @@ type bench struct {
 	concurrentPool int
 	// crawlProfile, when set, is where the timed crawl's CPU profile goes.
 	crawlProfile string
+	// chromium is the browser the services run, for the page's machine.
+	chromium string
 }
 
 // procCounts are machine-wide counts, for the before/after check.
@@ -265,6 +281,7 @@ func (b *bench) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	b.chromium = warm.svc.Config.ChromiumPath
 	phases := []struct {
 		name string
 		run  func(context.Context, *instance) error
@@ -298,6 +315,7 @@ func (b *bench) run(ctx context.Context) error {
 			continue
 		}
 		t, load := time.Now(), loadAvg()
+		setPhase(ph.name)
 		if err := ph.run(ctx, warm); err != nil {
 			return fmt.Errorf("%s: %w", ph.name, err)
 		}
