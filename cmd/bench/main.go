@@ -9,8 +9,8 @@
 // It prints one line per figure to stdout, "bench: NAME VALUE UNIT"; all
 // other output (details, percentiles, diagnostics) goes to stderr. Every
 // ratio is taken against a baseline measured in the same run. With -page
-// FILE a run that succeeded also writes its figures and the machine to
-// FILE (make bench: docs/performance.md). The services run in this
+// FILE the run also writes its figures and the machine to FILE (make
+// bench: docs/performance.md), and, when it failed, why. The services run in this
 // process, served by net/http on 127.0.0.1 listeners, in local mode (no
 // API keys), each with its own directory under a temporary one; the
 // scrape phases' test site is an httptest.Server on 127.0.0.1 too. MB are
@@ -177,6 +177,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -229,14 +230,15 @@ func logf(format string, args ...any) {
 func main() {
 	start := time.Now()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	// A safety net well above the expected ~15 minutes (on 2 cores; the
-	// crawl and search phases are about half of it).
-	ctx, cancel := context.WithTimeout(ctx, 25*time.Minute)
+	// A safety net well above a whole run's length, on a 2-core machine
+	// that other work shares too (the crawl, search and cluster phases
+	// take the most).
+	ctx, cancel := context.WithTimeout(ctx, time.Hour)
 	b := &bench{log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	flag.StringVar(&b.only, "only", "", "run only these phases, comma-separated: create, memory, cdp, leaks, transform, scrape, concurrent, rendercost, crawl, docker, profiles, liveview, parse, search, model, changes, branding, audio, docs, egress, execute, cluster, queue")
 	flag.IntVar(&b.concurrentPool, "concurrent-pool", concurrentPool, "pool size of the concurrent phase")
 	flag.StringVar(&b.crawlProfile, "crawl-cpuprofile", "", "write a CPU profile of the timed crawl (the crawl phase's first) to this file")
-	page := flag.String("page", "", "after a run that succeeded, write its figures and the machine to this Markdown file (make bench: docs/performance.md)")
+	page := flag.String("page", "", "after the run, write its figures and the machine to this Markdown file (make bench: docs/performance.md)")
 	flag.Parse()
 	load := loadAvg()
 	err := b.run(ctx)
@@ -248,12 +250,17 @@ func main() {
 	} else if cerr != nil {
 		logf("cleanup: %v", cerr)
 	}
-	if err == nil && *page != "" {
+	if *page != "" {
+		// A run that failed writes what it measured too, with why it
+		// stopped: the page is always the last run's.
 		phases := "all"
 		if b.only != "" {
 			phases = b.only
 		}
-		if err = writePage(*page, describeMachine(b.chromium), start, time.Since(start), load, phases); err == nil {
+		if perr := writePage(*page, describeMachine(b.chromium), start, time.Since(start), load, phases, err); perr != nil {
+			logf("writing %s: %v", *page, perr)
+			err = cmp.Or(err, perr)
+		} else {
 			logf("wrote %s", *page)
 		}
 	}

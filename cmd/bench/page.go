@@ -89,9 +89,9 @@ func describeMachine(chromium string) machine {
 }
 
 // writePage writes the performance page to path: the machine, the run's
-// start and length, the phases it ran, and every figure of the run, phase
-// by phase, as its stdout line printed it.
-func writePage(path string, m machine, start time.Time, took time.Duration, load, phases string) error {
+// start and length, the phases it ran, why it failed when it did, and
+// every figure of the run, phase by phase, as its stdout line printed it.
+func writePage(path string, m machine, start time.Time, took time.Duration, load, phases string, failed error) error {
 	printed.Lock()
 	all := append([]printedFigure(nil), printed.all...)
 	printed.Unlock()
@@ -103,6 +103,11 @@ func writePage(path string, m machine, start time.Time, took time.Duration, load
 	fmt.Fprintf(w, "Every ratio (unit `x`) is taken against a baseline measured in the same run; MB are MiB.\n")
 	fmt.Fprintf(w, "What each phase measures, and how, is the package doc of cmd/bench (`go doc ./cmd/bench`).\n")
 	fmt.Fprintf(w, "The machine may have been shared with other work: the 1-minute load average at the start is given.\n\n")
+	if failed != nil {
+		// One line: the error may hold a command's output.
+		fmt.Fprintf(w, "**This run did not complete**: %s. The figures below are those it printed before.\n\n",
+			strings.Join(strings.Fields(failed.Error()), " "))
+	}
 	fmt.Fprintf(w, "## Machine\n\n")
 	fmt.Fprintf(w, "| | |\n|---|---|\n")
 	fmt.Fprintf(w, "| CPU | %s, %d cores |\n", m.cpu, m.cores)
