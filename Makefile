@@ -14,10 +14,11 @@ build:
 deps:
 	@scripts/install-deps.sh run
 
-# test-deps adds what the tests need: Node.js and the pinned npm clients.
+# test-deps adds what the tests need: Node.js, the pinned npm clients
+# (npm ci, when test/node/node_modules differs from the lock) and, after
+# them, the images (the sandbox's takes playwright-core from there).
 test-deps:
 	@scripts/install-deps.sh test
-	cd test/node && npm ci --no-audit --no-fund
 
 run: deps build
 	./$(BIN) serve
@@ -91,7 +92,7 @@ test-cluster:
 
 bench: deps build
 	@scripts/install-deps.sh bench
-	scripts/pgtest.sh $(GO) run ./cmd/bench
+	scripts/pgtest.sh $(GO) run ./cmd/bench -page docs/performance.md
 
 # images builds the browser, service and MinIO images offline with docker
 # import (scripts/images.sh); deploy/*.Dockerfile are the registry route.

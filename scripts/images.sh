@@ -482,9 +482,9 @@ for what in "$@"; do
     haproxy) haproxy_image ;;
     all)
       browser; minio
-      # On a fresh machine install-deps.sh builds the images before npm ci
-      # has installed playwright-core: the sandbox then waits for its next run
-      # (make images, the docker tests).
+      # The sandbox takes playwright-core from test/node, which
+      # install-deps.sh installs (npm ci) before it builds the images; run
+      # alone, before that, this leaves the sandbox for the next run.
       if [ -f test/node/node_modules/playwright-core/package.json ]; then
         sandbox
       else

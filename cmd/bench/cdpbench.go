@@ -15,6 +15,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/gorilla/websocket"
 
 	"github.com/trawler-dev/trawler/browsers"
@@ -189,10 +192,10 @@ const roundtripBlock = 50
 // The two run in alternating blocks (direct first in even blocks, proxied
 // first in odd ones) so that drift in machine load hits both alike.
 func roundtrips(ctx context.Context, direct, proxied *wsConn, n int) (d, p []time.Duration, err error) {
-	params := map[string]any{"expression": "1+1", "returnByValue": true}
+	params := byValue("1+1")
 	one := func(c *wsConn, into *[]time.Duration) error {
 		t := time.Now()
-		res, err := c.call("Runtime.evaluate", params)
+		res, err := c.call(runtime.Evaluate.Method, params)
 		el := time.Since(t)
 		if err != nil {
 			return err
@@ -269,13 +272,22 @@ const longPageJS = `(() => {
 })()`
 
 // screenshotParams is a full-page capture of 1280x15000 CSS px.
-var screenshotParams = map[string]any{
-	"format":                "png",
-	"captureBeyondViewport": true,
-	"clip":                  map[string]any{"x": 0, "y": 0, "width": 1280, "height": 15000, "scale": 1},
+var screenshotParams = page.CaptureScreenshotParams{
+	Format:                page.CaptureScreenshotFormatPng,
+	CaptureBeyondViewport: &yes,
+	Clip:                  &page.Viewport{X: 0, Y: 0, Width: 1280, Height: 15000, Scale: 1},
 }
 
-var viewportParams = map[string]any{"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": false}
+var viewportParams = emulation.SetDeviceMetricsOverrideParams{Width: 1280, Height: 800, DeviceScaleFactor: 1, Mobile: false}
+
+// yes is true, for cdproto's optional booleans.
+var yes = true
+
+// byValue is Runtime.evaluate's parameters for expression, its value
+// returned by JSON.
+func byValue(expression string) runtime.EvaluateParams {
+	return runtime.EvaluateParams{Expression: expression, ReturnByValue: &yes}
+}
 
 // preparePage loads the long page and sets a 1280 px viewport on both
 // connections (a device metrics override belongs to the CDP session that
@@ -287,14 +299,14 @@ func preparePage(direct, proxied *wsConn) (int, error) {
 		} `json:"result"`
 	}
 	for _, c := range []*wsConn{direct, proxied} {
-		res, err := c.call("Runtime.evaluate", map[string]any{"expression": longPageJS, "returnByValue": true})
+		res, err := c.call(runtime.Evaluate.Method, byValue(longPageJS))
 		if err != nil {
 			return 0, err
 		}
 		if err := json.Unmarshal(res, &r); err != nil {
 			return 0, err
 		}
-		if _, err := c.call("Emulation.setDeviceMetricsOverride", viewportParams); err != nil {
+		if _, err := c.call(emulation.SetDeviceMetricsOverride.Method, viewportParams); err != nil {
 			return 0, err
 		}
 	}
@@ -303,7 +315,7 @@ func preparePage(direct, proxied *wsConn) (int, error) {
 
 // screenshot captures the page and returns the PNG, base64-encoded.
 func screenshot(c *wsConn) ([]byte, error) {
-	res, err := c.call("Page.captureScreenshot", screenshotParams)
+	res, err := c.call(page.CaptureScreenshot.Method, screenshotParams)
 	if err != nil {
 		return nil, err
 	}
@@ -386,7 +398,7 @@ func screenshots(ctx context.Context, direct, proxied *wsConn, n int) (dTotal, p
 // that the proxy's cost of relaying a big message is seen apart from the
 // browser's rendering and encoding time, which dominates a screenshot.
 func largeReplies(ctx context.Context, direct, proxied *wsConn, size, n int) (d, p []time.Duration, err error) {
-	params := map[string]any{"expression": fmt.Sprintf("'x'.repeat(%d)", size), "returnByValue": true}
+	params := byValue(fmt.Sprintf("'x'.repeat(%d)", size))
 	for i := 0; i < 2*n+2; i++ {
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
@@ -396,7 +408,7 @@ func largeReplies(ctx context.Context, direct, proxied *wsConn, size, n int) (d,
 			c, into = proxied, &p
 		}
 		t := time.Now()
-		res, err := c.call("Runtime.evaluate", params)
+		res, err := c.call(runtime.Evaluate.Method, params)
 		el := time.Since(t)
 		if err != nil {
 			return nil, nil, err

@@ -77,86 +77,15 @@ func chromedpCrawl(ctx context.Context, chromium, dir, root string, tabs int) (c
 	browser, closeBrowser := chromedp.NewContext(actx)
 	defer closeBrowser()
 
-	// The first context starts the browser and takes its first tab; each
-	// further one opens a tab in the same browser.
 	t := time.Now()
-	tabCtxs := make([]context.Context, 0, tabs)
-	for i := range tabs {
-		tab := browser
-		if i > 0 {
-			var closeTab context.CancelFunc
-			tab, closeTab = chromedp.NewContext(browser)
-			defer closeTab()
-		}
-		if err := chromedp.Do(tab); err != nil {
-			return r, fmt.Errorf("chromedp: opening tab %d: %w", i+1, err)
-		}
-		tabCtxs = append(tabCtxs, tab)
+	tabCtxs, closeTabs, err := openChromedpTabs(browser, tabs)
+	defer closeTabs()
+	if err != nil {
+		return r, err
 	}
 	r.launch = time.Since(t)
 
-	q := newCrawlQueue(root)
-	store := newMarkdownStore()
-	var mu sync.Mutex // guards r's counts while the tabs run
-	failed := func(err error) {
-		mu.Lock()
-		defer mu.Unlock()
-		r.failed.add(err)
-	}
-	// visit renders u in tab and returns the links to queue.
-	visit := func(tab context.Context, u string) []string {
-		pctx, cancel := context.WithTimeout(tab, chromedpPageTimeout)
-		defer cancel()
-		resp, err := chromedp.Run(pctx, chromedp.NavigateResponse(u))
-		switch {
-		case err != nil:
-			failed(fmt.Errorf("%s: %w", u, err))
-			return nil
-		case resp == nil:
-			failed(fmt.Errorf("%s: no response", u))
-			return nil
-		case resp.Status == http.StatusNotFound:
-			mu.Lock()
-			r.notFound++ // links to pages Debian's package leaves out
-			mu.Unlock()
-			return nil
-		case resp.Status < 200 || resp.Status > 299:
-			failed(fmt.Errorf("%s: status %d", u, resp.Status))
-			return nil
-		}
-		page, err := chromedp.Run(pctx, chromedp.Evaluate[renderedPage](readPage))
-		if err != nil {
-			failed(fmt.Errorf("%s: reading the page: %w", u, err))
-			return nil
-		}
-		// FileServer redirects .../index.html to .../: a browser follows
-		// the redirect, and the page it ends on may be another tab's.
-		final, _, _ := strings.Cut(page.URL, "#")
-		if final != u && !q.claim(final) {
-			mu.Lock()
-			r.revisits++
-			mu.Unlock()
-			return nil
-		}
-		if err := store.add(final, page.HTML); err != nil {
-			failed(err)
-			return nil
-		}
-		mu.Lock()
-		r.links += len(page.Links)
-		mu.Unlock()
-		var links []string
-		for _, href := range page.Links {
-			link, _, _ := strings.Cut(href, "#")
-			l, err := url.Parse(link)
-			if err != nil || (l.Scheme != "http" && l.Scheme != "https") || l.Host != rootURL.Host {
-				continue
-			}
-			links = append(links, link)
-		}
-		return links
-	}
-
+	c := &chromedpCrawler{host: rootURL.Host, q: newCrawlQueue(root), store: newMarkdownStore(), r: &r}
 	t = time.Now()
 	var wg sync.WaitGroup
 	for _, tab := range tabCtxs {
@@ -164,17 +93,17 @@ func chromedpCrawl(ctx context.Context, chromium, dir, root string, tabs int) (c
 		go func() {
 			defer wg.Done()
 			for {
-				u, ok := q.next(ctx)
+				u, ok := c.q.next(ctx)
 				if !ok {
 					return
 				}
-				q.done(visit(tab, u))
+				c.q.done(c.visit(tab, u))
 			}
 		}()
 	}
 	wg.Wait()
 	r.wall = time.Since(t)
-	r.pages, r.mdBytes = store.size()
+	r.pages, r.mdBytes = c.store.size()
 	crawlErr := ctx.Err()
 
 	// Close the browser (chromedp.Cancel closes it gracefully), then
@@ -194,6 +123,107 @@ func chromedpCrawl(ctx context.Context, chromium, dir, root string, tabs int) (c
 		return r, fmt.Errorf("chromedp rendered no page of %s (%d failures, first: %s)", root, r.failed.n, r.failed.first)
 	}
 	return r, nil
+}
+
+// openChromedpTabs opens tabs tabs in browser's Chromium: the first
+// context starts the browser and takes its first tab; each further one
+// opens a tab in the same browser. closeTabs closes the further ones.
+func openChromedpTabs(browser context.Context, tabs int) (tabCtxs []context.Context, closeTabs func(), err error) {
+	var closers []context.CancelFunc
+	closeTabs = func() {
+		for _, c := range closers {
+			c()
+		}
+	}
+	for i := range tabs {
+		tab := browser
+		if i > 0 {
+			var closeTab context.CancelFunc
+			tab, closeTab = chromedp.NewContext(browser)
+			closers = append(closers, closeTab)
+		}
+		if err := chromedp.Do(tab); err != nil {
+			return nil, closeTabs, fmt.Errorf("chromedp: opening tab %d: %w", i+1, err)
+		}
+		tabCtxs = append(tabCtxs, tab)
+	}
+	return tabCtxs, closeTabs, nil
+}
+
+// chromedpCrawler is what the chromedp baseline's tabs share: the queue,
+// the Markdown kept and the run's counts.
+type chromedpCrawler struct {
+	host  string // root's: the only host crawled
+	q     *crawlQueue
+	store *markdownStore
+	mu    sync.Mutex // guards r's counts while the tabs run
+	r     *chromedpResult
+}
+
+func (c *chromedpCrawler) failed(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.r.failed.add(err)
+}
+
+// count adds by to n, one of r's counts, under the lock.
+func (c *chromedpCrawler) count(n *int, by int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	*n += by
+}
+
+// visit renders u in tab and returns the links to queue.
+func (c *chromedpCrawler) visit(tab context.Context, u string) []string {
+	pctx, cancel := context.WithTimeout(tab, chromedpPageTimeout)
+	defer cancel()
+	resp, err := chromedp.Run(pctx, chromedp.NavigateResponse(u))
+	switch {
+	case err != nil:
+		c.failed(fmt.Errorf("%s: %w", u, err))
+		return nil
+	case resp == nil:
+		c.failed(fmt.Errorf("%s: no response", u))
+		return nil
+	case resp.Status == http.StatusNotFound:
+		c.count(&c.r.notFound, 1) // links to pages Debian's package leaves out
+		return nil
+	case resp.Status < 200 || resp.Status > 299:
+		c.failed(fmt.Errorf("%s: status %d", u, resp.Status))
+		return nil
+	}
+	page, err := chromedp.Run(pctx, chromedp.Evaluate[renderedPage](readPage))
+	if err != nil {
+		c.failed(fmt.Errorf("%s: reading the page: %w", u, err))
+		return nil
+	}
+	// FileServer redirects .../index.html to .../: a browser follows
+	// the redirect, and the page it ends on may be another tab's.
+	final, _, _ := strings.Cut(page.URL, "#")
+	if final != u && !c.q.claim(final) {
+		c.count(&c.r.revisits, 1)
+		return nil
+	}
+	if err := c.store.add(final, page.HTML); err != nil {
+		c.failed(err)
+		return nil
+	}
+	c.count(&c.r.links, len(page.Links))
+	return sameHost(page.Links, c.host)
+}
+
+// sameHost is the http and https links of hrefs on host, fragments dropped.
+func sameHost(hrefs []string, host string) []string {
+	var links []string
+	for _, href := range hrefs {
+		link, _, _ := strings.Cut(href, "#")
+		l, err := url.Parse(link)
+		if err != nil || (l.Scheme != "http" && l.Scheme != "https") || l.Host != host {
+			continue
+		}
+		links = append(links, link)
+	}
+	return links
 }
 
 // crawlQueue is the chromedp baseline's frontier: the URLs to visit, in the

@@ -410,14 +410,9 @@ func closeInstances(ins ...*instance) error {
 // other node.
 func (b *bench) failover(ctx context.Context, pg *pgAdmin) error {
 	bin := filepath.Join(b.tmp, "trawler")
-	goCmd, err := exec.LookPath("go")
-	if err != nil {
-		goCmd = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
 	t := time.Now()
-	// Built from this tree, so that a stale bin/trawler is never measured.
-	if out, err := exec.CommandContext(ctx, goCmd, "build", "-o", bin, "./cmd/trawler").CombinedOutput(); err != nil {
-		return fmt.Errorf("building trawler: %v\n%s", err, out)
+	if err := buildTrawler(ctx, bin); err != nil {
+		return err
 	}
 	logf("failover: built %s in %s", bin, time.Since(t).Round(time.Millisecond))
 	db, err := pg.create(ctx)
@@ -444,16 +439,54 @@ func (b *bench) failover(ctx context.Context, pg *pgAdmin) error {
 	if err != nil {
 		return fmt.Errorf("failover: node A: %w", err)
 	}
-	// The crawl's WebSocket on node A (which runs it) and on node B (which
-	// follows it through the database) until the kill: how late B's
-	// watcher gets each document.
+	lags, err := watchUntilKill(ctx, a, nb, id, start)
+	if err != nil {
+		return fmt.Errorf("failover: %w", err)
+	}
+	resumed, err := killAndTakeOver(ctx, a, nb, id)
+	if err != nil {
+		return fmt.Errorf("failover: %w", err)
+	}
+	if err := finishAfterFailover(ctx, nb, id, start, hits); err != nil {
+		return fmt.Errorf("failover: %w", err)
+	}
+	if err := nb.terminate(30 * time.Second); err != nil {
+		return fmt.Errorf("failover: %w", err)
+	}
+	a.tail(5)
+	nb.tail(5)
+	figure("cluster_watch_lag_ms", ms(median(lags)), "ms")
+	figure("failover_resume_s", resumed.Seconds(), "s")
+	figure("failover_lease_s", failoverLease.Seconds(), "s")
+	figure("failover_resume_over_lease_plus_2s", resumed.Seconds()/(failoverLease+2*time.Second).Seconds(), "x")
+	return nil
+}
+
+// buildTrawler builds cmd/trawler from this tree into bin, so that a stale
+// bin/trawler is never measured.
+func buildTrawler(ctx context.Context, bin string) error {
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		goCmd = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	if out, err := exec.CommandContext(ctx, goCmd, "build", "-o", bin, "./cmd/trawler").CombinedOutput(); err != nil {
+		return fmt.Errorf("building trawler: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// watchUntilKill watches crawl id's WebSocket on node a (which runs it)
+// and on node nb (which follows it through the database) until a has
+// completed failoverKillAt pages, and returns how late nb's watcher got
+// each document they both got.
+func watchUntilKill(ctx context.Context, a, nb *node, id string, start time.Time) ([]time.Duration, error) {
 	onA, err := watchArrivals(ctx, a.api, "/v2/crawl/"+id)
 	if err != nil {
-		return fmt.Errorf("failover: watching on node A: %w", err)
+		return nil, fmt.Errorf("watching on node A: %w", err)
 	}
 	onB, err := watchArrivals(ctx, nb.api, "/v2/crawl/"+id)
 	if err != nil {
-		return fmt.Errorf("failover: watching on node B: %w", err)
+		return nil, fmt.Errorf("watching on node B: %w", err)
 	}
 	var done int
 	if err := pollEvery(ctx, 60*time.Second, fmt.Sprintf("node A to complete %d pages", failoverKillAt), func() (bool, error) {
@@ -461,24 +494,30 @@ func (b *bench) failover(ctx context.Context, pg *pgAdmin) error {
 		done = st.Completed
 		return done >= failoverKillAt, err
 	}); err != nil {
-		return fmt.Errorf("failover: %w", err)
+		return nil, err
 	}
 	lags := lagsBehind(onB.stop(), onA.stop())
 	if len(lags) == 0 {
-		return errors.New("failover: the watchers on node A and node B got no document in common")
+		return nil, errors.New("the watchers on node A and node B got no document in common")
 	}
 	logf("failover: node B's watcher got %d documents %s after node A's (median; p90 %s, max %s)", len(lags),
 		median(lags).Round(time.Millisecond), pct(lags, 0.9).Round(time.Millisecond), slices.Max(lags).Round(time.Millisecond))
 	logf("failover: node A completed %d pages in %s; killing it with SIGKILL", done, time.Since(start).Round(time.Millisecond))
+	return lags, nil
+}
+
+// killAndTakeOver kills node a with SIGKILL and returns how long node nb
+// took to record pages of crawl id again.
+func killAndTakeOver(ctx context.Context, a, nb *node, id string) (time.Duration, error) {
 	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		return err
+		return 0, err
 	}
 	a.cmd.Wait()
 	a.waited = true
 	killed := time.Now()
 	st, err := nb.api.crawlStatus(ctx, id)
 	if err != nil {
-		return fmt.Errorf("failover: node B: %w", err)
+		return 0, fmt.Errorf("node B: %w", err)
 	}
 	recorded := st.Completed
 	logf("failover: node B reads %d pages completed right after the kill (status %s)", recorded, st.Status)
@@ -489,23 +528,27 @@ func (b *bench) failover(ctx context.Context, pg *pgAdmin) error {
 		resumed, now = time.Since(killed), st.Completed
 		return now > recorded, err
 	}); err != nil {
-		return fmt.Errorf("failover: %w", err)
+		return 0, err
 	}
 	logf("failover: node B recorded pages again %s after the kill (%d completed; lease %s, checked every %s)",
 		resumed.Round(time.Millisecond), now, failoverLease, failoverLease/3)
 	// A's browsers leave when their DevTools pipe closes.
 	if err := a.reap(15 * time.Second); err != nil {
-		return fmt.Errorf("failover: %w", err)
+		return 0, err
 	}
+	return resumed, nil
+}
 
-	// Node B finishes the crawl; each page must be in it once.
+// finishAfterFailover waits for node nb to finish crawl id and checks that
+// each page is in it once; hits says how often the site served a path.
+func finishAfterFailover(ctx context.Context, nb *node, id string, start time.Time, hits func(string) int) error {
 	completed, total, err := nb.api.waitCrawl(ctx, "failover node B", id, start)
 	if err != nil {
-		return fmt.Errorf("failover: %w", err)
+		return err
 	}
 	docs, err := nb.api.crawlDocuments(ctx, id)
 	if err != nil {
-		return fmt.Errorf("failover: %w", err)
+		return err
 	}
 	dup := 0
 	for _, urls := range docs.urls {
@@ -526,17 +569,8 @@ func (b *bench) failover(ctx context.Context, pg *pgAdmin) error {
 	logf("failover: node B finished the crawl in %s: %d of %d pages completed, %d documents (by status code: %s), %d duplicate documents; %d pages fetched again (those node A had in flight)",
 		time.Since(start).Round(time.Millisecond), completed, total, docs.n, countSplit(docs.statuses), dup, refetched)
 	if dup > 0 {
-		return fmt.Errorf("failover: %d documents appear twice in the crawl node B finished", dup)
+		return fmt.Errorf("%d documents appear twice in the crawl node B finished", dup)
 	}
-	if err := nb.terminate(30 * time.Second); err != nil {
-		return fmt.Errorf("failover: %w", err)
-	}
-	a.tail(5)
-	nb.tail(5)
-	figure("cluster_watch_lag_ms", ms(median(lags)), "ms")
-	figure("failover_resume_s", resumed.Seconds(), "s")
-	figure("failover_lease_s", failoverLease.Seconds(), "s")
-	figure("failover_resume_over_lease_plus_2s", resumed.Seconds()/(failoverLease+2*time.Second).Seconds(), "x")
 	return nil
 }
 

@@ -76,70 +76,36 @@ func (b *bench) crawlThroughput(ctx context.Context, _ *instance) error {
 	defer srv.Close()
 	root := srv.URL + "/"
 	logf("crawl: site %s serves %s (%d HTML files)", root, transform.PythonDocs, files)
+	base := baselines{root: root, site: site, tmp: b.tmp}
+	var runs crawlRuns
 
-	collyRun := func(which string, parallelism int, work collyWork) (collyResult, error) {
-		runtime.GC()
-		before := site.snapshot()
-		r, err := collyCrawl(ctx, root, parallelism, work)
-		if err != nil {
-			return r, fmt.Errorf("%s: %w", which, err)
-		}
-		var md string
-		if work == toMarkdown {
-			md = fmt.Sprintf(", %d pages converted to Markdown (%.1f MB kept in memory)", r.markdown, float64(r.mdBytes)/(1<<20))
-		}
-		logf("%s: %d requests at once, %d pages (%d HTML) in %s (%.1f pages/s), %.1f MB read%s, %d links seen, %d redirects to visited URLs, %d not found, %d other failures%s; the site served %s",
-			which, parallelism, r.pages, r.html, r.wall.Round(time.Millisecond), rate(r.pages, r.wall), float64(r.bytes)/(1<<20),
-			md, r.links, r.revisits, r.notFound, r.failed.n, firstErr(r.failed.first), site.since(before))
-		return r, nil
-	}
-	chromedpRun := func(which, chromium string, tabs int) (chromedpResult, error) {
-		runtime.GC()
-		before := site.snapshot()
-		r, err := chromedpCrawl(ctx, chromium, filepath.Join(b.tmp, strings.ReplaceAll(which, " ", "-")), root, tabs)
-		if err != nil {
-			return r, fmt.Errorf("%s: %w", which, err)
-		}
-		logf("%s: %d tabs (started in %s), %d pages rendered and converted to Markdown in %s (%.1f pages/s), %.1f MB of Markdown kept in memory, %d links seen, %d redirects to visited URLs, %d not found, %d other failures%s; the site served %s",
-			which, tabs, r.launch.Round(time.Millisecond), r.pages, r.wall.Round(time.Millisecond), rate(r.pages, r.wall),
-			float64(r.mdBytes)/(1<<20), r.links, r.revisits, r.notFound, r.failed.n, firstErr(r.failed.first), site.since(before))
-		return r, nil
-	}
-
-	c1, err := collyRun("colly before", collyParallelism, linksOnly)
-	if err != nil {
+	if runs.colly[0], err = base.colly(ctx, "colly before", collyParallelism, linksOnly); err != nil {
 		return err
 	}
-	fetched, err := b.crawlOnce(ctx, "crawl", root, site, map[string]any{"formats": []string{"markdown"}}, withoutMemory)
-	if err != nil {
+	if runs.fetched, err = b.crawlOnce(ctx, "crawl", root, site, map[string]any{"formats": []string{"markdown"}}, withoutMemory); err != nil {
 		return err
 	}
 	// The same parallelism as the service's crawls: its lanes.
-	workers := fetched.workers
-	m1, err := collyRun("colly-markdown first", workers, toMarkdown)
-	if err != nil {
+	workers := runs.fetched.workers
+	if runs.collyMD[0], err = base.colly(ctx, "colly-markdown first", workers, toMarkdown); err != nil {
 		return err
 	}
-	sampled, err := b.crawlOnce(ctx, "crawl-memory", root, site, map[string]any{"formats": []string{"markdown"}}, withMemory)
-	if err != nil {
+	if runs.sampled, err = b.crawlOnce(ctx, "crawl-memory", root, site, map[string]any{"formats": []string{"markdown"}}, withMemory); err != nil {
 		return err
 	}
-	c2, err := collyRun("colly after", collyParallelism, linksOnly)
-	if err != nil {
+	if runs.colly[1], err = base.colly(ctx, "colly after", collyParallelism, linksOnly); err != nil {
 		return err
 	}
-	m2, err := collyRun("colly-markdown second", workers, toMarkdown)
-	if err != nil {
+	if runs.collyMD[1], err = base.colly(ctx, "colly-markdown second", workers, toMarkdown); err != nil {
 		return err
 	}
-	d1, err := chromedpRun("chromedp-tabs before", fetched.chromium, workers)
-	if err != nil {
+	if runs.chromedp[0], err = base.chromedp(ctx, "chromedp-tabs before", runs.fetched.chromium, workers); err != nil {
 		return err
 	}
-	rendered, err := b.crawlOnce(ctx, "crawl-rendered", root, site, map[string]any{"formats": []string{"markdown"}, "waitFor": 1}, withoutMemory)
-	if err != nil {
+	if runs.rendered, err = b.crawlOnce(ctx, "crawl-rendered", root, site, map[string]any{"formats": []string{"markdown"}, "waitFor": 1}, withoutMemory); err != nil {
 		return err
 	}
+	rendered := runs.rendered
 	if n := rendered.engines["browser-render"]; n == rendered.docs {
 		logf("crawl-rendered: all %d documents were rendered (engine browser-render)", n)
 	} else {
@@ -148,11 +114,66 @@ func (b *bench) crawlThroughput(ctx context.Context, _ *instance) error {
 	if rendered.workers != workers {
 		logf("note: the rendered crawl had %d lanes, the chromedp baseline %d tabs", rendered.workers, workers)
 	}
-	d2, err := chromedpRun("chromedp-tabs after", fetched.chromium, workers)
-	if err != nil {
+	if runs.chromedp[1], err = base.chromedp(ctx, "chromedp-tabs after", runs.fetched.chromium, workers); err != nil {
 		return err
 	}
+	runs.report()
+	return nil
+}
 
+// baselines runs the crawl phase's plain programs on its site.
+type baselines struct {
+	root string
+	site *countingSite
+	tmp  string
+}
+
+// colly runs the Colly baseline, parallelism requests at once, and logs
+// what it did; which names the run.
+func (s baselines) colly(ctx context.Context, which string, parallelism int, work collyWork) (collyResult, error) {
+	runtime.GC()
+	before := s.site.snapshot()
+	r, err := collyCrawl(ctx, s.root, parallelism, work)
+	if err != nil {
+		return r, fmt.Errorf("%s: %w", which, err)
+	}
+	var md string
+	if work == toMarkdown {
+		md = fmt.Sprintf(", %d pages converted to Markdown (%.1f MB kept in memory)", r.markdown, float64(r.mdBytes)/(1<<20))
+	}
+	logf("%s: %d requests at once, %d pages (%d HTML) in %s (%.1f pages/s), %.1f MB read%s, %d links seen, %d redirects to visited URLs, %d not found, %d other failures%s; the site served %s",
+		which, parallelism, r.pages, r.html, r.wall.Round(time.Millisecond), rate(r.pages, r.wall), float64(r.bytes)/(1<<20),
+		md, r.links, r.revisits, r.notFound, r.failed.n, firstErr(r.failed.first), s.site.since(before))
+	return r, nil
+}
+
+// chromedp runs the chromedp baseline with tabs tabs, and logs what it
+// did; which names the run.
+func (s baselines) chromedp(ctx context.Context, which, chromium string, tabs int) (chromedpResult, error) {
+	runtime.GC()
+	before := s.site.snapshot()
+	r, err := chromedpCrawl(ctx, chromium, filepath.Join(s.tmp, strings.ReplaceAll(which, " ", "-")), s.root, tabs)
+	if err != nil {
+		return r, fmt.Errorf("%s: %w", which, err)
+	}
+	logf("%s: %d tabs (started in %s), %d pages rendered and converted to Markdown in %s (%.1f pages/s), %.1f MB of Markdown kept in memory, %d links seen, %d redirects to visited URLs, %d not found, %d other failures%s; the site served %s",
+		which, tabs, r.launch.Round(time.Millisecond), r.pages, r.wall.Round(time.Millisecond), rate(r.pages, r.wall),
+		float64(r.mdBytes)/(1<<20), r.links, r.revisits, r.notFound, r.failed.n, firstErr(r.failed.first), s.site.since(before))
+	return r, nil
+}
+
+// crawlRuns are the crawl phase's runs: the service's three crawls and
+// two runs of each baseline, of which the better counts.
+type crawlRuns struct {
+	fetched, sampled, rendered crawlResult
+	colly, collyMD             [2]collyResult
+	chromedp                   [2]chromedpResult
+}
+
+// report prints the crawl phase's figures.
+func (c crawlRuns) report() {
+	fetched, rendered := c.fetched, c.rendered
+	c1, c2 := c.colly[0], c.colly[1]
 	best := c1
 	if better("colly", "before", "after the crawl", rate(c1.pages, c1.wall), rate(c2.pages, c2.wall)) {
 		best = c2
@@ -162,10 +183,12 @@ func (b *bench) crawlThroughput(ctx context.Context, _ *instance) error {
 	}
 	// The Markdown baseline is counted in pages read, as the crawl is in
 	// pages completed, whatever their kind.
+	m1, m2 := c.collyMD[0], c.collyMD[1]
 	bestMD := m1
 	if better("colly-markdown", "first", "second", rate(m1.pages, m1.wall), rate(m2.pages, m2.wall)) {
 		bestMD = m2
 	}
+	d1, d2 := c.chromedp[0], c.chromedp[1]
 	bestCD := d1
 	if better("chromedp-tabs", "before", "after the rendered crawl", rate(d1.pages, d1.wall), rate(d2.pages, d2.wall)) {
 		bestCD = d2
@@ -175,14 +198,13 @@ func (b *bench) crawlThroughput(ctx context.Context, _ *instance) error {
 	}
 	figure("crawl_pages_per_s", rate(fetched.completed, fetched.wall), "pages/s")
 	figure("crawl_rendered_pages_per_s", rate(rendered.completed, rendered.wall), "pages/s")
-	figure("crawl_peak_rss_mb", kbMB(sampled.peak.total), "MB")
+	figure("crawl_peak_rss_mb", kbMB(c.sampled.peak.total), "MB")
 	figure("colly_pages_per_s", rate(best.pages, best.wall), "pages/s")
 	figure("crawl_over_colly", rate(fetched.completed, fetched.wall)/rate(best.pages, best.wall), "x")
 	figure("colly_markdown_pages_per_s", rate(bestMD.pages, bestMD.wall), "pages/s")
 	figure("crawl_over_colly_markdown", rate(fetched.completed, fetched.wall)/rate(bestMD.pages, bestMD.wall), "x")
 	figure("chromedp_tabs_pages_per_s", rate(bestCD.pages, bestCD.wall), "pages/s")
 	figure("crawl_rendered_over_chromedp_tabs", rate(rendered.completed, rendered.wall)/rate(bestCD.pages, bestCD.wall), "x")
-	return nil
 }
 
 // crawlResult is one crawl of the site.

@@ -276,10 +276,9 @@ func generatePDF(pages, imageKB int) []byte {
 // (VmHWM) rose above where it stood before, as a multiple of the file's
 // size for the documents that are not spreadsheets.
 func (b *bench) uploadMemory(ctx context.Context, _ *instance) error {
-	// Built from this tree, so that a stale bin/trawler is never measured.
 	bin := filepath.Join(b.tmp, "trawler")
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/trawler").CombinedOutput(); err != nil {
-		return fmt.Errorf("building trawler: %v\n%s", err, out)
+	if err := buildTrawler(ctx, bin); err != nil {
+		return err
 	}
 	for _, tc := range []struct {
 		name, file string

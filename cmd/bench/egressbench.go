@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"image"
@@ -23,6 +22,9 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	cdproto "github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
 
 	"github.com/trawler-dev/trawler/browsers"
 	"github.com/trawler-dev/trawler/cdp"
@@ -295,11 +297,11 @@ func (eb *egressBrowser) run(ctx context.Context, site *egressSite, n int) (wall
 // connection of its own, so that its events need no sorting.
 type egressTab struct {
 	conn      *cdp.Conn
-	contextID string
-	session   string
+	contextID cdproto.BrowserContextID
+	tab       cdp.Session
 
 	mu     sync.Mutex
-	loaded map[string]bool // loader ids whose document fired load
+	loaded map[cdproto.LoaderID]bool // loader ids whose document fired load
 	wake   chan struct{}
 }
 
@@ -311,45 +313,24 @@ func openEgressTab(ctx context.Context, mux *cdp.Mux, route *egress.Route) (*egr
 	if err != nil {
 		return nil, err
 	}
-	t := &egressTab{conn: conn, loaded: map[string]bool{}, wake: make(chan struct{}, 1)}
+	t := &egressTab{conn: conn, loaded: map[cdproto.LoaderID]bool{}, wake: make(chan struct{}, 1)}
 	conn.OnEvent(t.onEvent)
-	params := map[string]any{"disposeOnDetach": true}
+	p := ownContext()
 	if route != nil {
-		params["proxyServer"] = route.URL()
-		params["proxyBypassList"] = "<-loopback>"
+		p.ProxyServer = route.URL()
+		p.ProxyBypassList = "<-loopback>"
 	}
-	var bc struct {
-		BrowserContextID string `json:"browserContextId"`
-	}
-	if err := conn.Call(ctx, "", "Target.createBrowserContext", params, &bc); err != nil {
+	if t.tab, t.contextID, err = contextTab(ctx, conn, p); err != nil {
 		conn.Close()
 		return nil, err
 	}
-	t.contextID = bc.BrowserContextID
-	var tg struct {
-		TargetID string `json:"targetId"`
+	err = cdp.Run(ctx, t.tab, page.Enable, page.EnableParams{})
+	if err == nil {
+		err = cdp.Run(ctx, t.tab, page.SetLifecycleEventsEnabled, page.SetLifecycleEventsEnabledParams{Enabled: true})
 	}
-	if err := conn.Call(ctx, "", "Target.createTarget", map[string]any{"url": "about:blank", "browserContextId": t.contextID}, &tg); err != nil {
+	if err != nil {
 		t.Close()
 		return nil, err
-	}
-	var at struct {
-		SessionID string `json:"sessionId"`
-	}
-	if err := conn.Call(ctx, "", "Target.attachToTarget", map[string]any{"targetId": tg.TargetID, "flatten": true}, &at); err != nil {
-		t.Close()
-		return nil, err
-	}
-	t.session = at.SessionID
-	for _, m := range []string{"Page.enable", "Page.setLifecycleEventsEnabled"} {
-		var p any
-		if m == "Page.setLifecycleEventsEnabled" {
-			p = map[string]any{"enabled": true}
-		}
-		if err := conn.Call(ctx, t.session, m, p, nil); err != nil {
-			t.Close()
-			return nil, err
-		}
 	}
 	return t, nil
 }
@@ -357,14 +338,8 @@ func openEgressTab(ctx context.Context, mux *cdp.Mux, route *egress.Route) (*egr
 // onEvent records the load of a document. The connection has one page
 // session, so no event needs telling apart by session.
 func (t *egressTab) onEvent(ev cdp.Event) {
-	if ev.Method != "Page.lifecycleEvent" {
-		return
-	}
-	var e struct {
-		Name     string `json:"name"`
-		LoaderID string `json:"loaderId"`
-	}
-	if json.Unmarshal(ev.Params, &e) != nil || e.Name != "load" {
+	e, ok, err := cdp.Decode(ev, page.LifecycleEvent)
+	if !ok || err != nil || e.Name != "load" {
 		return
 	}
 	t.mu.Lock()
@@ -379,11 +354,8 @@ func (t *egressTab) onEvent(ev cdp.Event) {
 // load navigates the tab to u and waits for the document's load event
 // (the stylesheet and images loaded).
 func (t *egressTab) load(ctx context.Context, u string) error {
-	var nav struct {
-		LoaderID  string `json:"loaderId"`
-		ErrorText string `json:"errorText"`
-	}
-	if err := t.conn.Call(ctx, t.session, "Page.navigate", map[string]any{"url": u}, &nav); err != nil {
+	nav, err := cdp.Do(ctx, t.tab, page.Navigate, page.NavigateParams{URL: u})
+	if err != nil {
 		return err
 	}
 	if nav.ErrorText != "" {
@@ -412,9 +384,7 @@ func (t *egressTab) load(ctx context.Context, u string) error {
 // Close disposes of the tab's browser context and closes its connection.
 func (t *egressTab) Close() {
 	if t.contextID != "" {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		t.conn.Call(ctx, "", "Target.disposeBrowserContext", map[string]any{"browserContextId": t.contextID}, nil)
-		cancel()
+		disposeContext(t.conn, t.contextID)
 	}
 	t.conn.Close()
 }

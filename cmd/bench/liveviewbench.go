@@ -123,18 +123,18 @@ func (b *bench) liveView(ctx context.Context, in *instance) error {
 	if err != nil {
 		return err
 	}
-	conn, sess, err := page(ctx, s.CDP(), site.URL+"/")
+	tab, err := openPage(ctx, s.CDP(), site.URL+"/")
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
-	size, err := evaluate(ctx, conn, sess, "innerWidth + 'x' + innerHeight")
+	defer tab.Conn.Close()
+	size, err := evaluate(ctx, tab, "innerWidth + 'x' + innerHeight")
 	if err != nil {
 		return err
 	}
 	logf("live view: the session's page is %s CSS px", size)
 
-	lat, fps, err := liveViewerPage(ctx, b.tmp, in.svc.Config.ChromiumPath, c.LiveViewURL, conn, sess)
+	lat, fps, err := liveViewerPage(ctx, b.tmp, in.svc.Config.ChromiumPath, c.LiveViewURL, tab)
 	if err != nil {
 		return err
 	}
@@ -147,7 +147,7 @@ func (b *bench) liveView(ctx context.Context, in *instance) error {
 	if err != nil {
 		return err
 	}
-	if _, err := evaluate(ctx, conn, sess, "animate(true)"); err != nil {
+	if _, err := evaluate(ctx, tab, "animate(true)"); err != nil {
 		return err
 	}
 	wsURL := liveSocketURL(c.LiveViewURL)
@@ -166,13 +166,13 @@ func (b *bench) liveView(ctx context.Context, in *instance) error {
 			n, w.total(), w.service, w.browser, w.fps)
 		figure(fmt.Sprintf("liveview_cpu_per_viewer_pct_%d", n), per, "%")
 	}
-	_, err = evaluate(ctx, conn, sess, "animate(false)")
+	_, err = evaluate(ctx, tab, "animate(false)")
 	return err
 }
 
 // liveViewerPage opens the live view in a headless Chromium and measures the
 // frame latency and the frames drawn per second.
-func liveViewerPage(ctx context.Context, tmp, chromium, liveURL string, conn *cdp.Conn, sess string) ([]time.Duration, float64, error) {
+func liveViewerPage(ctx context.Context, tmp, chromium, liveURL string, tab cdp.Session) ([]time.Duration, float64, error) {
 	opts := chromiumOptions(chromium, filepath.Join(tmp, "liveview-viewer"), chromedp.WindowSize(1280, 900))
 	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
 	defer cancelAlloc()
@@ -206,7 +206,7 @@ func liveViewerPage(ctx context.Context, tmp, chromium, liveURL string, conn *cd
 			return nil, 0, err
 		}
 		t0 := float64(time.Now().UnixNano()) / 1e6
-		if _, err := evaluate(ctx, conn, sess, fmt.Sprintf("paint('rgb(%d,%d,%d)')", col[0], col[1], col[2])); err != nil {
+		if _, err := evaluate(ctx, tab, fmt.Sprintf("paint('rgb(%d,%d,%d)')", col[0], col[1], col[2])); err != nil {
 			return nil, 0, err
 		}
 		at, err := eval("window.hit")
@@ -222,7 +222,7 @@ func liveViewerPage(ctx context.Context, tmp, chromium, liveURL string, conn *cd
 		time.Sleep(150 * time.Millisecond)
 	}
 
-	if _, err := evaluate(ctx, conn, sess, "animate(true)"); err != nil {
+	if _, err := evaluate(ctx, tab, "animate(true)"); err != nil {
 		return nil, 0, err
 	}
 	time.Sleep(time.Second)
@@ -237,7 +237,7 @@ func liveViewerPage(ctx context.Context, tmp, chromium, liveURL string, conn *cd
 		return nil, 0, err
 	}
 	fps := (after - before) / time.Since(t).Seconds()
-	if _, err := evaluate(ctx, conn, sess, "animate(false)"); err != nil {
+	if _, err := evaluate(ctx, tab, "animate(false)"); err != nil {
 		return nil, 0, err
 	}
 	chromedp.Cancel(vctx)

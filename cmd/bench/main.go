@@ -1,22 +1,22 @@
-// Command bench measures Trawler's session creation latency (warm and cold
-// pool), the CDP proxy's overhead (round trips and screenshot throughput,
-// each against the same browser reached directly), the memory of an idle
-// session, browser leaks over many create/delete cycles, the scrape
-// content pipeline's throughput, the latency, throughput and memory of
-// POST /v2/scrape against a local test site, and the throughput and memory
-// of POST /v2/crawl over a local copy of Python's documentation, and
-// document parsing (PDF against pdftotext, DOCX, XLSX, upload memory).
+// Command bench measures Trawler against baselines: sessions (creation,
+// memory, leaks, the CDP proxy's overhead, the live view, execute),
+// scrapes and crawls (latency, throughput, memory, what a render costs),
+// the content pipeline, document parsing, the search index, the
+// model-backed formats, change tracking, branding, audio, the
+// documentation search, the egress proxy, the docker runtime, PostgreSQL
+// and two nodes, and job queues.
 //
 // It prints one line per figure to stdout, "bench: NAME VALUE UNIT"; all
 // other output (details, percentiles, diagnostics) goes to stderr. Every
-// ratio is taken against a baseline measured in the same run. The services
-// run in this process, served by net/http on 127.0.0.1 listeners, in local
-// mode (no API keys), each with its own directory under a temporary one;
-// the scrape phases' test site is an httptest.Server on 127.0.0.1 too.
-// MB are MiB (2^20 bytes).
+// ratio is taken against a baseline measured in the same run. With -page
+// FILE the run also writes its figures and the machine to FILE (make
+// bench: docs/performance.md), and, when it failed, why. The services run in this
+// process, served by net/http on 127.0.0.1 listeners, in local mode (no
+// API keys), each with its own directory under a temporary one; the
+// scrape phases' test site is an httptest.Server on 127.0.0.1 too. MB are
+// MiB (2^20 bytes).
 //
-// Phases (-only create,memory,cdp,leaks,transform,scrape,concurrent,crawl,
-// docker,profiles,liveview,parse,search,cluster runs a subset):
+// Phases, in the order they run (-only create,memory,... runs a subset):
 //
 //   - create: p50 of POST /v2/browser over HTTP, 15 samples (after one
 //     warm-up) with one warm browser ready (TRAWLER_WARM_BROWSERS=1) and
@@ -27,7 +27,8 @@
 //     Each session is deleted after its sample.
 //   - memory: five idle sessions; per session, the PSS summed over its
 //     browser's process group (smaps_rollup), plus this process's RSS
-//     growth (VmRSS, after a forced GC) divided by five.
+//     growth (VmRSS, after a forced GC) divided by five. It waits for the
+//     pool to have replaced the warm browsers the sessions took.
 //   - cdp: one session; the same page target reached through the proxy
 //     (/cdp/<id>/devtools/page/<target>?token=) and directly (the browser's
 //     /devtools/page/<target>), with the same lean synchronous client:
@@ -43,32 +44,46 @@
 //     its time to the bare html-to-markdown conversion's, medians of rounds.
 //   - scrape: POST /v2/scrape (formats markdown, maxAge 0) of a
 //     server-rendered article of the test site (taken without rendering,
-//     engine browser-fetch), 15 samples, and of a client-rendered one
+//     engine fetch), 15 samples, and of a client-rendered one
 //     (engine browser-render), 8 samples, on a service with one warm
 //     browser; against 8 samples of a plain chromedp program doing the same
 //     job the naive way (launch Chromium, navigate, wait for the load event,
 //     take document.documentElement.outerHTML, close), timed from launch to
 //     exit. Samples interleave, after a warm-up of each kind; before each,
-//     the pool must be warm and idle. p50s and their ratios. When a static
-//     scrape takes over 50 ms, its steps are replayed over CDP and timed
-//     (stderr).
+//     the pool must be warm and idle. p50s and their ratios, and the share
+//     of a rendered scrape its renders spent waiting for the page to
+//     settle. When a static scrape takes over 50 ms, its steps are replayed
+//     over CDP and timed (stderr).
 //   - concurrent: 50 scrapes at once (40 static, 10 client-rendered, each
 //     of its own URL, maxAge 0) against a fresh service with a pool of 4
 //     browsers (-concurrent-pool), one warm at the start; pages/s over the
-//     wall time, failures, and the peak, sampled every 100 ms, of this
+//     wall time of the burst and of a second one 2 s later on the same,
+//     now warm, service. The same two bursts with a browser context of its
+//     own for every scrape (TRAWLER_REUSE_TABS=false) and the first without
+//     spare tabs (TRAWLER_SPARE_TABS=0) are the baselines. Then failures,
+//     and the peak, sampled every 100 ms during another burst, of this
 //     process's RSS plus the PSS of every Chromium process of the service.
+//   - rendercost: the browser's CPU per render of the client-rendered page
+//     in a browser context and tab of its own each time, against the next
+//     page of one tab (a crawl lane's way), in a session's browser; then
+//     the machine's CPU per rendered scrape through the API with the
+//     team's tabs reused and cleared, against a fresh context each
+//     (TRAWLER_REUSE_TABS=false). The better of two rounds each.
 //   - crawl: POST /v2/crawl (limit 1000, formats markdown) of the 530 pages
 //     of Python's HTML documentation (python3.11-doc), served by net/http's
 //     FileServer on 127.0.0.1, from its root, on a fresh service with the
 //     default pool and lanes (TRAWLER_POOL_SIZE 8, TRAWLER_JOB_WORKERS 4):
 //     pages completed per second of wall time from the POST to the status
-//     completed, and the peak, sampled every 100 ms during the crawl, of
-//     this process's RSS plus the PSS of the service's Chromium processes.
-//     Then the same crawl with every page rendered (scrapeOptions waitFor
-//     1) on another fresh service. The baseline is a plain Colly program
+//     completed; then the peak, sampled every 100 ms during a second,
+//     untimed crawl, of this process's RSS plus the PSS of the service's
+//     Chromium processes. Then the same crawl with every page rendered
+//     (scrapeOptions waitFor 1) on another fresh service. The baselines,
+//     each run twice (the better run counts): a plain Colly program
 //     crawling the same site from the same root (same host, every <a href>
-//     once, async with parallelism 8, links extracted, no Markdown), run
-//     before and after the first crawl; the better run counts.
+//     once, async with parallelism 8, links extracted, no Markdown); Colly
+//     with the service's lanes that also converts each page to Markdown;
+//     and chromedp with as many tabs in one Chromium, rendering every page
+//     and converting it, against the rendered crawl.
 //   - docker: the create samples again, alternating four services: process
 //     runtime warm and cold, docker runtime (TRAWLER_RUNTIME=docker, image
 //     trawler/browser:latest) warm and cold; ratios docker over process.
@@ -94,8 +109,9 @@
 //     word F1 against pdftotext's text; a generated 4,000-section DOCX
 //     (MB/s, and against a bare XML token scan of it) and a 500,000-cell
 //     XLSX (cells/s, and against excelize's own GetRows); then a 50 MB PDF,
-//     DOCX and XLSX, each uploaded to a fresh trawler serve process, with
-//     the rise of its peak RSS (VmHWM) over its size.
+//     a 50 MB DOCX, an XLSX of 600,000 cells and one of three million (which
+//     the memory budget refuses), each uploaded to a fresh trawler serve
+//     process, with the rise of its peak RSS (VmHWM) over its size.
 //   - search: the embedded search index on python3.11-doc: docs/s of
 //     converting (scrape.IndexDoc) and indexing its pages in batches of 200,
 //     and of indexing alone; MRR@10 and recall@10 of index.Measure over
@@ -105,6 +121,34 @@
 //     process's RSS with it open are taken too; then crawl pages/s with the
 //     index on over off (TRAWLER_SEARCH_INDEX=false), and the crawled pages
 //     searched through POST /v2/search.
+//   - model: the model-backed formats against an OpenAI-compatible test
+//     server (model/modeltest) that answers after a fixed delay: what a
+//     scrape with json adds beyond the model's own time, the input tokens
+//     Trawler sends per python3.11-doc page against the page's raw HTML,
+//     and the most calls in flight during a 100-page batch against
+//     TRAWLER_LLM_CONCURRENCY.
+//   - changes: the git-diff mode of change tracking (scrape.DiffMarkdown)
+//     on two versions of a 100 KB page that differ in a few percent of its
+//     lines, median of 31 runs.
+//   - branding: what the branding format adds to a rendered scrape: the
+//     local designs of scrape/testdata/branding scraped with [screenshot]
+//     and with [screenshot, branding], alternately; the median of the
+//     pairs' differences.
+//   - audio: POST /v2/scrape with formats ["audio"] of a page whose <video>
+//     plays a 60-second clip made by ffmpeg: the browser renders it, the
+//     clip is taken through it and ffmpeg makes an MP3; median of 5.
+//   - docs: the documentation search (docsearch): the time to build its
+//     index as the service does at start, median of 9 builds, and the top-1
+//     and top-3 accuracy over docsearch/testdata/questions.tsv.
+//   - egress: what the egress proxy costs: pages/s of 4 tabs loading the
+//     same 200 pages of a local site through it and directly (and pages
+//     per CPU-second), alternating runs; and the added p50 latency of
+//     sequential GETs through it, http and https, kept-alive and new
+//     tunnels.
+//   - execute: POST /v2/browser/{id}/execute of a trivial node script on
+//     a warm session, in a sandbox container per run (the docker runtime,
+//     image trawler/sandbox:latest) and as a local node process
+//     (TRAWLER_EXECUTE=node), 15 samples each, alternating; p50s.
 //   - cluster: on the PostgreSQL server of TRAWLER_TEST_DATABASE_URL
 //     (scripts/pgtest.sh, which make bench runs the bench under; without
 //     it the phase is skipped), a fresh database per service: the crawl
@@ -117,6 +161,12 @@
 //     time from a SIGKILL of the node running a crawl of a slow loopback
 //     site to the other node recording its pages again, against the lease
 //     plus 2 s. See clusterbench.go.
+//   - queue: on the same PostgreSQL server (skipped without it), the job
+//     queue's coordination alone, 2,000 pages each recording a document:
+//     Trawler's job lease and lanes fed from memory, against FOR UPDATE
+//     SKIP LOCKED with a lease per page and River (tuned and with its
+//     defaults), each twice, the better run counting; then how soon River
+//     has a dead node's jobs worked again. See queuebench.go.
 //
 // Before exiting, the services are closed and the bench fails if any
 // process they or the chromedp baseline started (found by an environment
@@ -127,6 +177,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -139,11 +190,12 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/trawler-dev/trawler/browsers"
+	"github.com/chromedp/cdproto/browser"
 )
 
 const (
@@ -166,7 +218,9 @@ func figure(name string, value float64, unit string) {
 	case unit == "us":
 		prec = 1
 	}
-	fmt.Printf("bench: %s %.*f %s\n", name, prec, value, unit)
+	v := strconv.FormatFloat(value, 'f', prec, 64)
+	fmt.Printf("bench: %s %s %s\n", name, v, unit)
+	record(name, v, unit)
 }
 
 func logf(format string, args ...any) {
@@ -176,14 +230,17 @@ func logf(format string, args ...any) {
 func main() {
 	start := time.Now()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	// A safety net well above the expected ~15 minutes (on 2 cores; the
-	// crawl and search phases are about half of it).
-	ctx, cancel := context.WithTimeout(ctx, 25*time.Minute)
+	// A safety net well above a whole run's length, on a 2-core machine
+	// that other work shares too (the crawl, search and cluster phases
+	// take the most).
+	ctx, cancel := context.WithTimeout(ctx, time.Hour)
 	b := &bench{log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
-	flag.StringVar(&b.only, "only", "", "run only these phases, comma-separated: create, memory, cdp, leaks, transform, scrape, concurrent, crawl, docker, profiles, liveview, parse, search, model, changes, branding, audio, docs, egress, execute, cluster")
+	flag.StringVar(&b.only, "only", "", "run only these phases, comma-separated: create, memory, cdp, leaks, transform, scrape, concurrent, rendercost, crawl, docker, profiles, liveview, parse, search, model, changes, branding, audio, docs, egress, execute, cluster, queue")
 	flag.IntVar(&b.concurrentPool, "concurrent-pool", concurrentPool, "pool size of the concurrent phase")
 	flag.StringVar(&b.crawlProfile, "crawl-cpuprofile", "", "write a CPU profile of the timed crawl (the crawl phase's first) to this file")
+	page := flag.String("page", "", "after the run, write its figures and the machine to this Markdown file (make bench: docs/performance.md)")
 	flag.Parse()
+	load := loadAvg()
 	err := b.run(ctx)
 	cerr := b.cleanup()
 	cancel()
@@ -192,6 +249,20 @@ func main() {
 		err = cerr
 	} else if cerr != nil {
 		logf("cleanup: %v", cerr)
+	}
+	if *page != "" {
+		// A run that failed writes what it measured too, with why it
+		// stopped: the page is always the last run's.
+		phases := "all"
+		if b.only != "" {
+			phases = b.only
+		}
+		if perr := writePage(*page, describeMachine(b.chromium), start, time.Since(start), load, phases, err); perr != nil {
+			logf("writing %s: %v", *page, perr)
+			err = cmp.Or(err, perr)
+		} else {
+			logf("wrote %s", *page)
+		}
 	}
 	if err != nil {
 		logf("FAILED after %s: %v", time.Since(start).Round(time.Second), err)
@@ -211,6 +282,8 @@ type bench struct {
 	concurrentPool int
 	// crawlProfile, when set, is where the timed crawl's CPU profile goes.
 	crawlProfile string
+	// chromium is the browser the services run, for the page's machine.
+	chromium string
 }
 
 // procCounts are machine-wide counts, for the before/after check.
@@ -267,6 +340,7 @@ func (b *bench) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	b.chromium = warm.svc.Config.ChromiumPath
 	phases := []struct {
 		name string
 		run  func(context.Context, *instance) error
@@ -300,6 +374,7 @@ func (b *bench) run(ctx context.Context) error {
 			continue
 		}
 		t, load := time.Now(), loadAvg()
+		setPhase(ph.name)
 		if err := ph.run(ctx, warm); err != nil {
 			return fmt.Errorf("%s: %w", ph.name, err)
 		}
@@ -440,7 +515,7 @@ func createSamples(ctx context.Context, pools []pool) (created, ready [][]time.D
 		}
 		conn, err := dialWS(ctx, c.CDPURL)
 		if err == nil {
-			_, err = conn.call("Browser.getVersion", nil)
+			_, err = conn.call(browser.GetVersion.Method, nil)
 			conn.Close()
 		}
 		answered := time.Since(t)
@@ -472,6 +547,7 @@ func (b *bench) idleMemory(ctx context.Context, in *instance) error {
 	if err := in.waitSettled(ctx, 1); err != nil {
 		return err
 	}
+	settled := in.svc.Pool.Stats()
 	runtime.GC()
 	debug.FreeOSMemory()
 	base, err := rssKB(os.Getpid())
@@ -491,10 +567,7 @@ func (b *bench) idleMemory(ctx context.Context, in *instance) error {
 		}
 		ids = append(ids, c.ID)
 	}
-	err = in.waitPool(ctx, 60*time.Second, "refilled", func(s browsers.Stats) bool {
-		return s.Idle == 1 && s.Starting == 0 && s.Leased == rssSessions
-	})
-	if err != nil {
+	if err := in.waitRefilled(ctx, settled, rssSessions); err != nil {
 		return err
 	}
 	time.Sleep(3 * time.Second) // let the new browsers finish their start-up work

@@ -10,6 +10,11 @@ import (
 	"strings"
 	"time"
 
+	cdproto "github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/storage"
+	"github.com/chromedp/cdproto/target"
+
 	"github.com/trawler-dev/trawler/cdp"
 	"github.com/trawler-dev/trawler/profiles"
 )
@@ -140,72 +145,62 @@ func (b *bench) profileSaveRestore(ctx context.Context, in *instance) error {
 	return nil
 }
 
-// page opens a tab on url in browser and returns the connection and the
-// tab's CDP session.
-func page(ctx context.Context, browser *cdp.Mux, url string) (*cdp.Conn, string, error) {
+// openPage opens a tab on url in browser, on a connection of its own, and
+// returns its session (closing s.Conn closes both).
+func openPage(ctx context.Context, browser *cdp.Mux, url string) (cdp.Session, error) {
 	conn, err := browser.Dial(ctx)
 	if err != nil {
-		return nil, "", err
+		return cdp.Session{}, err
 	}
-	var tg struct {
-		TargetID string `json:"targetId"`
-	}
-	if err := conn.Call(ctx, "", "Target.createTarget", map[string]any{"url": url}, &tg); err != nil {
+	s, err := cdp.OpenTarget(ctx, conn, target.CreateTargetParams{URL: url})
+	if err != nil {
 		conn.Close()
-		return nil, "", err
-	}
-	var at struct {
-		SessionID string `json:"sessionId"`
-	}
-	if err := conn.Call(ctx, "", "Target.attachToTarget", map[string]any{"targetId": tg.TargetID, "flatten": true}, &at); err != nil {
-		conn.Close()
-		return nil, "", err
+		return cdp.Session{}, err
 	}
 	// Wait for the document (a blank page from the local site).
 	for deadline := time.Now().Add(10 * time.Second); ; {
-		var r cdp.EvalResult
-		err := conn.Call(ctx, at.SessionID, "Runtime.evaluate", map[string]any{"expression": "location.href + ' ' + document.readyState", "returnByValue": true}, &r)
-		if err == nil && strings.Contains(string(r.Result.Value), url) && strings.Contains(string(r.Result.Value), "complete") {
-			return conn, at.SessionID, nil
+		state, err := evaluate(ctx, s, "location.href + ' ' + document.readyState")
+		if err == nil && strings.Contains(state, url) && strings.Contains(state, "complete") {
+			return s, nil
 		}
 		if time.Now().After(deadline) {
 			conn.Close()
-			return nil, "", fmt.Errorf("the page %s did not load", url)
+			return cdp.Session{}, fmt.Errorf("the page %s did not load", url)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 }
 
-func evaluate(ctx context.Context, conn *cdp.Conn, session, expr string) (string, error) {
-	var r cdp.EvalResult
-	if err := conn.Call(ctx, session, "Runtime.evaluate", map[string]any{"expression": expr, "awaitPromise": true, "returnByValue": true}, &r); err != nil {
+// evaluate runs expr in the tab of s and returns its value, a string's
+// without its quotes.
+func evaluate(ctx context.Context, s cdp.Session, expr string) (string, error) {
+	v, err := s.Evaluate(ctx, expr)
+	if err != nil {
 		return "", err
 	}
-	if ex := r.Exception(); ex != "" {
-		return "", fmt.Errorf("%s", ex)
-	}
-	return strings.Trim(string(r.Result.Value), `"`), nil
+	return strings.Trim(string(v), `"`), nil
 }
 
 // populate gives the browser's default context the bench's cookies and
 // the storage of url's origin.
 func populate(ctx context.Context, browser *cdp.Mux, url string) error {
-	conn, session, err := page(ctx, browser, url)
+	tab, err := openPage(ctx, browser, url)
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
+	defer tab.Conn.Close()
 	// Chromium keeps at most 180 cookies per site: the 1,000 are spread
 	// over ten sites (set over CDP, so nothing is fetched from them).
-	cookies := make([]map[string]any, profileCookies)
+	expires := cdproto.TimeSinceEpoch(time.Now().Add(24 * time.Hour).Unix())
+	cookies := make([]*network.CookieParam, profileCookies)
 	for i := range cookies {
-		cookies[i] = map[string]any{"name": fmt.Sprintf("c%04d", i), "value": strings.Repeat("v", 40),
-			"url": fmt.Sprintf("https://shop%d.test/", i%10), "expires": float64(time.Now().Add(24 * time.Hour).Unix())}
+		cookies[i] = &network.CookieParam{Name: fmt.Sprintf("c%04d", i), Value: strings.Repeat("v", 40),
+			URL: fmt.Sprintf("https://shop%d.test/", i%10), Expires: expires}
 	}
-	if err := conn.Call(ctx, "", "Storage.setCookies", map[string]any{"cookies": cookies}, nil); err != nil {
+	if err := cdp.Run(ctx, cdp.Browser(tab.Conn), storage.SetCookies, storage.SetCookiesParams{Cookies: cookies}); err != nil {
 		return err
 	}
-	got, err := evaluate(ctx, conn, session, fillStorage)
+	got, err := evaluate(ctx, tab, fillStorage)
 	if err != nil {
 		return err
 	}
@@ -217,17 +212,18 @@ func populate(ctx context.Context, browser *cdp.Mux, url string) error {
 
 // inspect reports the cookies and storage a page of url sees.
 func inspect(ctx context.Context, browser *cdp.Mux, url string) (string, error) {
-	conn, session, err := page(ctx, browser, url)
+	tab, err := openPage(ctx, browser, url)
 	if err != nil {
 		return "", err
 	}
-	defer conn.Close()
+	defer tab.Conn.Close()
+	// Only the count is read: the cookies' own fields are left undecoded.
 	var cs struct {
 		Cookies []struct{} `json:"cookies"`
 	}
-	if err := conn.Call(ctx, "", "Storage.getCookies", nil, &cs); err != nil {
+	if err := cdp.Browser(tab.Conn).Call(ctx, storage.CommandGetCookies, nil, &cs); err != nil {
 		return "", err
 	}
-	counts, err := evaluate(ctx, conn, session, countStorage)
+	counts, err := evaluate(ctx, tab, countStorage)
 	return fmt.Sprintf("%d cookies, %s", len(cs.Cookies), counts), err
 }

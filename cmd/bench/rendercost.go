@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chromedp/cdproto/page"
+
 	"github.com/trawler-dev/trawler/cdp"
 )
 
@@ -23,88 +25,10 @@ import (
 const renderCostPages = 10
 
 func (b *bench) renderCost(ctx context.Context, in *instance) error {
-	site := b.siteURL()
-	c, err := in.create(ctx)
+	f, r, err := b.browserRenderCost(ctx, in)
 	if err != nil {
 		return err
 	}
-	defer in.remove(context.WithoutCancel(ctx), c.ID)
-	s, err := in.session(ctx, c.ID)
-	if err != nil {
-		return err
-	}
-	pgid, _, err := browserPID(in.browsersDir(), s.BrowserID())
-	if err != nil {
-		return err
-	}
-	conn, err := s.CDP().Dial(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	load := func(ctx context.Context, session, u string) error {
-		if err := conn.Call(ctx, session, "Page.navigate", map[string]any{"url": u}, nil); err != nil {
-			return err
-		}
-		return waitRendered(ctx, conn, session, u)
-	}
-	// fresh renders each page in a browser context of its own.
-	fresh := func(i int) error {
-		var bc struct {
-			BrowserContextID string `json:"browserContextId"`
-		}
-		if err := conn.Call(ctx, "", "Target.createBrowserContext", map[string]any{"disposeOnDetach": true}, &bc); err != nil {
-			return err
-		}
-		defer conn.Call(context.WithoutCancel(ctx), "", "Target.disposeBrowserContext", map[string]any{"browserContextId": bc.BrowserContextID}, nil)
-		session, err := attachBlank(ctx, conn, bc.BrowserContextID)
-		if err != nil {
-			return err
-		}
-		return load(ctx, session, fmt.Sprintf("%s/app/%d", site, 3000+i))
-	}
-	var bc struct {
-		BrowserContextID string `json:"browserContextId"`
-	}
-	if err := conn.Call(ctx, "", "Target.createBrowserContext", map[string]any{"disposeOnDetach": true}, &bc); err != nil {
-		return err
-	}
-	reused, err := attachBlank(ctx, conn, bc.BrowserContextID)
-	if err != nil {
-		return err
-	}
-	if err := load(ctx, reused, site+"/app/2999"); err != nil {
-		return err
-	}
-	same := func(i int) error { return load(ctx, reused, fmt.Sprintf("%s/app/%d", site, 3100+i)) }
-
-	measure := func(name string, render func(int) error) (float64, error) {
-		time.Sleep(500 * time.Millisecond) // let the browser finish earlier work
-		before, t := groupCPU(pgid), time.Now()
-		for i := range renderCostPages {
-			if err := render(i); err != nil {
-				return 0, fmt.Errorf("%s render %d: %w", name, i, err)
-			}
-		}
-		time.Sleep(300 * time.Millisecond) // closed renderers exit and are reaped
-		cpu := groupCPU(pgid) - before
-		per := ms(cpu) / renderCostPages
-		logf("rendercost: %s: %d pages in %s, %.0f ms of the browser's CPU each", name, renderCostPages, time.Since(t).Round(time.Millisecond), per)
-		return per, nil
-	}
-	var freshMS, sameMS []float64
-	for range 2 {
-		f, err := measure("a context and tab each", fresh)
-		if err != nil {
-			return err
-		}
-		r, err := measure("the next page of one tab", same)
-		if err != nil {
-			return err
-		}
-		freshMS, sameMS = append(freshMS, f), append(sameMS, r)
-	}
-	f, r := min(freshMS[0], freshMS[1]), min(sameMS[0], sameMS[1])
 	figure("render_fresh_context_cpu_ms", f, "ms")
 	figure("render_same_tab_cpu_ms", r, "ms")
 	figure("render_fresh_over_same_tab_cpu", f/r, "x")
@@ -125,6 +49,87 @@ func (b *bench) renderCost(ctx context.Context, in *instance) error {
 	figure("render_scrape_fresh_context_cpu_ms", freshScrape, "ms")
 	figure("render_scrape_fresh_over_reused_cpu", freshScrape/reuse, "x")
 	return nil
+}
+
+// browserRenderCost renders the client-rendered page in a session's
+// browser, in a browser context and tab of its own each time (fresh) and
+// as the next page of one tab (same), and returns the browser's CPU per
+// render of each, the better of two rounds.
+func (b *bench) browserRenderCost(ctx context.Context, in *instance) (fresh, same float64, err error) {
+	site := b.siteURL()
+	c, err := in.create(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer in.remove(context.WithoutCancel(ctx), c.ID)
+	s, err := in.session(ctx, c.ID)
+	if err != nil {
+		return 0, 0, err
+	}
+	pgid, _, err := browserPID(in.browsersDir(), s.BrowserID())
+	if err != nil {
+		return 0, 0, err
+	}
+	conn, err := s.CDP().Dial(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer conn.Close()
+	renderFresh := func(i int) error {
+		tab, id, err := contextTab(ctx, conn, ownContext())
+		if err != nil {
+			return err
+		}
+		defer disposeContext(conn, id)
+		return loadRendered(ctx, tab, fmt.Sprintf("%s/app/%d", site, 3000+i))
+	}
+	reused, _, err := contextTab(ctx, conn, ownContext())
+	if err != nil {
+		return 0, 0, err
+	}
+	if err := loadRendered(ctx, reused, site+"/app/2999"); err != nil {
+		return 0, 0, err
+	}
+	renderSame := func(i int) error { return loadRendered(ctx, reused, fmt.Sprintf("%s/app/%d", site, 3100+i)) }
+	var freshMS, sameMS []float64
+	for range 2 {
+		f, err := measureRenders(pgid, "a context and tab each", renderFresh)
+		if err != nil {
+			return 0, 0, err
+		}
+		r, err := measureRenders(pgid, "the next page of one tab", renderSame)
+		if err != nil {
+			return 0, 0, err
+		}
+		freshMS, sameMS = append(freshMS, f), append(sameMS, r)
+	}
+	return min(freshMS[0], freshMS[1]), min(sameMS[0], sameMS[1]), nil
+}
+
+// measureRenders renders renderCostPages pages with render and returns the
+// CPU of the browser of process group pgid per page.
+func measureRenders(pgid int, name string, render func(int) error) (float64, error) {
+	time.Sleep(500 * time.Millisecond) // let the browser finish earlier work
+	before, t := groupCPU(pgid), time.Now()
+	for i := range renderCostPages {
+		if err := render(i); err != nil {
+			return 0, fmt.Errorf("%s render %d: %w", name, i, err)
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // closed renderers exit and are reaped
+	cpu := groupCPU(pgid) - before
+	per := ms(cpu) / renderCostPages
+	logf("rendercost: %s: %d pages in %s, %.0f ms of the browser's CPU each", name, renderCostPages, time.Since(t).Round(time.Millisecond), per)
+	return per, nil
+}
+
+// loadRendered navigates tab to u and waits until it shows the
+// client-rendered article of u.
+func loadRendered(ctx context.Context, tab cdp.Session, u string) error {
+	if err := cdp.Run(ctx, tab, page.Navigate, page.NavigateParams{URL: u}); err != nil {
+		return err
+	}
+	return waitRendered(ctx, tab, u)
 }
 
 // scrapeRenderCost sends rendered scrapes one at a time to a fresh
@@ -174,30 +179,12 @@ func (b *bench) scrapeRenderCost(ctx context.Context, name string, reuse bool) (
 	return best, nil
 }
 
-// attachBlank opens a blank tab in browser context bc and returns its
-// session, with the Page domain on.
-func attachBlank(ctx context.Context, conn *cdp.Conn, bc string) (string, error) {
-	var tg struct {
-		TargetID string `json:"targetId"`
-	}
-	if err := conn.Call(ctx, "", "Target.createTarget", map[string]any{"url": "about:blank", "browserContextId": bc}, &tg); err != nil {
-		return "", err
-	}
-	var at struct {
-		SessionID string `json:"sessionId"`
-	}
-	if err := conn.Call(ctx, "", "Target.attachToTarget", map[string]any{"targetId": tg.TargetID, "flatten": true}, &at); err != nil {
-		return "", err
-	}
-	return at.SessionID, nil
-}
-
 // waitRendered waits until the tab shows the client-rendered article of u.
-func waitRendered(ctx context.Context, conn *cdp.Conn, session, u string) error {
+func waitRendered(ctx context.Context, tab cdp.Session, u string) error {
 	n := u[strings.LastIndexByte(u, '/')+1:]
 	want := articleMarker(atoi(n))
 	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		got, err := evaluate(ctx, conn, session, "document.body ? document.body.innerText : ''")
+		got, err := evaluate(ctx, tab, "document.body ? document.body.innerText : ''")
 		if err == nil && strings.Contains(got, want) {
 			return nil
 		}

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +18,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chromedp/cdproto/browser"
+	cdproto "github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/security"
+	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
 	"github.com/trawler-dev/trawler/browsers"
@@ -162,86 +169,23 @@ func (b *bench) scrapeLatency(ctx context.Context, _ *instance) error {
 		return err
 	}
 	defer in.Close()
-	chromium := in.svc.Config.ChromiumPath
-	const static, rendered = "fetch", "browser-render"
-	settle := func() error {
-		if err := in.waitWarm(ctx); err != nil {
-			return err
-		}
-		time.Sleep(300 * time.Millisecond) // let the browser go quiet after the last tab
-		return nil
-	}
-	scrapeOne := func(path string, n int, engine string) (time.Duration, scrapeAnswer, error) {
-		if err := settle(); err != nil {
-			return 0, scrapeAnswer{}, err
-		}
-		t := time.Now()
-		a, err := in.scrape(ctx, in.client, fmt.Sprintf("%s/%s/%d", site, path, n), n, engine)
-		return time.Since(t), a, err
-	}
-	coldN := 0
-	coldOne := func(n int) (time.Duration, coldTimes, error) {
-		if err := settle(); err != nil {
-			return 0, coldTimes{}, err
-		}
-		coldN++
-		dir := filepath.Join(b.tmp, "chromedp", strconv.Itoa(coldN))
-		defer os.RemoveAll(dir)
-		t := time.Now()
-		html, ct, err := coldChromedp(ctx, chromium, dir, fmt.Sprintf("%s/articles/%d", site, n))
-		el := time.Since(t)
-		if err == nil && !strings.Contains(html, articleMarker(n)) {
-			err = fmt.Errorf("chromedp: the HTML lacks %q", articleMarker(n))
-		}
-		return el, ct, err
-	}
-
-	// Warm-ups: the first scrapes on a fresh browser, the first launch.
-	for _, w := range []struct {
-		path, engine string
-	}{{"articles", static}, {"articles", static}, {"app", rendered}} {
-		if _, _, err := scrapeOne(w.path, 1, w.engine); err != nil {
-			return fmt.Errorf("warm-up: %w", err)
-		}
-	}
-	if _, _, err := coldOne(1); err != nil {
+	sm := &scrapeSampler{in: in, site: site, chromium: in.svc.Config.ChromiumPath, tmp: b.tmp}
+	if err := sm.warmUp(ctx); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
-
-	var ss, rs, cs, sTaken []time.Duration
-	var cts []coldTimes
 	renders := &in.svc.Crawler.Scrape.Renders
 	n0, _, settle0 := renders.Read()
-	for i := 0; i < scrapeStaticSamples; i++ {
-		d, a, err := scrapeOne("articles", 1, static)
-		if err != nil {
-			return err
-		}
-		ss = append(ss, d)
-		sTaken = append(sTaken, time.Duration(a.Data.Metadata.TimeTaken)*time.Millisecond)
-		if i < scrapeRenderedSamples {
-			d, _, err := scrapeOne("app", 1, rendered)
-			if err != nil {
-				return err
-			}
-			rs = append(rs, d)
-		}
-		if i < coldChromedpSamples {
-			d, ct, err := coldOne(1)
-			if err != nil {
-				return err
-			}
-			cs = append(cs, d)
-			cts = append(cts, ct)
-		}
+	ss, err := sm.samples(ctx)
+	if err != nil {
+		return err
 	}
-	sp, rp, cp := median(ss), median(rs), median(cs)
+	sp, rp, cp := median(ss.static), median(ss.rendered), median(ss.cold)
 	// The settle wait's share of a rendered scrape: the service's own count
 	// of the time its renders waited for their pages to settle.
 	n1, _, settle1 := renders.Read()
 	if n := n1 - n0; n > 0 {
 		var sum time.Duration
-		for _, d := range rs {
+		for _, d := range ss.rendered {
 			sum += d
 		}
 		wait := (settle1 - settle0) / time.Duration(n)
@@ -249,15 +193,7 @@ func (b *bench) scrapeLatency(ctx context.Context, _ *instance) error {
 		figure("scrape_rendered_settle_ms", ms(wait), "ms")
 		figure("scrape_rendered_settle_share", float64(settle1-settle0)/float64(sum), "x")
 	}
-	logf("scrape static ms: %s (the service's own timeTaken p50 %.0f ms)", msList(ss), ms(median(sTaken)))
-	logf("scrape rendered ms: %s", msList(rs))
-	logf("cold chromedp ms: %s", msList(cs))
-	var launch, nav, eval, closing []time.Duration
-	for _, ct := range cts {
-		launch, nav, eval, closing = append(launch, ct.launch), append(nav, ct.navigate), append(eval, ct.html), append(closing, ct.close)
-	}
-	logf("cold chromedp p50 by step: launch and first tab %.0f ms, navigate to load %.0f ms, outerHTML %.0f ms, close %.0f ms",
-		ms(median(launch)), ms(median(nav)), ms(median(eval)), ms(median(closing)))
+	ss.log()
 	if sp > 50*time.Millisecond {
 		if err := b.staticBreakdown(ctx, in, site+"/articles/1"); err != nil {
 			logf("static scrape breakdown failed: %v", err)
@@ -269,6 +205,119 @@ func (b *bench) scrapeLatency(ctx context.Context, _ *instance) error {
 	figure("scrape_static_speedup_over_cold_chromedp", float64(cp)/float64(sp), "x")
 	figure("scrape_static_over_rendered", float64(sp)/float64(rp), "x")
 	return nil
+}
+
+// The engines a static and a client-rendered page of the test site are
+// taken with.
+const (
+	staticEngine   = "fetch"
+	renderedEngine = "browser-render"
+)
+
+// scrapeSampler takes the scrape phase's samples on its service.
+type scrapeSampler struct {
+	in                  *instance
+	site, chromium, tmp string
+	coldN               int // chromedp runs so far, each in a directory of its own
+}
+
+// scrapeSamples are the scrape phase's samples: the scrapes' latencies,
+// the static ones' timeTaken as the service measured it, and the naive
+// chromedp runs' with their steps.
+type scrapeSamples struct {
+	static, staticTaken, rendered, cold []time.Duration
+	coldSteps                           []coldTimes
+}
+
+// settle waits until the pool is warm and idle, and the browser quiet.
+func (s *scrapeSampler) settle(ctx context.Context) error {
+	if err := s.in.waitWarm(ctx); err != nil {
+		return err
+	}
+	time.Sleep(300 * time.Millisecond) // let the browser go quiet after the last tab
+	return nil
+}
+
+// scrape times one scrape of article n under path, once settled.
+func (s *scrapeSampler) scrape(ctx context.Context, path string, n int, engine string) (time.Duration, scrapeAnswer, error) {
+	if err := s.settle(ctx); err != nil {
+		return 0, scrapeAnswer{}, err
+	}
+	t := time.Now()
+	a, err := s.in.scrape(ctx, s.in.client, fmt.Sprintf("%s/%s/%d", s.site, path, n), n, engine)
+	return time.Since(t), a, err
+}
+
+// cold times one naive chromedp scrape of article n, once settled.
+func (s *scrapeSampler) cold(ctx context.Context, n int) (time.Duration, coldTimes, error) {
+	if err := s.settle(ctx); err != nil {
+		return 0, coldTimes{}, err
+	}
+	s.coldN++
+	dir := filepath.Join(s.tmp, "chromedp", strconv.Itoa(s.coldN))
+	defer os.RemoveAll(dir)
+	t := time.Now()
+	html, ct, err := coldChromedp(ctx, s.chromium, dir, fmt.Sprintf("%s/articles/%d", s.site, n))
+	el := time.Since(t)
+	if err == nil && !strings.Contains(html, articleMarker(n)) {
+		err = fmt.Errorf("chromedp: the HTML lacks %q", articleMarker(n))
+	}
+	return el, ct, err
+}
+
+// warmUp takes the first scrapes on a fresh browser, and the first launch.
+func (s *scrapeSampler) warmUp(ctx context.Context) error {
+	for _, w := range []struct {
+		path, engine string
+	}{{"articles", staticEngine}, {"articles", staticEngine}, {"app", renderedEngine}} {
+		if _, _, err := s.scrape(ctx, w.path, 1, w.engine); err != nil {
+			return err
+		}
+	}
+	_, _, err := s.cold(ctx, 1)
+	return err
+}
+
+// samples takes the three kinds of sample, interleaved.
+func (s *scrapeSampler) samples(ctx context.Context) (scrapeSamples, error) {
+	var ss scrapeSamples
+	for i := 0; i < scrapeStaticSamples; i++ {
+		d, a, err := s.scrape(ctx, "articles", 1, staticEngine)
+		if err != nil {
+			return ss, err
+		}
+		ss.static = append(ss.static, d)
+		ss.staticTaken = append(ss.staticTaken, time.Duration(a.Data.Metadata.TimeTaken)*time.Millisecond)
+		if i < scrapeRenderedSamples {
+			d, _, err := s.scrape(ctx, "app", 1, renderedEngine)
+			if err != nil {
+				return ss, err
+			}
+			ss.rendered = append(ss.rendered, d)
+		}
+		if i < coldChromedpSamples {
+			d, ct, err := s.cold(ctx, 1)
+			if err != nil {
+				return ss, err
+			}
+			ss.cold = append(ss.cold, d)
+			ss.coldSteps = append(ss.coldSteps, ct)
+		}
+	}
+	return ss, nil
+}
+
+// log logs the samples, and the chromedp runs' p50 by step.
+func (ss scrapeSamples) log() {
+	logf("scrape static ms: %s (the service's own timeTaken p50 %.0f ms)", msList(ss.static), ms(median(ss.staticTaken)))
+	logf("scrape rendered ms: %s", msList(ss.rendered))
+	logf("cold chromedp ms: %s", msList(ss.cold))
+	var launch, nav, eval, closing []time.Duration
+	for _, ct := range ss.coldSteps {
+		launch, nav, eval, closing = append(launch, ct.launch), append(nav, ct.navigate), append(eval, ct.html), append(closing, ct.close)
+	}
+	logf("cold chromedp p50 by step: launch and first tab %.0f ms, navigate to load %.0f ms, outerHTML %.0f ms, close %.0f ms",
+		ms(median(launch)), ms(median(nav)), ms(median(eval)), ms(median(closing)))
 }
 
 // coldTimes are the steps of one naive chromedp scrape.
@@ -585,12 +634,12 @@ func replayStatic(ctx context.Context, in *instance, u string) ([]lap, error) {
 	}
 	defer conn.Close()
 	sw.lap("dial")
-	contextID, sessionID, taker, err := openStaticTab(ctx, conn, sw)
+	tab, contextID, taker, err := openStaticTab(ctx, conn, sw)
 	if err != nil {
 		return nil, err
 	}
 	navStart := sw.start
-	if err := conn.Call(ctx, sessionID, "Page.navigate", map[string]any{"url": u}, nil); err != nil {
+	if err := cdp.Run(ctx, tab, page.Navigate, page.NavigateParams{URL: u}); err != nil {
 		return nil, err
 	}
 	var tk takenDocument
@@ -603,7 +652,7 @@ func replayStatic(ctx context.Context, in *instance, u string) ([]lap, error) {
 	sw.laps = append(sw.laps, lap{"(of which until the body was taken)", tk.at.Sub(navStart)})
 	conn.OnEvent(nil)
 	sw.start = time.Now()
-	if err := conn.Call(ctx, "", "Target.disposeBrowserContext", map[string]any{"browserContextId": contextID}, nil); err != nil {
+	if err := disposeContext(conn, contextID); err != nil {
 		return nil, err
 	}
 	sw.lap("disposeBrowserContext")
@@ -621,61 +670,69 @@ func replayStatic(ctx context.Context, in *instance, u string) ([]lap, error) {
 // openStaticTab opens a tab in a fresh browser context of conn's browser
 // and sets it up as package scrape does for a static scrape, its document
 // taken at the network layer by the returned taker; it times each step.
-func openStaticTab(ctx context.Context, conn *cdp.Conn, sw *stopwatch) (contextID, sessionID string, taker *documentTaker, err error) {
-	var bc struct {
-		BrowserContextID string `json:"browserContextId"`
-	}
-	if err := conn.Call(ctx, "", "Target.createBrowserContext", map[string]any{"disposeOnDetach": true}, &bc); err != nil {
-		return "", "", nil, err
+func openStaticTab(ctx context.Context, conn *cdp.Conn, sw *stopwatch) (cdp.Session, cdproto.BrowserContextID, *documentTaker, error) {
+	contextID, err := cdp.NewContext(ctx, conn, ownContext())
+	if err != nil {
+		return cdp.Session{}, "", nil, err
 	}
 	sw.lap("createBrowserContext")
-	var tg struct {
-		TargetID string `json:"targetId"`
-	}
-	if err := conn.Call(ctx, "", "Target.createTarget", map[string]any{"url": "about:blank", "browserContextId": bc.BrowserContextID}, &tg); err != nil {
-		return "", "", nil, err
+	created, err := cdp.Do(ctx, cdp.Browser(conn), target.CreateTarget, target.CreateTargetParams{URL: "about:blank", BrowserContextID: contextID})
+	if err != nil {
+		return cdp.Session{}, "", nil, err
 	}
 	sw.lap("createTarget")
-	taker = &documentTaker{conn: conn, taken: make(chan takenDocument, 1)}
+	taker := &documentTaker{taken: make(chan takenDocument, 1)}
 	conn.OnEvent(func(ev cdp.Event) { taker.onEvent(ctx, ev) })
-	var at struct {
-		SessionID string `json:"sessionId"`
+	tab, err := cdp.Attach(ctx, conn, created.TargetID)
+	if err != nil {
+		return cdp.Session{}, "", nil, err
 	}
-	if err := conn.Call(ctx, "", "Target.attachToTarget", map[string]any{"targetId": tg.TargetID, "flatten": true}, &at); err != nil {
-		return "", "", nil, err
-	}
-	taker.attached(at.SessionID)
+	taker.attached(tab)
 	sw.lap("attachToTarget")
-	if err := setUpStaticTab(ctx, conn, at.SessionID, sw); err != nil {
-		return "", "", nil, err
+	if err := setUpStaticTab(ctx, tab, sw); err != nil {
+		return cdp.Session{}, "", nil, err
 	}
-	return bc.BrowserContextID, at.SessionID, taker, nil
+	return tab, contextID, taker, nil
 }
+
+// networkUserAgentOverride is the method package scrape overrides a tab's
+// User-Agent with.
+const networkUserAgentOverride = "Network.setUserAgentOverride"
 
 // setUpStaticTab sends the calls package scrape makes to set up a tab for
 // a static scrape, timing each.
-func setUpStaticTab(ctx context.Context, conn *cdp.Conn, sessionID string, sw *stopwatch) error {
-	var v struct {
-		UserAgent string `json:"userAgent"`
-	}
-	if err := conn.Call(ctx, "", "Browser.getVersion", nil, &v); err != nil {
+func setUpStaticTab(ctx context.Context, tab cdp.Session, sw *stopwatch) error {
+	v, err := cdp.Do(ctx, cdp.Browser(tab.Conn), browser.GetVersion, cdproto.Empty{})
+	if err != nil {
 		return err
 	}
-	sw.lap("Browser.getVersion")
+	sw.lap(browser.GetVersion.Method)
+	documents := []*fetch.RequestPattern{{URLPattern: "*", RequestStage: fetch.RequestStageRequest},
+		{URLPattern: "*", ResourceType: network.ResourceTypeDocument, RequestStage: fetch.RequestStageResponse}}
 	for _, c := range []struct {
 		method string
-		params any
+		run    func() error
 	}{
-		{"Page.enable", nil},
-		{"Network.enable", map[string]any{}},
-		{"Fetch.enable", map[string]any{"patterns": []map[string]any{{"urlPattern": "*", "requestStage": "Request"},
-			{"urlPattern": "*", "resourceType": "Document", "requestStage": "Response"}}}},
-		{"Security.setIgnoreCertificateErrors", map[string]any{"ignore": true}},
-		{"Emulation.setDeviceMetricsOverride", map[string]any{"width": 1920, "height": 1080, "deviceScaleFactor": 1, "mobile": false}},
-		{"Network.setUserAgentOverride", map[string]any{"userAgent": strings.Replace(v.UserAgent, "HeadlessChrome", "Chrome", 1)}},
-		{"Page.addScriptToEvaluateOnNewDocument", map[string]any{"source": "(() => {})()"}},
+		{page.Enable.Method, func() error { return cdp.Run(ctx, tab, page.Enable, page.EnableParams{}) }},
+		{network.Enable.Method, func() error { return cdp.Run(ctx, tab, network.Enable, network.EnableParams{}) }},
+		{fetch.Enable.Method, func() error { return cdp.Run(ctx, tab, fetch.Enable, fetch.EnableParams{Patterns: documents}) }},
+		{security.SetIgnoreCertificateErrors.Method, func() error {
+			return cdp.Run(ctx, tab, security.SetIgnoreCertificateErrors, security.SetIgnoreCertificateErrorsParams{Ignore: true})
+		}},
+		{emulation.SetDeviceMetricsOverride.Method, func() error {
+			return cdp.Run(ctx, tab, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{Width: 1920, Height: 1080, DeviceScaleFactor: 1})
+		}},
+		// Network's override, as package scrape sends it: cdproto has only
+		// Emulation's, whose parameters are the same.
+		{networkUserAgentOverride, func() error {
+			ua := strings.Replace(v.UserAgent, "HeadlessChrome", "Chrome", 1)
+			return tab.Call(ctx, networkUserAgentOverride, emulation.SetUserAgentOverrideParams{UserAgent: ua}, nil)
+		}},
+		{page.AddScriptToEvaluateOnNewDocument.Method, func() error {
+			return cdp.Run(ctx, tab, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: "(() => {})()"})
+		}},
 	} {
-		if err := conn.Call(ctx, sessionID, c.method, c.params, nil); err != nil {
+		if err := c.run(); err != nil {
 			return fmt.Errorf("%s: %w", c.method, err)
 		}
 		sw.lap(c.method)
@@ -693,58 +750,45 @@ type takenDocument struct {
 // documentTaker lets requests of its tab through and takes the body of
 // its document's response, which it replaces with an empty page.
 type documentTaker struct {
-	conn  *cdp.Conn
 	taken chan takenDocument
 	mu    sync.Mutex
-	sid   string // the tab's session, once attached
+	tab   cdp.Session // once attached
 }
 
-func (d *documentTaker) attached(sessionID string) {
+func (d *documentTaker) attached(tab cdp.Session) {
 	d.mu.Lock()
-	d.sid = sessionID
+	d.tab = tab
 	d.mu.Unlock()
 }
 
 func (d *documentTaker) onEvent(ctx context.Context, ev cdp.Event) {
 	d.mu.Lock()
-	mine := d.sid != "" && ev.SessionID == d.sid
+	tab := d.tab
 	d.mu.Unlock()
-	if !mine || ev.Method != "Fetch.requestPaused" {
+	if tab.ID == "" || ev.SessionID != tab.ID {
 		return
 	}
-	var e struct {
-		RequestID          string `json:"requestId"`
-		ResponseStatusCode int    `json:"responseStatusCode"`
-	}
-	if json.Unmarshal(ev.Params, &e) != nil {
+	e, ok, err := cdp.Decode(ev, fetch.RequestPaused)
+	if !ok || err != nil {
 		return
 	}
-	go d.paused(ctx, ev.SessionID, e.RequestID, e.ResponseStatusCode)
+	go d.paused(ctx, tab, e.RequestID, e.ResponseStatusCode)
 }
 
 // paused continues a paused request, or takes a paused response's body.
-func (d *documentTaker) paused(ctx context.Context, sessionID, requestID string, status int) {
-	conn := d.conn
+func (d *documentTaker) paused(ctx context.Context, tab cdp.Session, id fetch.RequestID, status int64) {
 	if status == 0 {
-		conn.Call(ctx, sessionID, "Fetch.continueRequest", map[string]any{"requestId": requestID}, nil)
+		cdp.Run(ctx, tab, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: id})
 		return
 	}
-	var rb struct {
-		Body          string `json:"body"`
-		Base64Encoded bool   `json:"base64Encoded"`
-	}
-	conn.Call(ctx, sessionID, "Fetch.getResponseBody", map[string]any{"requestId": requestID}, &rb)
-	body := []byte(rb.Body)
-	if rb.Base64Encoded {
-		body, _ = base64.StdEncoding.DecodeString(rb.Body)
-	}
+	rb, _ := cdp.Do(ctx, tab, fetch.GetResponseBody, fetch.GetResponseBodyParams{RequestID: id})
 	select {
-	case d.taken <- takenDocument{time.Now(), body}:
+	case d.taken <- takenDocument{time.Now(), rb.Body}:
 	default:
 	}
-	conn.Call(ctx, sessionID, "Fetch.fulfillRequest", map[string]any{"requestId": requestID, "responseCode": 200,
-		"responseHeaders": []map[string]string{{"name": "Content-Type", "value": "text/html"}},
-		"body":            base64.StdEncoding.EncodeToString([]byte("<!doctype html><title></title>"))}, nil)
+	cdp.Run(ctx, tab, fetch.FulfillRequest, fetch.FulfillRequestParams{RequestID: id, ResponseCode: 200,
+		ResponseHeaders: []*fetch.HeaderEntry{{Name: "Content-Type", Value: "text/html"}},
+		Body:            []byte("<!doctype html><title></title>")})
 }
 
 // machineBusy is the CPU time the whole machine has spent working (every

@@ -189,6 +189,18 @@ func (in *instance) waitSettled(ctx context.Context, warm int) error {
 	})
 }
 
+// waitRefilled waits until the pool, which was settled as settled says,
+// holds leased more leases and has refilled its idle browsers (each
+// session takes a warm one, which the pool replaces): the same idle
+// browsers as settled, nothing starting. Settled idle browsers are the
+// warm ones and, when the service prepares one for single scrapes, that
+// one, which no session takes.
+func (in *instance) waitRefilled(ctx context.Context, settled browsers.Stats, leased int) error {
+	return in.waitPool(ctx, 60*time.Second, "refilled", func(s browsers.Stats) bool {
+		return s.Idle == settled.Idle && s.Starting == 0 && s.Leased == settled.Leased+leased && s.Total == settled.Total+leased
+	})
+}
+
 // waitSpares waits until the spare tabs the service prepares at start
 // (TRAWLER_SPARE_TABS) are ready.
 func (in *instance) waitSpares(ctx context.Context) error {
