@@ -90,7 +90,8 @@ func TestQuestionTableNamesRealSections(t *testing.T) {
 }
 
 // The documentation shipped in the binary is what the index holds: the
-// README, every page of docs/ and the two spec documents under docs/api.
+// README, every page of docs/ (but one marked whole for developers) and the
+// two spec documents under docs/api.
 func TestEmbeddedDocumentation(t *testing.T) {
 	files := map[string]bool{}
 	for _, s := range docsIndex(t).Sections() {
@@ -101,13 +102,20 @@ func TestEmbeddedDocumentation(t *testing.T) {
 		entries, err := os.ReadDir(filepath.Join("..", dir))
 		require.NoError(t, err)
 		for _, e := range entries {
-			if !e.IsDir() && strings.HasSuffix(e.Name(), ".md") {
-				want[dir+"/"+e.Name()] = true
+			if e.IsDir() || !strings.HasSuffix(e.Name(), ".md") {
+				continue
 			}
+			raw, err := os.ReadFile(filepath.Join("..", dir, e.Name()))
+			require.NoError(t, err)
+			intro, _, _ := strings.Cut(string(raw), "\n## ")
+			// A page marked whole for developers (the benchmark's figures)
+			// is shipped but not searched.
+			want[dir+"/"+e.Name()] = !strings.Contains(intro, skipMarker)
 		}
 	}
 	assert.Subset(t, slices.Collect(maps.Keys(want)), []string{"docs/api.md", "docs/configuration.md", "docs/design.md",
 		"docs/api/web-content-acquisition-v2.md", "docs/api/conventions.md"})
+	maps.DeleteFunc(want, func(_ string, searched bool) bool { return !searched })
 	assert.Equal(t, want, files)
 }
 
@@ -283,4 +291,6 @@ func TestSplitSkipsMarkedSections(t *testing.T) {
 		refs = append(refs, s.Ref())
 	}
 	assert.Equal(t, []string{"doc.md#design", "doc.md#operations"}, refs)
+	assert.Empty(t, split("figures.md", "# Figures\n\n"+skipMarker+"\n\n## Machine\n\n| CPU | 2 cores |\n"),
+		"a document marked in its introduction")
 }

@@ -44,9 +44,10 @@ func (s Section) HeadingPath() string {
 }
 
 // skipMarker, on a line of a section's text, leaves the section and its
-// sub-sections out of the search: a reference for Trawler's developers
-// (the code map, a table of every package) answers no user's question,
-// and its many names would outrank the sections that do.
+// sub-sections out of the search (in a document's introduction, the whole
+// document): a reference for Trawler's developers (the code map, a table
+// of every package; the benchmark's table of figures) answers no user's
+// question, and its many names would outrank the sections that do.
 const skipMarker = "<!-- docs-search: skip -->"
 
 // split cuts one Markdown document into sections by its ATX headings (a
@@ -71,8 +72,11 @@ func split(path, doc string) []Section {
 	flush := func() {
 		text := strings.TrimSpace(strings.Join(body, "\n"))
 		body = body[:0]
-		if strings.Contains(text, skipMarker) && len(stack) > 0 && skipping == 0 {
-			skipping = stack[len(stack)-1].level
+		if strings.Contains(text, skipMarker) && skipping == 0 {
+			skipping = 1 // in a document's introduction: the whole document
+			if len(stack) > 0 {
+				skipping = stack[len(stack)-1].level
+			}
 		}
 		if text == "" || skipping > 0 {
 			return

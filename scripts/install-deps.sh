@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what Trawler needs on a Debian machine, skipping what is present.
-#   install-deps.sh run    Chromium, bubblewrap (which confines each browser: see the README's
-#                          Security section), ffmpeg (the audio and video formats convert with it);
+#   install-deps.sh run    Chromium, bubblewrap (which confines each browser: see
+#                          docs/security.md), ffmpeg (the audio and video formats convert with it);
 #                          with TRAWLER_RUNTIME=docker also the Docker engine (started) and the
 #                          browser image, and with the execute sandbox on (TRAWLER_EXECUTE=docker,
 #                          the docker runtime's default) Node.js, npm, test/node's pinned clients

@@ -28,6 +28,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
 
 	"github.com/trawler-dev/trawler/cmd/bench/transform"
+	"github.com/trawler-dev/trawler/wire"
 )
 
 const (
@@ -683,7 +684,7 @@ func (n *node) reap(d time.Duration) error {
 	}
 	for _, ps := range left {
 		for _, p := range ps {
-			logf("%s: left behind: pid %d %s", n.name, p.pid, truncate(p.joined(), 160))
+			logf("%s: left behind: pid %d %s", n.name, p.pid, wire.Truncate(p.joined(), 160))
 			syscall.Kill(p.pid, syscall.SIGKILL)
 		}
 	}
@@ -716,7 +717,7 @@ func (n *node) tail(lines int) {
 	all := strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
 	logf("%s: the last %d of its %d log lines:", n.name, min(lines, len(all)), len(all))
 	for _, l := range all[max(0, len(all)-lines):] {
-		logf("  %s", truncate(l, 300))
+		logf("  %s", wire.Truncate(l, 300))
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/trawler-dev/trawler/cmd/bench/transform"
+	"github.com/trawler-dev/trawler/wire"
 )
 
 const (
@@ -429,7 +430,7 @@ func (in *instance) logCrawlErrors(ctx context.Context, name, id string) {
 			logf("%s: ... and %d more", name, len(e.Errors)-5)
 			break
 		}
-		logf("%s: failed %s: %s %s", name, f.URL, f.Code, truncate(f.Error, 200))
+		logf("%s: failed %s: %s %s", name, f.URL, f.Code, wire.Truncate(f.Error, 200))
 	}
 }
 
@@ -448,7 +449,7 @@ func waitNoBrowsers(dataDir string, d time.Duration) error {
 	}
 	for _, ps := range left {
 		for _, p := range ps {
-			logf("left behind: pid %d %s", p.pid, truncate(p.joined(), 160))
+			logf("left behind: pid %d %s", p.pid, wire.Truncate(p.joined(), 160))
 		}
 	}
 	return fmt.Errorf("%d Chromium processes of %s are still running %s after Close", countLive(left), dataDir, d)
@@ -528,7 +529,7 @@ func firstErr(s string) string {
 	if s == "" {
 		return ""
 	}
-	return " (first: " + truncate(s, 160) + ")"
+	return " (first: " + wire.Truncate(s, 160) + ")"
 }
 
 // readyToCrawl waits for the services' warm browsers and a quiet moment,

@@ -19,7 +19,8 @@ const docsBuilds = 9
 
 // docsSearch measures POST /v2/support/docs-search's retrieval: the time
 // to build the documentation index (as the service does at start: cut
-// README.md and docs/api/*.md into sections and index them in memory),
+// the README and the searched pages of docs/ into sections and index
+// them in memory),
 // median of 9 builds after one untimed; and, over the judged questions of
 // docsearch/testdata/questions.tsv, the share whose best section answers
 // them (top-1) and whose best three hold one that does (top-3), as

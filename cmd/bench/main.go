@@ -196,6 +196,8 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/browser"
+
+	"github.com/trawler-dev/trawler/wire"
 )
 
 const (
@@ -430,7 +432,7 @@ func (b *bench) cleanup() error {
 	var errs []error
 	if len(left) > 0 {
 		for _, p := range left {
-			logf("left behind: pid %d %s", p.pid, truncate(p.joined(), 160))
+			logf("left behind: pid %d %s", p.pid, wire.Truncate(p.joined(), 160))
 		}
 		errs = append(errs, fmt.Errorf("%d processes started by the bench's services are still running after Close", len(left)))
 	} else {
@@ -448,13 +450,6 @@ func countLive(groups map[int][]proc) int {
 		n += len(ps)
 	}
 	return n
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }
 
 // createLatency times POST /v2/browser over HTTP against a pool with one
@@ -626,7 +621,7 @@ func (b *bench) cdpOverhead(ctx context.Context, in *instance) error {
 	}
 	defer stop()
 	logf("direct  %s", directURL)
-	logf("proxied %s", truncate(proxiedURL, strings.Index(proxiedURL, "?")+8))
+	logf("proxied %s", wire.Truncate(proxiedURL, strings.Index(proxiedURL, "?")+8))
 	direct, err := dialWS(ctx, directURL)
 	if err != nil {
 		return err
@@ -731,7 +726,7 @@ func (b *bench) leaks(ctx context.Context, in *instance) error {
 		}
 		if len(groups) > warm {
 			for _, p := range ps {
-				logf("browser process group %d: pid %d ppid %d state %s: %s", pgid, p.pid, p.ppid, p.state, truncate(p.joined(), 160))
+				logf("browser process group %d: pid %d ppid %d state %s: %s", pgid, p.pid, p.ppid, p.state, wire.Truncate(p.joined(), 160))
 			}
 		}
 	}

@@ -98,7 +98,10 @@ func writePage(path string, m machine, start time.Time, took time.Duration, load
 	var b bytes.Buffer
 	w := bufio.NewWriter(&b)
 	fmt.Fprintf(w, "# Performance\n\n")
-	fmt.Fprintf(w, "<!-- Written by `make bench` (cmd/bench -page); do not edit by hand: run `make bench` again. -->\n\n")
+	fmt.Fprintf(w, "<!-- Written by `make bench` (cmd/bench -page); do not edit by hand: run `make bench` again. -->\n")
+	// The table's figure names would outrank, in the docs search, the
+	// pages that explain what they measure.
+	fmt.Fprintf(w, "<!-- docs-search: skip -->\n\n")
 	fmt.Fprintf(w, "The figures of the last run of `make bench`, as its `bench: NAME VALUE UNIT` lines printed them.\n")
 	fmt.Fprintf(w, "Every ratio (unit `x`) is taken against a baseline measured in the same run; MB are MiB.\n")
 	fmt.Fprintf(w, "What each phase measures, and how, is the package doc of cmd/bench (`go doc ./cmd/bench`).\n")

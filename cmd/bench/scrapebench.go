@@ -32,6 +32,7 @@ import (
 	"github.com/trawler-dev/trawler/cdp"
 	"github.com/trawler-dev/trawler/cmd/bench/transform"
 	"github.com/trawler-dev/trawler/content"
+	"github.com/trawler-dev/trawler/wire"
 )
 
 const (
@@ -126,7 +127,7 @@ func (in *instance) scrape(ctx context.Context, client *http.Client, u string, n
 		return a, fmt.Errorf("scrape %s: reading the answer: %w", u, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return a, fmt.Errorf("scrape %s: status %d: %s", u, resp.StatusCode, truncate(string(bytes.TrimSpace(raw)), 300))
+		return a, fmt.Errorf("scrape %s: status %d: %s", u, resp.StatusCode, wire.Truncate(string(bytes.TrimSpace(raw)), 300))
 	}
 	if err := json.Unmarshal(raw, &a); err != nil {
 		return a, fmt.Errorf("scrape %s: decoding the answer: %w", u, err)
@@ -134,7 +135,7 @@ func (in *instance) scrape(ctx context.Context, client *http.Client, u string, n
 	md := a.Data.Metadata
 	switch {
 	case !a.Success:
-		return a, fmt.Errorf("scrape %s: success false: %s", u, truncate(string(raw), 300))
+		return a, fmt.Errorf("scrape %s: success false: %s", u, wire.Truncate(string(raw), 300))
 	case md.Engine != engine:
 		return a, fmt.Errorf("scrape %s: engine %q, want %q", u, md.Engine, engine)
 	case md.CacheState != "miss":
@@ -142,7 +143,7 @@ func (in *instance) scrape(ctx context.Context, client *http.Client, u string, n
 	case md.StatusCode != http.StatusOK:
 		return a, fmt.Errorf("scrape %s: statusCode %d", u, md.StatusCode)
 	case !strings.Contains(a.Data.Markdown, articleMarker(n)):
-		return a, fmt.Errorf("scrape %s: the Markdown lacks %q: %s", u, articleMarker(n), truncate(a.Data.Markdown, 300))
+		return a, fmt.Errorf("scrape %s: the Markdown lacks %q: %s", u, articleMarker(n), wire.Truncate(a.Data.Markdown, 300))
 	}
 	return a, nil
 }
