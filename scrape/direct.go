@@ -19,6 +19,7 @@ import (
 	"github.com/trawler-dev/trawler/browsers"
 	"github.com/trawler-dev/trawler/egress"
 	"github.com/trawler-dev/trawler/netguard"
+	"github.com/trawler-dev/trawler/scrape/detect"
 )
 
 // A one-off scrape whose options need no rendering first asks for its page
@@ -190,9 +191,9 @@ func (d *direct) get(ctx context.Context, req Request, guard *netguard.Cache) (*
 	}
 	ct := resp.Header.Get("Content-Type")
 	final := resp.Request.URL.String()
-	kind := documentKind(ct, final)
-	text := kind == "" && textType(ct) != ""
-	if kind == "" && !isHTML(ct) && !text {
+	kind := detect.DocumentKind(ct, final)
+	text := kind == "" && detect.TextType(ct) != ""
+	if kind == "" && !detect.IsHTML(ct) && !text {
 		return nil, nil, nil
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, directMaxBody+1))
@@ -201,7 +202,7 @@ func (d *direct) get(ctx context.Context, req Request, guard *netguard.Cache) (*
 	}
 	if kind == "" {
 		var ok bool
-		if body, ok = decodeBody(body, ct); !ok {
+		if body, ok = detect.Decode(body, ct); !ok {
 			return nil, nil, nil // the browser's decoder says what it shows
 		}
 	}
@@ -219,7 +220,7 @@ func (d *direct) get(ctx context.Context, req Request, guard *netguard.Cache) (*
 		// browser asks again, as a browser.
 		return nil, nil, nil
 	case text:
-	case !looksServerRendered(body, ct):
+	case !detect.ServerRendered(body, ct):
 		return nil, &prefetched{url: final, status: resp.StatusCode, contentType: ct, body: body}, nil
 	}
 	return pg, nil, nil

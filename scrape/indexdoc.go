@@ -9,6 +9,7 @@ import (
 	"github.com/trawler-dev/trawler/content"
 	"github.com/trawler-dev/trawler/index"
 	"github.com/trawler-dev/trawler/parse"
+	"github.com/trawler-dev/trawler/scrape/detect"
 	"github.com/trawler-dev/trawler/store"
 )
 
@@ -36,7 +37,7 @@ func IndexDoc(ctx context.Context, c store.CachedPage) (index.Doc, bool, error) 
 	}
 	mt, _, _ := mime.ParseMediaType(c.ContentType)
 	switch {
-	case textType(c.ContentType) != "":
+	case detect.TextType(c.ContentType) != "":
 		d.Markdown = string(c.Body)
 		return d, true, nil
 	case mt != "" && mt != "text/html" && mt != "application/xhtml+xml" && parse.Sniff(c.Body) != "html":

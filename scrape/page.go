@@ -27,6 +27,7 @@ import (
 	"github.com/trawler-dev/trawler/cdp"
 	"github.com/trawler-dev/trawler/egress"
 	"github.com/trawler-dev/trawler/netguard"
+	"github.com/trawler-dev/trawler/scrape/detect"
 )
 
 // tab is one scrape's page: a fresh browser context (its own cookies and
@@ -507,9 +508,9 @@ func (t *tab) onMainResponse(ctx context.Context, p paused, e *fetch.EventReques
 		t.networkOn(ctx)
 		p.proceed()
 	}
-	kind := documentKind(ct, e.Request.URL)
-	text := kind == "" && textType(ct) != ""
-	if kind == "" && !text && !(t.static && isHTML(ct)) {
+	kind := detect.DocumentKind(ct, e.Request.URL)
+	text := kind == "" && detect.TextType(ct) != ""
+	if kind == "" && !text && !(t.static && detect.IsHTML(ct)) {
 		render()
 		return
 	}
@@ -519,7 +520,7 @@ func (t *tab) onMainResponse(ctx context.Context, p paused, e *fetch.EventReques
 		return
 	}
 	if kind == "" {
-		decoded, ok := decodeBody(raw, ct)
+		decoded, ok := detect.Decode(raw, ct)
 		// A text body the tab goes on to show (for actions, a screenshot)
 		// is taken as it came all the same: what the browser shows of it
 		// is a viewer, not the body.
@@ -529,7 +530,7 @@ func (t *tab) onMainResponse(ctx context.Context, p paused, e *fetch.EventReques
 			main.text, main.taken = decoded, true
 			t.mu.Unlock()
 		}
-		if keep || !ok || !text && !looksServerRendered(decoded, ct) {
+		if keep || !ok || !text && !detect.ServerRendered(decoded, ct) {
 			render() // after all: the response goes on unchanged
 			return
 		}
@@ -618,7 +619,7 @@ func (t *tab) fetchInPage(ctx context.Context, u string) (*page, *prefetched, er
 		Kind   string `json:"kind"`
 		Body   string `json:"body"`
 	}
-	err := t.evaluate(ctx, fmt.Sprintf(fetchScript, uj, hj, documentTypesJS, documentExtensionsJS, unlabelledTypesJS), &out)
+	err := t.evaluate(ctx, fmt.Sprintf(fetchScript, uj, hj, detect.DocumentTypesJS, detect.DocumentExtensionsJS, detect.UnlabelledTypesJS), &out)
 	t.mu.Lock()
 	blocked := t.blocked
 	t.mu.Unlock()
@@ -646,13 +647,13 @@ func (t *tab) fetchInPage(ctx context.Context, u string) (*page, *prefetched, er
 		}
 		return t.fetched(out.URL, out.Status, out.Type, raw), nil, nil
 	}
-	if !looksServerRendered(body, "text/html") {
+	if !detect.ServerRendered(body, "text/html") {
 		return nil, &prefetched{url: out.URL, status: out.Status, contentType: out.Type, body: body}, nil
 	}
 	return t.fetched(out.URL, out.Status, out.Type, body), nil, nil
 }
 
-// textDocument is a text body of textType kind as HTML: a code block,
+// textDocument is a text body of detect.TextType kind as HTML: a code block,
 // whose language (for JSON and XML) tags its Markdown fence.
 func textDocument(text, kind string) []byte {
 	code := "<code>"
@@ -671,7 +672,7 @@ func (t *tab) fetched(u string, status int, contentType string, body []byte) *pa
 
 // fetchScript fetches %[1]s with headers %[2]s from the current document;
 // %[3]s, %[4]s and %[5]s match the media types and paths of documents and
-// the media types that leave the path to say (as documentKind does).
+// the media types that leave the path to say (as detect.DocumentKind does).
 const fetchScript = `(async () => {
   const u = %[1]s;
   if (new URL(u).origin !== location.origin) return {skip: "origin"};
@@ -686,7 +687,7 @@ const fetchScript = `(async () => {
   // header, else of an HTML page's <meta> tag, as a navigation would. A
   // label TextDecoder does not know, or an unlabelled body that is not
   // UTF-8, is left to the navigation (null): the tab decodes it as Go does
-  // (decodeBody), or leaves it to the browser.
+  // (detect.Decode), or leaves it to the browser.
   const decode = async (html) => {
     const buf = await r.arrayBuffer();
     if (/^\s*application\/([\w.-]+\+)?json\s*(;|$)/i.test(type)) {
@@ -695,7 +696,7 @@ const fetchScript = `(async () => {
     }
     let cs = (/charset\s*=\s*"?([^\s;"]+)/i.exec(type) || [])[1];
     if (!cs && html) {
-      // The first 1024 bytes, as a browser's prescan (and decodeBody) reads.
+      // The first 1024 bytes, as a browser's prescan (and detect.Decode) reads.
       const start = new TextDecoder("windows-1252").decode(new Uint8Array(buf, 0, Math.min(buf.byteLength, 1024)));
       cs = (/<meta[^>]+charset\s*=\s*["']?([\w-]+)/i.exec(start) || [])[1];
     }
@@ -707,7 +708,7 @@ const fetchScript = `(async () => {
     for (let i = 0; i < buf.length; i += 0x8000) s += String.fromCharCode.apply(null, buf.subarray(i, i + 0x8000));
     return {...head, kind: "binary", body: btoa(s)};
   }
-  // As isHTML and textType say.
+  // As detect.IsHTML and detect.TextType say.
   const kind = /^\s*(text\/html|application\/xhtml\+xml)\s*(;|$)/i.test(type) ? "html" :
     /^\s*(text\/[\w.+-]+|application\/(json|xml|javascript|[\w.-]+\+(json|xml)))\s*(;|$)/i.test(type) ? "text" : "";
   if (!kind) {

@@ -32,6 +32,7 @@ import (
 	"github.com/trawler-dev/trawler/parse"
 	"github.com/trawler-dev/trawler/profiles"
 	"github.com/trawler-dev/trawler/scrape/branding"
+	"github.com/trawler-dev/trawler/scrape/detect"
 	"github.com/trawler-dev/trawler/scrape/media"
 	"github.com/trawler-dev/trawler/store"
 )
@@ -662,7 +663,7 @@ func (t *tab) read(ctx context.Context, pg *page) error {
 	if pg.contentType == "" {
 		pg.contentType = "text/html"
 	}
-	if textType(pg.contentType) != "" {
+	if detect.TextType(pg.contentType) != "" {
 		// The page is the browser's viewer of a text body: the body is
 		// the page, as it came, or else as the browser decoded it.
 		if !taken {
@@ -735,7 +736,7 @@ func (s *Service) transform(ctx context.Context, req Request, pg *page, forIndex
 	// Markdown body its own Markdown; the other formats are made from a
 	// code block of it, whose language tags the Markdown fence. The index
 	// reads text as it is (IndexDoc).
-	body, text := pg.body, textType(pg.contentType)
+	body, text := pg.body, detect.TextType(pg.contentType)
 	if text != "" {
 		body, forIndex = textDocument(string(pg.body), text), false
 	}
@@ -792,7 +793,7 @@ func (s *Service) transform(ctx context.Context, req Request, pg *page, forIndex
 // page as a PDF gets its page read as HTML, and a PDF labelled as a DOCX is
 // read as a PDF.
 func pageDocumentKind(pg *page) string {
-	kind := documentKind(pg.contentType, pg.finalURL)
+	kind := detect.DocumentKind(pg.contentType, pg.finalURL)
 	if kind == "" {
 		return ""
 	}

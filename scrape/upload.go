@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/trawler-dev/trawler/parse"
+	"github.com/trawler-dev/trawler/scrape/detect"
 )
 
 // Upload is a document sent to be parsed rather than fetched.
@@ -28,10 +29,10 @@ func (s *Service) Parse(ctx context.Context, team string, up Upload, o Options) 
 	req := Request{Team: team, URL: up.Name, Options: o}
 	ct := parse.MediaTypeOf(up.Format)
 	body := up.Data
-	if isHTML(ct) {
+	if detect.IsHTML(ct) {
 		// Read as a fetched page is; with no browser to decode what Go
 		// cannot tell, the parser's reading of it as UTF-8 stands.
-		if b, ok := decodeBody(body, ct); ok {
+		if b, ok := detect.Decode(body, ct); ok {
 			body = b
 		}
 	}

@@ -1,4 +1,4 @@
-package scrape
+package detect
 
 import (
 	"strings"
@@ -71,7 +71,7 @@ func TestDecodeBody(t *testing.T) {
 			`<?xml version="1.0" encoding="Shift_JIS"?><a>Русский</a>`},
 	)
 	for _, c := range cases {
-		got, ok := decodeBody([]byte(c.body), c.ct)
+		got, ok := Decode([]byte(c.body), c.ct)
 		assert.Equal(t, c.want != "", ok, "%s: ok", c.name)
 		assert.Equal(t, c.want, string(got), c.name)
 	}
@@ -85,6 +85,6 @@ func TestTextType(t *testing.T) {
 		"text/plain; charset=utf-8": "plain", "text/csv": "plain", "application/javascript": "plain", "text/markdown": "markdown",
 		"text/html": "", "application/pdf": "", "application/json-patch": "", "": "",
 	} {
-		assert.Equal(t, want, textType(ct), "textType(%q)", ct)
+		assert.Equal(t, want, TextType(ct), "TextType(%q)", ct)
 	}
 }

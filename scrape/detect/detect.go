@@ -1,4 +1,10 @@
-package scrape
+// Package detect tells what a response is from its media type, its URL
+// and its bytes, the same way on every path a page is taken (the Go
+// client, a tab's network layer, fetch() in a tab, an upload): a document
+// for package parse, a text body, HTML a server rendered completely or an
+// app shell that needs rendering; and it decodes a body to UTF-8 as a
+// browser would.
+package detect
 
 import (
 	"bytes"
@@ -11,10 +17,10 @@ import (
 	"github.com/trawler-dev/trawler/parse"
 )
 
-// documentKind names the document parser for a response ("pdf", "docx",
+// DocumentKind names the document parser for a response ("pdf", "docx",
 // ...), or "" for a page the browser renders: by its media type, or by the
 // URL's extension when the server does not say what the bytes are.
-func documentKind(contentType, rawURL string) string {
+func DocumentKind(contentType, rawURL string) string {
 	if k := parse.FormatOfMediaType(contentType); k != "" && k != "html" {
 		return k
 	}
@@ -34,13 +40,13 @@ func documentKind(contentType, rawURL string) string {
 var unlabelledTypes = []string{"application/octet-stream", "binary/octet-stream", "application/zip",
 	"application/x-zip-compressed", "application/download", "application/force-download", "application/x-download"}
 
-// documentTypesJS and documentExtensionsJS are regular expressions (as
-// JavaScript source) for the media types and URL paths documentKind takes
+// DocumentTypesJS and DocumentExtensionsJS are regular expressions (as
+// JavaScript source) for the media types and URL paths DocumentKind takes
 // as documents, for the job engine's fetch script.
 var (
-	documentTypesJS      = jsAlternation(parse.MediaTypes(), `^\s*(`, `)\s*(;|$)`)
-	documentExtensionsJS = jsAlternation(parse.DocumentExtensions(), `(`, `)$`)
-	unlabelledTypesJS    = jsAlternation(unlabelledTypes, `^\s*(`, `)\s*(;|$)`)
+	DocumentTypesJS      = jsAlternation(parse.MediaTypes(), `^\s*(`, `)\s*(;|$)`)
+	DocumentExtensionsJS = jsAlternation(parse.DocumentExtensions(), `(`, `)$`)
+	UnlabelledTypesJS    = jsAlternation(unlabelledTypes, `^\s*(`, `)\s*(;|$)`)
 )
 
 func jsAlternation(items []string, open, close string) string {
@@ -51,15 +57,15 @@ func jsAlternation(items []string, open, close string) string {
 	return "/" + open + strings.ReplaceAll(strings.Join(quoted, "|"), "/", `\/`) + close + "/i"
 }
 
-// textType names what a response of contentType is when the browser shows
+// TextType names what a response of contentType is when the browser shows
 // it as text (what fetchScript calls kind "text"): "json", "xml",
 // "markdown" or "plain"; "" for anything else (HTML, documents, media).
 // Such a body is kept as it came, in UTF-8 (see transform).
-func textType(contentType string) string {
+func TextType(contentType string) string {
 	mt, _, _ := mime.ParseMediaType(contentType)
 	sub, isApp := strings.CutPrefix(mt, "application/")
 	switch {
-	case isHTML(contentType):
+	case IsHTML(contentType):
 		return ""
 	case mt == "application/json" || isApp && strings.HasSuffix(sub, "+json"):
 		return "json"
@@ -73,9 +79,9 @@ func textType(contentType string) string {
 	return ""
 }
 
-// isHTML says whether a response of contentType is a web page, whatever
-// its charset (decodeBody reads that).
-func isHTML(contentType string) bool {
+// IsHTML says whether a response of contentType is a web page, whatever
+// its charset (Decode reads that).
+func IsHTML(contentType string) bool {
 	mt, _, _ := mime.ParseMediaType(contentType)
 	return mt == "text/html" || mt == "application/xhtml+xml"
 }
@@ -87,13 +93,13 @@ var appShells = [][]byte{
 	[]byte(`enable JavaScript to run this app`), []byte(`window.location.replace(`), []byte(`http-equiv="refresh"`),
 }
 
-// looksServerRendered reports whether an HTML document (in UTF-8: see
-// decodeBody) already holds its content, so that it may be taken without
+// ServerRendered reports whether an HTML document (in UTF-8: see
+// Decode) already holds its content, so that it may be taken without
 // rendering: enough visible text, and no sign of a client-rendered app
 // shell or a script redirect. When in doubt it says no, and the page is
 // rendered.
-func looksServerRendered(body []byte, contentType string) bool {
-	if !isHTML(contentType) || len(body) == 0 {
+func ServerRendered(body []byte, contentType string) bool {
+	if !IsHTML(contentType) || len(body) == 0 {
 		return false
 	}
 	lower := bytes.ToLower(body)

@@ -1,4 +1,4 @@
-package scrape
+package detect
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 	"golang.org/x/text/encoding/charmap"
 )
 
-// decodeBody is a page's body as UTF-8, decoded as a browser decodes a
+// Decode is a page's body as UTF-8, decoded as a browser decodes a
 // response of contentType: by its byte order mark, else the header's
 // charset, else what the body says of itself (an HTML page's <meta>, an
 // XML document's declaration); JSON and XML that say nothing are UTF-8.
@@ -19,8 +19,8 @@ import (
 // otherwise ok is false, and the browser's own decoder (which may guess,
 // as Go should not) says what the page shows. Every way a page is taken
 // calls it: whatever is parsed, cached or handed to a tab as UTF-8 is.
-func decodeBody(body []byte, contentType string) (_ []byte, ok bool) {
-	if textType(contentType) == "json" && utf8.Valid(body) {
+func Decode(body []byte, contentType string) (_ []byte, ok bool) {
+	if TextType(contentType) == "json" && utf8.Valid(body) {
 		// JSON is UTF-8 (RFC 8259), as JSON.parse of a fetch reads it,
 		// whatever charset the header names: only a body that is not
 		// UTF-8 is read by the header's label.
@@ -28,8 +28,8 @@ func decodeBody(body []byte, contentType string) (_ []byte, ok bool) {
 	}
 	e, name, certain := charset.DetermineEncoding(body, contentType)
 	if !certain {
-		switch text := textType(contentType); {
-		case isHTML(contentType) && e != encoding.Nop && e != charmap.Windows1252:
+		switch text := TextType(contentType); {
+		case IsHTML(contentType) && e != encoding.Nop && e != charmap.Windows1252:
 			// A <meta> label: DetermineEncoding's guesses, when the body
 			// names nothing, are its bare defaults, which no label's
 			// lookup returns.
