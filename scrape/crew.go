@@ -9,6 +9,7 @@ import (
 	"github.com/trawler-dev/trawler/egress"
 	"github.com/trawler-dev/trawler/netguard"
 	"github.com/trawler-dev/trawler/profiles"
+	"github.com/trawler-dev/trawler/scrape/tabs"
 )
 
 // A Crew is up to CrewSize workers that share one leased browser, and in
@@ -240,7 +241,7 @@ func (cl *crewLease) context(ctx context.Context, w *Worker, job string, req *Re
 	if err != nil {
 		return nil, &RetryableError{Err: err}
 	}
-	id, err := newContext(ctx, cl.conn, route)
+	id, err := tabs.NewContext(ctx, cl.conn, route)
 	if err != nil {
 		if route != nil {
 			route.Close()
@@ -249,7 +250,7 @@ func (cl *crewLease) context(ctx context.Context, w *Worker, job string, req *Re
 	}
 	sc := &sharedContext{cl: cl, job: job, id: id, route: route, binding: binding, tabs: 1}
 	if route != nil {
-		sc.warning = proxyWarning(route.Bind(binding))
+		sc.warning = tabs.Bind(route, binding)
 	}
 	// A job's profile is read-only (many pages at once cannot take turns
 	// writing it): it is restored into the job's context once.
@@ -272,8 +273,8 @@ func (cl *crewLease) context(ctx context.Context, w *Worker, job string, req *Re
 	return sc, nil
 }
 
-// leave is a tab of sc closing: the last one disposes of the context.
-func (sc *sharedContext) leave(ctx context.Context) {
+// Leave is a tab of sc closing: the last one disposes of the context.
+func (sc *sharedContext) Leave(ctx context.Context) {
 	c := sc.cl.c
 	c.mu.Lock()
 	sc.tabs--
@@ -288,7 +289,7 @@ func (sc *sharedContext) leave(ctx context.Context) {
 }
 
 func (sc *sharedContext) dispose(ctx context.Context) {
-	disposeContext(ctx, sc.cl.conn, sc.id)
+	tabs.DisposeContext(ctx, sc.cl.conn, sc.id)
 	if sc.route != nil {
 		sc.route.Close()
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/trawler-dev/trawler/egress"
 	"github.com/trawler-dev/trawler/netguard"
 	"github.com/trawler-dev/trawler/scrape/detect"
+	"github.com/trawler-dev/trawler/scrape/tabs"
 )
 
 // A one-off scrape whose options need no rendering first asks for its page
@@ -54,7 +55,7 @@ func (s *Service) directEligible(req *Request) bool {
 // fetchDirect takes req's page without a browser when it can. It returns
 // the page when taken; a prefetched HTML response that needs rendering;
 // or neither, and the browser fetches the page itself.
-func (s *Service) fetchDirect(ctx context.Context, req Request, guard *netguard.Cache) (*page, *prefetched, error) {
+func (s *Service) fetchDirect(ctx context.Context, req Request, guard *netguard.Cache) (*page, *tabs.Response, error) {
 	requestID := req.RequestID
 	if requestID == "" {
 		requestID = req.id
@@ -89,7 +90,7 @@ func (s *Service) newDirect(req *Request, requestID string, keepAlive bool) *dir
 		return nil
 	}
 	d := &direct{s: s, route: route, binding: req.binding(requestID), jar: newRecordingJar()}
-	d.warning = proxyWarning(route.Bind(d.binding))
+	d.warning = tabs.Bind(route, d.binding)
 	proxyURL, _ := url.Parse(route.URL())
 	d.tr = &http.Transport{Proxy: http.ProxyURL(proxyURL), TLSHandshakeTimeout: 15 * time.Second,
 		ForceAttemptHTTP2: true, DisableKeepAlives: !keepAlive, MaxIdleConnsPerHost: 4}
@@ -129,8 +130,8 @@ func (c *directCheck) check(u *url.URL) error {
 	default:
 		return fmt.Errorf("scheme %s is not fetched", u.Scheme)
 	}
-	if c.blockAds && isAdHost(u.Hostname()) {
-		c.blocked = errAdBlocked
+	if c.blockAds && tabs.IsAdHost(u.Hostname()) {
+		c.blocked = tabs.ErrAdBlocked
 		return c.blocked
 	}
 	if err := c.guard.CheckHost(c.ctx, u.Hostname()); err != nil {
@@ -141,7 +142,7 @@ func (c *directCheck) check(u *url.URL) error {
 }
 
 // get takes req's page as fetchDirect says.
-func (d *direct) get(ctx context.Context, req Request, guard *netguard.Cache) (*page, *prefetched, error) {
+func (d *direct) get(ctx context.Context, req Request, guard *netguard.Cache) (*page, *tabs.Response, error) {
 	o := &req.Options
 	chk := &directCheck{ctx: ctx, blockAds: o.BlockAds, guard: guard}
 	u, err := url.Parse(req.URL)
@@ -163,9 +164,9 @@ func (d *direct) get(ctx context.Context, req Request, guard *netguard.Cache) (*
 	if loc := o.Location; loc != nil {
 		langs := loc.Languages
 		if len(langs) == 0 {
-			langs = defaultLanguages(loc.Country)
+			langs = tabs.DefaultLanguages(loc.Country)
 		}
-		hr.Header.Set("Accept-Language", acceptLanguage(langs))
+		hr.Header.Set("Accept-Language", tabs.AcceptLanguage(langs))
 	}
 	for k, v := range o.Headers {
 		if strings.EqualFold(k, "User-Agent") {
@@ -221,7 +222,7 @@ func (d *direct) get(ctx context.Context, req Request, guard *netguard.Cache) (*
 		return nil, nil, nil
 	case text:
 	case !detect.ServerRendered(body, ct):
-		return nil, &prefetched{url: final, status: resp.StatusCode, contentType: ct, body: body}, nil
+		return nil, &tabs.Response{URL: final, Status: resp.StatusCode, ContentType: ct, Body: body}, nil
 	}
 	return pg, nil, nil
 }
@@ -309,9 +310,7 @@ func (s *Service) knownUA() string {
 			return ua
 		}
 	}
-	s.spares.mu.Lock()
-	defer s.spares.mu.Unlock()
-	return s.spares.ua
+	return s.tabPool().KnownUserAgent()
 }
 
 // UserAgent is the browsers' user agent, learnt from the first browser
@@ -340,7 +339,7 @@ func (u *UserAgent) Learn(b browsers.Browser) {
 		return
 	}
 	defer conn.Close()
-	if ua, err := browserUserAgent(ctx, conn); err == nil {
+	if ua, err := tabs.BrowserUserAgent(ctx, conn); err == nil {
 		u.mu.Lock()
 		u.v = ua
 		u.mu.Unlock()

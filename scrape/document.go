@@ -43,26 +43,6 @@ type Document struct {
 	modelInput string
 }
 
-// ActionResults are what actions produced.
-type ActionResults struct {
-	Screenshots       []string       `json:"screenshots"`
-	Scrapes           []ActionScrape `json:"scrapes"`
-	JavascriptReturns []JSReturn     `json:"javascriptReturns"`
-	PDFs              []string       `json:"pdfs"`
-}
-
-// ActionScrape is the page as a scrape action saw it.
-type ActionScrape struct {
-	URL  string `json:"url"`
-	HTML string `json:"html"`
-}
-
-// JSReturn is the value an executeJavascript action returned.
-type JSReturn struct {
-	Type  string `json:"type"`
-	Value any    `json:"value"`
-}
-
 // indexDoc returns the search index's document of the page c cached, when
 // the transform made it; nil otherwise (and for a failed transform).
 func (d *Document) indexDoc(c store.CachedPage) *index.Doc {

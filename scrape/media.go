@@ -6,8 +6,8 @@ import (
 
 	cdproto "github.com/chromedp/cdproto/cdp"
 
-	"github.com/trawler-dev/trawler/cdp"
 	"github.com/trawler-dev/trawler/scrape/media"
+	"github.com/trawler-dev/trawler/scrape/tabs"
 	"github.com/trawler-dev/trawler/store"
 )
 
@@ -28,14 +28,14 @@ func mediaKinds(o *Options) []string {
 }
 
 // takeMedia takes the page's main media for the audio and video formats o
-// asks for (media.Take), into the spool mo says. Nothing is taken with
+// asks for (media.Take), into the service's spool. Nothing is taken with
 // zero data retention (finishMedia says why).
-func (t *tab) takeMedia(ctx context.Context, o *Options, mo media.Options) *media.Taken {
+func (s *Service) takeMedia(ctx context.Context, t *tabs.Tab, o *Options) *media.Taken {
 	kinds := mediaKinds(o)
 	if len(kinds) == 0 || o.ZeroDataRetention {
 		return nil
 	}
-	return media.Take(ctx, mediaTab{t}, kinds, mo, t.log)
+	return media.Take(ctx, mediaTab{t}, kinds, s.Media, s.Log)
 }
 
 // finishMedia converts what takeMedia took, keeps it for the team and links
@@ -73,37 +73,15 @@ func (s *Service) PruneMedia(ctx context.Context) error {
 }
 
 // mediaTab is a tab as media takes the page's media through it.
-type mediaTab struct{ t *tab }
+type mediaTab struct{ *tabs.Tab }
 
 var _ media.Tab = mediaTab{}
 
-func (m mediaTab) Session() cdp.Session { return m.t.sess }
-
 func (m mediaTab) BrowserContext() cdproto.BrowserContextID {
-	return cdproto.BrowserContextID(m.t.contextID)
-}
-
-func (m mediaTab) Evaluate(ctx context.Context, expr string, v any) error {
-	return m.t.evaluate(ctx, expr, v)
-}
-
-func (m mediaTab) CheckRequest(ctx context.Context, url string) error {
-	return m.t.checkRequest(ctx, url)
+	return cdproto.BrowserContextID(m.ContextID())
 }
 
 func (m mediaTab) Requests(ua string) media.Requests {
-	return media.Requests{UserAgent: m.t.userAgentOverride(ua), Headers: m.t.extraHeaders(),
-		IgnoreCertificateErrors: m.t.opts.SkipTLSVerification}
-}
-
-func (m mediaTab) Share(id string, h func(cdp.Event)) (stop func()) {
-	t := m.t
-	t.conn.OnEvent(func(ev cdp.Event) {
-		if ev.SessionID == id {
-			h(ev)
-			return
-		}
-		t.onEvent(ev)
-	})
-	return func() { t.conn.OnEvent(t.onEvent) }
+	return media.Requests{UserAgent: m.UserAgentOverride(ua), Headers: m.ExtraHeaders(),
+		IgnoreCertificateErrors: m.Setup().SkipTLSVerification}
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"slices"
 	"time"
+
+	"github.com/trawler-dev/trawler/scrape/tabs"
 )
 
 // Options are the scrape options of spec section 2.1, decoded and validated
@@ -114,34 +116,20 @@ func (o *Options) Format(t string) (Format, bool) {
 	return Format{}, false
 }
 
-// Viewport is a screen size in CSS pixels.
-type Viewport struct {
-	Width, Height int
-}
-
-// Action is one step performed on the page before content is taken.
-type Action struct {
-	Type         string // wait, click, write, press, scroll, screenshot, scrape, executeJavascript, pdf
-	Milliseconds int
-	Selector     string
-	All          bool // click every match
-	Text         string
-	Key          string
-	Direction    string // up or down
-	FullPage     bool
-	Quality      int
-	Viewport     *Viewport
-	Script       string
-	PaperFormat  string // pdf: A4, Letter, ...
-	Landscape    bool
-	Scale        float64
-}
-
-// Location is the country and languages to emulate.
-type Location struct {
-	Country   string
-	Languages []string
-}
+// The types of actions, their results and the screen are the tab's
+// (package tabs runs the actions); they are named here for the API's
+// callers, as the errors of a page are.
+type (
+	Viewport      = tabs.Viewport
+	Location      = tabs.Location
+	Action        = tabs.Action
+	ActionResults = tabs.ActionResults
+	ActionScrape  = tabs.ActionScrape
+	JSReturn      = tabs.JSReturn
+	ActionError   = tabs.ActionError
+	ScriptError   = tabs.ScriptError
+	LoadError     = tabs.LoadError
+)
 
 // Has reports whether format kind t was requested.
 func (o *Options) Has(t string) bool {

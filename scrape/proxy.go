@@ -63,40 +63,6 @@ func (s *Service) newRoute(id string) (*egress.Route, error) {
 	return s.Egress.ContextRoute(id)
 }
 
-// bindRoute binds t's route for req, and returns a warning when the tier
-// or country asked for has no upstream, so that the page goes direct.
-func (t *tab) bindRoute(req *Request, requestID string) (warning string) {
-	if t.route == nil {
-		return ""
-	}
-	return proxyWarning(t.route.Bind(req.binding(requestID)))
-}
-
-// proxyWarning is the document's warning when a binding's choice has one
-// (enhanced, or a country, asked for with no such upstream).
-func proxyWarning(c egress.Choice) string {
-	if c.Warning == "" {
-		return ""
-	}
-	return "proxy: " + c.Warning
-}
-
-// noteRoute records on pg what t's route says of the page's traffic.
-func (t *tab) noteRoute(pg *page, in0, out0 int64) {
-	if pg == nil {
-		return
-	}
-	pg.proxyUsed = proxyBasic
-	if t.route == nil {
-		return
-	}
-	if u := t.route.Upstream(); u != nil {
-		pg.proxyUsed = u.Tier
-	}
-	in, out := t.route.Bytes()
-	pg.egressIn, pg.egressOut = in-in0, out-out0
-}
-
 // blockedByBot says whether a page looks like an anti-bot refusal: 403,
 // 429, or a challenge page of the common bot managers. proxy auto retries
 // such a page once through an enhanced upstream.

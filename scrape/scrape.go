@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -34,6 +35,7 @@ import (
 	"github.com/trawler-dev/trawler/scrape/branding"
 	"github.com/trawler-dev/trawler/scrape/detect"
 	"github.com/trawler-dev/trawler/scrape/media"
+	"github.com/trawler-dev/trawler/scrape/tabs"
 	"github.com/trawler-dev/trawler/store"
 )
 
@@ -46,7 +48,7 @@ var (
 	// ErrLockdownMiss: lockdown was set and the cache has no entry.
 	ErrLockdownMiss = errors.New("lockdown: the cache has no entry for this URL")
 	// ErrPageCrashed: the page crashed its tab.
-	ErrPageCrashed = errors.New("the page crashed the browser tab")
+	ErrPageCrashed = tabs.ErrPageCrashed
 )
 
 // Service scrapes pages on browsers leased from the pool.
@@ -91,8 +93,8 @@ type Service struct {
 	// the base of their links (package media).
 	Media media.Options
 
-	spares   spares
-	recycled recycled
+	tabsOnce sync.Once
+	tabs     *tabs.Pool // tabPool
 }
 
 // Request is one scrape.
@@ -526,16 +528,19 @@ func (s *Service) fetch(ctx context.Context, req Request, guard *netguard.Cache)
 		}
 		return nil, err
 	}
-	t, ctx, done, err := s.openTab(ctx, lease, tabRequest{req: &req, guard: guard, profile: use, pre: pre})
+	t, ctx, done, err := s.tabPool().Get(ctx, lease, tabRequest(&req, guard, use, pre, s.Log))
 	if err != nil {
 		return nil, err
 	}
-	out := outcome{err: errors.New("the scrape did not end")}
+	out := tabs.Outcome{Err: errors.New("the scrape did not end")}
 	defer func() { done(out) }()
+	if pre != nil {
+		req.URL = pre.URL // the tab renders what was fetched, redirects followed
+	}
 	pg, err = s.drive(ctx, t, req)
-	out = outcome{err: err, drove: true}
+	out = tabs.Outcome{Err: err, Drove: true}
 	if pg != nil {
-		t.notePage(pg)
+		notePage(t, pg)
 		pg.teamWait = lease.TeamWait()
 	}
 	if cause := context.Cause(ctx); err != nil && cause != nil && !errors.Is(cause, context.DeadlineExceeded) && !errors.Is(cause, context.Canceled) {
@@ -547,7 +552,7 @@ func (s *Service) fetch(ctx context.Context, req Request, guard *netguard.Cache)
 // fetchFirstDirect takes the page with the Go client when it is eligible,
 // on a place of the team's in the pool: the page itself when it needed no
 // browser, or its response to render (pre), or neither.
-func (s *Service) fetchFirstDirect(ctx context.Context, req Request, guard *netguard.Cache) (pg *page, pre *prefetched, err error) {
+func (s *Service) fetchFirstDirect(ctx context.Context, req Request, guard *netguard.Cache) (pg *page, pre *tabs.Response, err error) {
 	if !s.directEligible(&req) {
 		return nil, nil, nil
 	}
@@ -575,16 +580,16 @@ func (s *Service) openProfile(ctx context.Context, team string, p *Profile) (*pr
 }
 
 // drive navigates, waits, runs the actions and captures.
-func (s *Service) drive(ctx context.Context, t *tab, req Request) (*page, error) {
+func (s *Service) drive(ctx context.Context, t *tabs.Tab, req Request) (*page, error) {
 	o := &req.Options
 	// Leave a share of the timeout for actions and capture.
 	navBudget := time.Duration(float64(o.Timeout) * 0.8)
 	navCtx, cancelNav := context.WithTimeout(ctx, navBudget)
 	defer cancelNav()
-	if err := t.navigate(navCtx, req.URL); err != nil {
+	if err := t.Navigate(navCtx, req.URL); err != nil {
 		select {
-		case tb := <-t.taken: // a document taken at the network layer
-			return t.takenPage(tb), nil
+		case tb := <-t.Taken(): // a document taken at the network layer
+			return takenPage(t, tb), nil
 		default:
 		}
 		if errors.Is(err, context.DeadlineExceeded) {
@@ -593,8 +598,8 @@ func (s *Service) drive(ctx context.Context, t *tab, req Request) (*page, error)
 		return nil, err
 	}
 	select {
-	case tb := <-t.taken:
-		return t.takenPage(tb), nil
+	case tb := <-t.Taken():
+		return takenPage(t, tb), nil
 	case <-time.After(20 * time.Millisecond):
 		// A taken body is handed over before the tab is fulfilled, so by
 		// the time navigation commits it is there; this is a margin.
@@ -602,10 +607,10 @@ func (s *Service) drive(ctx context.Context, t *tab, req Request) (*page, error)
 	pg := &page{engine: "browser-render"}
 	remaining := time.Until(deadlineOf(navCtx))
 	began := time.Now()
-	settled := t.settle(ctx, min(remaining, 10*time.Second))
+	settled := t.Settle(ctx, min(remaining, 10*time.Second))
 	defer func() { s.Renders.add(time.Since(began), settled) }()
 	select {
-	case <-t.crashed:
+	case <-t.Crashed():
 		return nil, ErrPageCrashed
 	default:
 	}
@@ -617,7 +622,7 @@ func (s *Service) drive(ctx context.Context, t *tab, req Request) (*page, error)
 		}
 	}
 	if len(o.Actions) > 0 {
-		res, err := t.runActions(ctx, o.Actions)
+		res, err := t.RunActions(ctx, o.Actions)
 		if err != nil {
 			if errors.Is(err, context.DeadlineExceeded) {
 				return nil, ErrTimeout
@@ -626,7 +631,7 @@ func (s *Service) drive(ctx context.Context, t *tab, req Request) (*page, error)
 		}
 		pg.actions = res
 	}
-	if err := t.read(ctx, pg); err != nil {
+	if err := read(ctx, t, pg); err != nil {
 		return nil, err
 	}
 	if err := s.capture(ctx, t, o, pg); err != nil {
@@ -635,66 +640,25 @@ func (s *Service) drive(ctx context.Context, t *tab, req Request) (*page, error)
 	return pg, nil
 }
 
-// read takes the rendered page into pg: its HTML and URL, the main
-// response's status and type, and, for the browser's viewer of a text
-// body, the body.
-func (t *tab) read(ctx context.Context, pg *page) error {
-	html, finalURL, err := t.html(ctx)
-	if err != nil {
-		select {
-		case <-t.crashed:
-			return ErrPageCrashed
-		default:
-		}
-		return err
-	}
-	pg.body, pg.finalURL = []byte(html), finalURL
-	var text []byte
-	taken := false
-	t.mu.Lock()
-	if m := t.main; m != nil {
-		pg.status, pg.contentType = m.Status, m.ContentType
-		text, taken = m.text, m.taken
-	}
-	t.mu.Unlock()
-	if pg.status == 0 {
-		pg.status = 200 // a page the browser made itself (about:, data:)
-	}
-	if pg.contentType == "" {
-		pg.contentType = "text/html"
-	}
-	if detect.TextType(pg.contentType) != "" {
-		// The page is the browser's viewer of a text body: the body is
-		// the page, as it came, or else as the browser decoded it.
-		if !taken {
-			if text, err = t.shownText(ctx); err != nil {
-				return err
-			}
-		}
-		pg.body = text
-	}
-	return nil
-}
-
 // capture takes what the formats read from the rendered page: a
 // screenshot, the branding, the main audio or video.
-func (s *Service) capture(ctx context.Context, t *tab, o *Options, pg *page) error {
+func (s *Service) capture(ctx context.Context, t *tabs.Tab, o *Options, pg *page) error {
 	if f, ok := o.Screenshot(); ok {
-		shot, err := t.screenshot(ctx, f.FullPage, f.Quality, f.Viewport)
+		shot, err := t.Screenshot(ctx, f.FullPage, f.Quality, f.Viewport)
 		if err != nil {
 			return err
 		}
 		pg.screenshot = shot
 	}
 	if o.Has("branding") {
-		b, err := branding.Read(ctx, t.sess, s.Log)
+		b, err := branding.Read(ctx, t.Session(), s.Log)
 		if err != nil {
 			pg.warning = joinWarning(pg.warning, "branding: "+err.Error())
 		}
 		pg.branding = b
 	}
 	if o.Has("audio") || o.Has("video") {
-		pg.media = t.takeMedia(ctx, o, s.Media)
+		pg.media = s.takeMedia(ctx, t, o)
 	}
 	return nil
 }
@@ -705,16 +669,6 @@ func deadlineOf(ctx context.Context) time.Time {
 		return time.Now().Add(time.Minute)
 	}
 	return d
-}
-
-func (t *tab) takenPage(tb takenBody) *page {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	pg := &page{engine: "browser-fetch", body: tb.body}
-	if m := t.main; m != nil {
-		pg.status, pg.finalURL, pg.contentType = m.Status, m.URL, m.ContentType
-	}
-	return pg
 }
 
 // transform turns the page into the requested formats; forIndex asks it

@@ -7,25 +7,6 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-func TestAdHosts(t *testing.T) {
-	t.Parallel()
-	for host, want := range map[string]bool{
-		"doubleclick.net": true, "stats.g.doubleclick.net": true, "www.google-analytics.com": true,
-		"example.com": false, "notdoubleclick.net": false, "net": false,
-	} {
-		assert.Equal(t, want, isAdHost(host), "isAdHost(%q)", host)
-	}
-}
-
-func TestLocale(t *testing.T) {
-	t.Parallel()
-	assert.Equal(t, "de-DE,de;q=0.9,en;q=0.8", acceptLanguage([]string{"de-DE", "de", "en"}), "acceptLanguage")
-	assert.Equal(t, "Asia/Tokyo", countryTimezone("jp"), "countryTimezone")
-	assert.Empty(t, countryTimezone("ZZ"), "countryTimezone")
-	l := defaultLanguages("ZZ")
-	assert.Equal(t, "en-US", l[0], "default languages %v", l)
-}
-
 func TestCacheKey(t *testing.T) {
 	t.Parallel()
 	o := DefaultOptions()

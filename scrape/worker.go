@@ -13,6 +13,7 @@ import (
 	"github.com/trawler-dev/trawler/cdp"
 	"github.com/trawler-dev/trawler/egress"
 	"github.com/trawler-dev/trawler/netguard"
+	"github.com/trawler-dev/trawler/scrape/tabs"
 )
 
 // RetryableError is a page that was never given a fair try: no browser
@@ -55,7 +56,7 @@ type Worker struct {
 }
 
 type jobTab struct {
-	t     *tab
+	t     *tabs.Tab
 	guard *netguard.Cache
 	// binding is what the tab's egress route is bound to: a page that
 	// asks for another tier (proxy auto's retry) gets a tab of its own.
@@ -113,8 +114,7 @@ func (w *Worker) Forget(job string) {
 // another job needs the room.
 func (w *Worker) dropTab(job string) {
 	if jt := w.tabs[job]; jt != nil {
-		jt.t.close()
-		jt.t.conn.Close()
+		jt.t.Dispose()
 		delete(w.tabs, job)
 	}
 	for i, id := range w.lru {
@@ -188,9 +188,9 @@ func (w *Worker) tab(ctx context.Context, job string, req *Request) (*jobTab, er
 	}
 	if jt := w.tabs[job]; jt != nil {
 		select {
-		case <-jt.t.crashed:
+		case <-jt.t.Crashed():
 			w.dropTab(job)
-		case <-jt.t.conn.Done():
+		case <-jt.t.Done():
 			w.dropTab(job)
 		default:
 			w.touch(job)
@@ -210,14 +210,13 @@ func (w *Worker) tab(ctx context.Context, job string, req *Request) (*jobTab, er
 		conn.Close()
 		return nil, err
 	}
-	ua, err := w.s.spares.userAgent(ctx, conn)
+	ua, err := w.s.tabPool().UserAgent(ctx, conn)
 	if err != nil {
-		t.close()
-		conn.Close()
+		t.Dispose()
 		return nil, &RetryableError{Err: err}
 	}
 	guard := w.guard(job)
-	if err := t.setup(ctx, o, guard, !o.needsRender(), ua, w.s.Log); err != nil {
+	if err := t.Ready(ctx, tabSetup(o, guard, w.s.Log), ua); err != nil {
 		conn.Close()
 		return nil, &RetryableError{Err: err}
 	}
@@ -226,10 +225,9 @@ func (w *Worker) tab(ctx context.Context, job string, req *Request) (*jobTab, er
 		// client was given.
 		if cookies := d.jar.cdpCookies(); len(cookies) > 0 {
 			err := cdp.Run(ctx, cdp.Browser(conn), storage.SetCookies,
-				storage.SetCookiesParams{Cookies: cookies, BrowserContextID: cdproto.BrowserContextID(t.contextID)})
+				storage.SetCookiesParams{Cookies: cookies, BrowserContextID: cdproto.BrowserContextID(t.ContextID())})
 			if err != nil {
-				t.close()
-				conn.Close()
+				t.Dispose()
 				return nil, &RetryableError{Err: err}
 			}
 		}
@@ -243,15 +241,13 @@ func (w *Worker) tab(ctx context.Context, job string, req *Request) (*jobTab, er
 
 // crewTab opens a tab over conn in job's context on the crew's browser.
 // Its pages carry the warning of the context's route.
-func (w *Worker) crewTab(ctx context.Context, conn *cdp.Conn, job string, req *Request) (*tab, error) {
+func (w *Worker) crewTab(ctx context.Context, conn *cdp.Conn, job string, req *Request) (*tabs.Tab, error) {
 	sc, err := w.cl.context(ctx, w, job, req)
 	if err != nil {
 		return nil, err
 	}
-	t := newTab(conn, sc.route)
-	t.contextID, t.shared, t.routeWarning = sc.id, sc, sc.warning
-	if err := t.open(ctx, sc.id); err != nil {
-		t.close()
+	t, err := tabs.OpenShared(ctx, conn, sc.id, sc, sc.route, sc.warning)
+	if err != nil {
 		return nil, &RetryableError{Err: err}
 	}
 	return t, nil
@@ -314,7 +310,7 @@ func (w *Worker) direct(job string, req *Request) *direct {
 
 // inTabPage takes one page of job on the job's tab; pre, when not nil, is
 // the page's response already fetched, which the tab renders.
-func (w *Worker) inTabPage(ctx context.Context, job string, req Request, pre *prefetched) (pg *page, err error) {
+func (w *Worker) inTabPage(ctx context.Context, job string, req Request, pre *tabs.Response) (pg *page, err error) {
 	u, err := url.Parse(req.URL)
 	if err != nil {
 		return nil, err
@@ -344,31 +340,30 @@ func (w *Worker) inTabPage(ctx context.Context, job string, req Request, pre *pr
 	w.cl.pages++
 	w.cl.c.mu.Unlock()
 	// Stop waiting at once if the browser dies under the page.
-	ctx, cancel := leaseContext(ctx, w.leased(), func(cause error) error {
+	ctx, cancel := tabs.LeaseContext(ctx, w.leased(), func(cause error) error {
 		return &RetryableError{Err: fmt.Errorf("the browser ended: %w", cause)}
 	})
 	defer cancel(nil)
-	jt.t.reset()
-	if jt.t.route != nil {
-		jt.t.in0, jt.t.out0 = jt.t.route.Bytes()
-	}
-	if o := &req.Options; pre == nil && !o.needsRender() && jt.t.showsSite(req.URL) {
-		pg, pre, err = jt.t.fetchInPage(ctx, req.URL)
+	jt.t.NextPage()
+	if o := &req.Options; pre == nil && !o.needsRender() && jt.t.ShowsSite(req.URL) {
+		var got *tabs.Response
+		got, pre, err = jt.t.FetchInPage(ctx, req.URL)
 		switch {
 		case err != nil:
 			w.dropTab(job)
 			return nil, err
-		case pg != nil:
-			jt.t.notePage(pg)
+		case got != nil:
+			pg = fetchedPage(got)
+			notePage(jt.t, pg)
 			return pg, nil
 		}
 	}
 	if pre != nil {
-		jt.t.render(pre)
-		req.URL = pre.url // the tab renders what was fetched, redirects followed
+		jt.t.Render(pre)
+		req.URL = pre.URL // the tab renders what was fetched, redirects followed
 	}
 	pg, err = w.s.drive(ctx, jt.t, req)
-	jt.t.notePage(pg)
+	notePage(jt.t, pg)
 	if err != nil {
 		// The tab's state is unknown after a failure: the job's next page
 		// gets a fresh one.

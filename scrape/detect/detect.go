@@ -42,7 +42,7 @@ var unlabelledTypes = []string{"application/octet-stream", "binary/octet-stream"
 
 // DocumentTypesJS and DocumentExtensionsJS are regular expressions (as
 // JavaScript source) for the media types and URL paths DocumentKind takes
-// as documents, for the job engine's fetch script.
+// as documents, for a tab's fetch script.
 var (
 	DocumentTypesJS      = jsAlternation(parse.MediaTypes(), `^\s*(`, `)\s*(;|$)`)
 	DocumentExtensionsJS = jsAlternation(parse.DocumentExtensions(), `(`, `)$`)
@@ -58,9 +58,9 @@ func jsAlternation(items []string, open, close string) string {
 }
 
 // TextType names what a response of contentType is when the browser shows
-// it as text (what fetchScript calls kind "text"): "json", "xml",
+// it as text (what a tab's fetch script calls kind "text"): "json", "xml",
 // "markdown" or "plain"; "" for anything else (HTML, documents, media).
-// Such a body is kept as it came, in UTF-8 (see transform).
+// Such a body is kept as it came, in UTF-8.
 func TextType(contentType string) string {
 	mt, _, _ := mime.ParseMediaType(contentType)
 	sub, isApp := strings.CutPrefix(mt, "application/")

@@ -1,4 +1,4 @@
-package scrape
+package tabs
 
 import (
 	"context"
@@ -33,7 +33,7 @@ import (
 // one-off scrape of the same team on the same browser: never another
 // team's, never a session's, and never one that loads a profile.
 //
-// What clearing does, in order (tab.clear):
+// What clearing does, in order (Tab.clear):
 //   - every request the old page still makes is refused (a beacon sent on
 //     unload cannot set a cookie after the cookies are cleared);
 //   - the tab goes to about:blank, its history is dropped (and with it the
@@ -51,7 +51,7 @@ import (
 //   - then it is checked: the context holds no target but the tab (no
 //     popup, no worker left) and no cookie. Any failure closes the tab.
 //
-// TestRecycledTabsKeepNoState sets and reads each of these.
+// TestRecycledTabsKeepNoState (package service) sets and reads each of these.
 
 const (
 	// recycleLive is how many tabs a team has out on one browser (in use
@@ -67,16 +67,16 @@ const (
 	recycleOrigins = 64
 )
 
-// recycleGroup is what a recycled tab is kept for: its team, and whether
-// the certificates of the pages it took went unchecked. A browser context
+// Group is what a recycled tab is kept for: its team, and whether the
+// certificates of the pages it took went unchecked. A browser context
 // keeps what it let through (an open connection to the site, a certificate
 // allowed), which clearing does not undo, so a tab that skipped the check
 // serves only scrapes that skip it too.
-func recycleGroup(req *Request) string {
-	if req.Options.SkipTLSVerification {
-		return req.Team + "\x00tls-unchecked"
+func Group(team string, skipTLSVerification bool) string {
+	if skipTLSVerification {
+		return team + "\x00tls-unchecked"
 	}
-	return req.Team
+	return team
 }
 
 // recycled holds the cleared tabs of each browser.
@@ -91,7 +91,7 @@ type recycled struct {
 }
 
 type idleTab struct {
-	t    *tab
+	t    *Tab
 	team string
 	gone chan struct{} // closed when it leaves the list
 }
@@ -101,7 +101,7 @@ type liveKey struct{ browser, team string }
 // get returns a cleared tab of team's on browser id, waiting a while for
 // one when the team has recycleLive tabs out there; nil means the caller
 // opens a tab. Either way the tab is out until put or done.
-func (r *recycled) get(ctx context.Context, id, team string) *tab {
+func (r *recycled) get(ctx context.Context, id, team string) *Tab {
 	k := liveKey{id, team}
 	deadline := time.NewTimer(recycleWait)
 	defer deadline.Stop()
@@ -151,7 +151,7 @@ func (r *recycled) returnLocked(k liveKey) {
 
 // takeLocked returns a cleared tab of team's on browser id, if one is
 // ready.
-func (r *recycled) takeLocked(id, team string) *tab {
+func (r *recycled) takeLocked(id, team string) *Tab {
 	tabs := r.idle[id]
 	for i := len(tabs) - 1; i >= 0; i-- {
 		it := tabs[i]
@@ -165,7 +165,7 @@ func (r *recycled) takeLocked(id, team string) *tab {
 		case <-it.t.conn.Done():
 			continue
 		case <-it.t.crashed:
-			go it.t.dispose()
+			go it.t.Dispose()
 			continue
 		default:
 		}
@@ -177,7 +177,7 @@ func (r *recycled) takeLocked(id, team string) *tab {
 
 // put keeps t, cleared, for team's next scrape on browser id; the oldest
 // tab of the browser goes when it has enough.
-func (r *recycled) put(id, team string, t *tab) {
+func (r *recycled) put(id, team string, t *Tab) {
 	r.mu.Lock()
 	if r.idle == nil {
 		r.idle = map[string][]*idleTab{}
@@ -185,7 +185,7 @@ func (r *recycled) put(id, team string, t *tab) {
 	r.returnLocked(liveKey{id, team})
 	it := &idleTab{t: t, team: team, gone: make(chan struct{})}
 	r.idle[id] = append(r.idle[id], it)
-	var out []*tab
+	var out []*Tab
 	for len(r.idle[id]) > recycleIdle {
 		close(r.idle[id][0].gone)
 		out = append(out, r.idle[id][0].t)
@@ -193,7 +193,7 @@ func (r *recycled) put(id, team string, t *tab) {
 	}
 	r.mu.Unlock()
 	for _, o := range out {
-		o.dispose()
+		o.Dispose()
 	}
 	go func() {
 		timer := time.NewTimer(recycleIdleFor)
@@ -205,7 +205,7 @@ func (r *recycled) put(id, team string, t *tab) {
 			return // taken, or closed as the oldest
 		}
 		if r.remove(id, it) {
-			t.dispose()
+			t.Dispose()
 		}
 	}()
 }
@@ -224,27 +224,24 @@ func (r *recycled) remove(id string, it *idleTab) bool {
 	return false
 }
 
-// Recycled is how many one-off scrapes a cleared tab served.
-func (s *Service) Recycled() int64 { return s.recycled.served.Load() }
-
 // recycle clears t, which served a scrape of team on browser id, and
 // keeps it for the team's next scrape; or closes it.
-func (s *Service) recycle(t *tab, id, team string) {
+func (p *Pool) recycle(t *Tab, id, team string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	next, err := t.clear(ctx)
 	if err != nil {
-		s.Log.Debug("a scrape's tab is closed, not reused", "reason", err)
-		t.dispose()
-		s.recycled.done(id, team)
+		p.Log.Debug("a scrape's tab is closed, not reused", "reason", err)
+		t.Dispose()
+		p.recycled.done(id, team)
 		return
 	}
-	s.recycled.put(id, team, next)
+	p.recycled.put(id, team, next)
 }
 
 // dispose closes t's context and its connection.
-func (t *tab) dispose() {
-	t.close()
+func (t *Tab) Dispose() {
+	t.Close()
 	t.conn.Close()
 }
 
@@ -252,7 +249,7 @@ func (t *tab) dispose() {
 // of a main-frame document (a top-level site, which keys the partitioned
 // storage of the frames it embeds); it says whether the request may go on
 // (not while the tab is being cleared).
-func (t *tab) noteRequest(raw string, main bool) bool {
+func (t *Tab) noteRequest(raw string, main bool) bool {
 	u, err := url.Parse(raw)
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -324,7 +321,7 @@ func storageKeys(o string, tops map[string]struct{}) []string {
 // the top of this file) and returns the tab attached afresh, ready for
 // another scrape. t must have its own egress route: the route's list of
 // hosts is what makes the list of origins complete.
-func (t *tab) clear(ctx context.Context) (*tab, error) {
+func (t *Tab) clear(ctx context.Context) (*Tab, error) {
 	if t.route == nil {
 		return nil, errors.New("the context has no route of its own")
 	}
@@ -418,7 +415,7 @@ func (t *tab) clear(ctx context.Context) (*tab, error) {
 // the next scrape cheap, where one the browser starts (Page.navigate)
 // gets a process of its own and the old one exits. A page that holds that
 // navigation back (the Navigation API can) is left with Page.navigate.
-func (t *tab) leave(ctx context.Context) error {
+func (t *Tab) leave(ctx context.Context) error {
 	wait := func(loaded chan struct{}, d time.Duration) bool {
 		timer := time.NewTimer(d)
 		defer timer.Stop()
@@ -459,7 +456,7 @@ func (t *tab) leave(ctx context.Context) error {
 
 // checkEmpty makes sure t's context holds nothing but its tab, blank, and
 // no cookie.
-func (t *tab) checkEmpty(ctx context.Context) error {
+func (t *Tab) checkEmpty(ctx context.Context) error {
 	browser := cdp.Browser(t.conn)
 	tg, err := cdp.Do(ctx, browser, target.GetTargets, target.GetTargetsParams{})
 	if err != nil {

@@ -1,4 +1,4 @@
-package scrape
+package tabs
 
 import (
 	"fmt"
@@ -64,15 +64,15 @@ func countryTimezone(country string) string {
 	return countries[strings.ToUpper(country)].tz
 }
 
-func defaultLanguages(country string) []string {
+func DefaultLanguages(country string) []string {
 	if c, ok := countries[strings.ToUpper(country)]; ok {
 		return c.langs
 	}
 	return []string{"en-US", "en"}
 }
 
-// acceptLanguage builds an Accept-Language value with falling weights.
-func acceptLanguage(langs []string) string {
+// AcceptLanguage builds an Accept-Language value with falling weights.
+func AcceptLanguage(langs []string) string {
 	parts := make([]string, len(langs))
 	for i, l := range langs {
 		parts[i] = l

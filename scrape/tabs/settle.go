@@ -1,11 +1,10 @@
-package scrape
+package tabs
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"sync/atomic"
 	"time"
 )
 
@@ -107,7 +106,7 @@ const settleProbeScript = `(() => {
 
 // settle waits for the load event, then until the page is quiet (as
 // above), within max. It returns how long it waited after the load event.
-func (t *tab) settle(ctx context.Context, max time.Duration) time.Duration {
+func (t *Tab) Settle(ctx context.Context, max time.Duration) time.Duration {
 	deadline := time.Now().Add(max)
 	dctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
@@ -129,7 +128,7 @@ func (t *tab) settle(ctx context.Context, max time.Duration) time.Duration {
 		t.mu.Unlock()
 		if inflight == 0 && sinceNet >= quietNet {
 			var state []float64
-			if err := t.evaluate(dctx, probe, &state); err != nil && dctx.Err() != nil {
+			if err := t.Evaluate(dctx, probe, &state); err != nil && dctx.Err() != nil {
 				return time.Since(start)
 			}
 			if len(state) == 3 {
@@ -154,37 +153,7 @@ func (t *tab) settle(ctx context.Context, max time.Duration) time.Duration {
 	}
 }
 
-// skipsAssets says whether the tab's pages may go without images, media
-// and fonts: nothing asked for shows them (no screenshot, no branding,
-// audio or video, no actions, which may screenshot or click by position).
-// Their tags stay in the page as the site wrote them; only the requests
-// are refused, which saves the browser their downloads and decoding.
-func (o *Options) skipsAssets() bool {
-	_, shot := o.Screenshot()
-	return !shot && !o.needsLivePage() && len(o.Actions) == 0
-}
-
 // isAsset says whether a request of resourceType is one skipsAssets skips.
 func isAsset(resourceType string) bool {
 	return resourceType == "Image" || resourceType == "Media" || resourceType == "Font"
-}
-
-// RenderStats counts rendered pages: how many, the time from their
-// commit to their HTML (or whatever the options asked for after it), and
-// the share of it spent waiting for the page to settle after its load
-// event.
-type RenderStats struct {
-	n, total, settle atomic.Int64
-}
-
-func (r *RenderStats) add(total, settle time.Duration) {
-	r.n.Add(1)
-	r.total.Add(int64(total))
-	r.settle.Add(int64(settle))
-}
-
-// Read returns the pages rendered since start, their time and their
-// settle wait.
-func (r *RenderStats) Read() (n int64, total, settle time.Duration) {
-	return r.n.Load(), time.Duration(r.total.Load()), time.Duration(r.settle.Load())
 }

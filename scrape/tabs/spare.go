@@ -1,4 +1,4 @@
-package scrape
+package tabs
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/trawler-dev/trawler/browsers"
 	"github.com/trawler-dev/trawler/cdp"
 	"github.com/trawler-dev/trawler/egress"
 )
@@ -21,7 +20,7 @@ import (
 // a user's CDP client. A spare was never navigated: any team may have it.
 type spares struct {
 	mu sync.Mutex
-	m  map[string][]*tab // browser id → its spare tabs (each on its own connection)
+	m  map[string][]*Tab // browser id → its spare tabs (each on its own connection)
 	// filling holds the browsers whose spares are being made.
 	filling map[string]bool
 	// active counts the scrapes working on each browser, and busy is when
@@ -67,7 +66,7 @@ func (s *spares) end(id string) {
 }
 
 // take returns a spare tab of browser id, if one is ready and alive.
-func (s *spares) take(id string) *tab {
+func (s *spares) take(id string) *Tab {
 	for {
 		s.mu.Lock()
 		ts := s.m[id]
@@ -171,7 +170,7 @@ func (s *spares) make(ctx context.Context, id string, browser *cdp.Mux, newRoute
 	}
 	s.mu.Lock()
 	if s.m == nil {
-		s.m = map[string][]*tab{}
+		s.m = map[string][]*Tab{}
 	}
 	s.m[id] = append(s.m[id], t)
 	s.mu.Unlock()
@@ -191,37 +190,6 @@ func (s *spares) make(ctx context.Context, id string, browser *cdp.Mux, newRoute
 	return true
 }
 
-// Prepare readies the service for a burst of one-off scrapes before the
-// first comes: it takes a browser for jobs from the pool, opens SpareTabs
-// spare tabs on it and gives it back, as a browser jobs used, which the
-// pool gives no session. Nothing is done when SpareTabs is 0.
-func (s *Service) Prepare(ctx context.Context) error {
-	if s.SpareTabs <= 0 {
-		return nil
-	}
-	lease, err := s.Pool.Acquire(ctx, browsers.LeaseRequest{Lifetime: time.Minute, Reusable: true, Shareable: true})
-	if err != nil {
-		return err
-	}
-	b := lease.Browser()
-	if s.spares.start(b.ID()) {
-		s.spares.fill(ctx, b.ID(), b.CDP(), s.newRoute, s.SpareTabs, false)
-	}
-	lease.Release(browsers.Reuse)
-	return nil
-}
-
-// SpareTabs reports how many spare tabs are ready now, and the browsers
-// they are on; taken is how many scrapes a spare tab served.
-func (s *Service) SpareTabsReady() (ready int, browsers []string, taken int64) {
-	s.spares.mu.Lock()
-	defer s.spares.mu.Unlock()
-	for id := range s.spares.m {
-		browsers = append(browsers, id)
-	}
-	return s.spares.readyLocked(), browsers, s.spares.taken.Load()
-}
-
 // readyLocked is how many spare tabs are ready, on all browsers.
 func (s *spares) readyLocked() int {
 	n := 0
@@ -239,7 +207,7 @@ func (s *spares) userAgent(ctx context.Context, conn *cdp.Conn) (string, error) 
 	if ua != "" {
 		return ua, nil
 	}
-	ua, err := browserUserAgent(ctx, conn)
+	ua, err := BrowserUserAgent(ctx, conn)
 	if err != nil {
 		return "", err
 	}

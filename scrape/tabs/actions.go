@@ -1,4 +1,4 @@
-package scrape
+package tabs
 
 import (
 	"context"
@@ -14,6 +14,55 @@ import (
 
 	"github.com/trawler-dev/trawler/cdp"
 )
+
+// Viewport is a screen size in CSS pixels.
+type Viewport struct {
+	Width, Height int
+}
+
+// Action is one step performed on the page before content is taken.
+type Action struct {
+	Type         string // wait, click, write, press, scroll, screenshot, scrape, executeJavascript, pdf
+	Milliseconds int
+	Selector     string
+	All          bool // click every match
+	Text         string
+	Key          string
+	Direction    string // up or down
+	FullPage     bool
+	Quality      int
+	Viewport     *Viewport
+	Script       string
+	PaperFormat  string // pdf: A4, Letter, ...
+	Landscape    bool
+	Scale        float64
+}
+
+// Location is the country and languages to emulate.
+type Location struct {
+	Country   string
+	Languages []string
+}
+
+// ActionResults are what actions produced.
+type ActionResults struct {
+	Screenshots       []string       `json:"screenshots"`
+	Scrapes           []ActionScrape `json:"scrapes"`
+	JavascriptReturns []JSReturn     `json:"javascriptReturns"`
+	PDFs              []string       `json:"pdfs"`
+}
+
+// ActionScrape is the page as a scrape action saw it.
+type ActionScrape struct {
+	URL  string `json:"url"`
+	HTML string `json:"html"`
+}
+
+// JSReturn is the value an executeJavascript action returned.
+type JSReturn struct {
+	Type  string `json:"type"`
+	Value any    `json:"value"`
+}
 
 // ActionError is an action that could not be performed.
 type ActionError struct {
@@ -47,7 +96,7 @@ var keys = map[string]struct {
 }
 
 // runActions performs the actions in order and collects what they return.
-func (t *tab) runActions(ctx context.Context, actions []Action) (*ActionResults, error) {
+func (t *Tab) RunActions(ctx context.Context, actions []Action) (*ActionResults, error) {
 	res := &ActionResults{Screenshots: []string{}, Scrapes: []ActionScrape{}, JavascriptReturns: []JSReturn{}, PDFs: []string{}}
 	for i, a := range actions {
 		if err := ctx.Err(); err != nil {
@@ -72,7 +121,7 @@ type stopActions struct{ err error }
 func (e *stopActions) Error() string { return e.err.Error() }
 
 // runAction performs one action, adding what it returns to res.
-func (t *tab) runAction(ctx context.Context, a Action, res *ActionResults) error {
+func (t *Tab) runAction(ctx context.Context, a Action, res *ActionResults) error {
 	sel, _ := json.Marshal(a.Selector)
 	switch a.Type {
 	case "wait":
@@ -92,14 +141,14 @@ func (t *tab) runAction(ctx context.Context, a Action, res *ActionResults) error
 			return err
 		}
 	case "screenshot":
-		shot, err := t.screenshot(ctx, a.FullPage, a.Quality, a.Viewport)
+		shot, err := t.Screenshot(ctx, a.FullPage, a.Quality, a.Viewport)
 		if err != nil {
 			return err
 		}
 		res.Screenshots = append(res.Screenshots, shot)
 		return nil
 	case "scrape":
-		html, u, err := t.html(ctx)
+		html, u, err := t.HTML(ctx)
 		if err != nil {
 			return err
 		}
@@ -127,7 +176,7 @@ func (t *tab) runAction(ctx context.Context, a Action, res *ActionResults) error
 
 // wait waits the action's milliseconds, or until an element matches its
 // selector.
-func (t *tab) wait(ctx context.Context, a Action, sel string) error {
+func (t *Tab) wait(ctx context.Context, a Action, sel string) error {
 	if a.Selector == "" {
 		select {
 		case <-time.After(time.Duration(a.Milliseconds) * time.Millisecond):
@@ -138,7 +187,7 @@ func (t *tab) wait(ctx context.Context, a Action, sel string) error {
 	}
 	for {
 		var found bool
-		if err := t.evaluate(ctx, "!!document.querySelector("+sel+")", &found); err != nil {
+		if err := t.Evaluate(ctx, "!!document.querySelector("+sel+")", &found); err != nil {
 			return err
 		}
 		if found {
@@ -154,7 +203,7 @@ func (t *tab) wait(ctx context.Context, a Action, sel string) error {
 
 // scroll scrolls the page, or the element the selector matches, by a
 // screenful up or down.
-func (t *tab) scroll(ctx context.Context, a Action, sel string) error {
+func (t *Tab) scroll(ctx context.Context, a Action, sel string) error {
 	sign := 1
 	if a.Direction == "up" {
 		sign = -1
@@ -164,11 +213,11 @@ func (t *tab) scroll(ctx context.Context, a Action, sel string) error {
 		script = fmt.Sprintf(`(() => { const el = document.querySelector(%s); if (!el) throw new Error("no element matches " + %s);
   el.scrollBy(0, %d * (el.clientHeight || window.innerHeight)); return true; })()`, sel, sel, sign)
 	}
-	return t.evaluate(ctx, script, nil)
+	return t.Evaluate(ctx, script, nil)
 }
 
 // pdf prints the page as the action asks, as a data URL.
-func (t *tab) pdf(ctx context.Context, a Action) (string, error) {
+func (t *Tab) pdf(ctx context.Context, a Action) (string, error) {
 	size := paperSizes[a.PaperFormat]
 	if a.PaperFormat == "" {
 		size = paperSizes["Letter"]
@@ -199,7 +248,7 @@ const scriptGroup = "trawler-action"
 // a symbol) is reported as its description, as DevTools shows it ("Window",
 // "Object", "Symbol(x)"), rather than failing the scrape; NaN, Infinity, -0
 // and BigInts are reported as their text ("NaN", "10n").
-func (t *tab) runScript(ctx context.Context, script string) (JSReturn, error) {
+func (t *Tab) runScript(ctx context.Context, script string) (JSReturn, error) {
 	defer func() {
 		// Even when the action's time is up, within a bound: a hung
 		// browser must not hold the scrape.
@@ -234,10 +283,10 @@ func (t *tab) runScript(ctx context.Context, script string) (JSReturn, error) {
 // click clicks the first element matching the selector with a real mouse
 // event at its centre (after scrolling it into view), or every match with
 // the DOM's click() when all is set.
-func (t *tab) click(ctx context.Context, a Action, sel string) error {
+func (t *Tab) click(ctx context.Context, a Action, sel string) error {
 	if a.All {
 		var n int
-		if err := t.evaluate(ctx, "(() => { const els = document.querySelectorAll("+sel+"); els.forEach(e => e.click()); return els.length; })()", &n); err != nil {
+		if err := t.Evaluate(ctx, "(() => { const els = document.querySelectorAll("+sel+"); els.forEach(e => e.click()); return els.length; })()", &n); err != nil {
 			return err
 		}
 		if n == 0 {
@@ -249,7 +298,7 @@ func (t *tab) click(ctx context.Context, a Action, sel string) error {
 	script := `(() => { const el = document.querySelector(` + sel + `); if (!el) return null;
   el.scrollIntoView({block: "center", inline: "center"}); const r = el.getBoundingClientRect();
   return {X: r.left + r.width / 2, Y: r.top + r.height / 2}; })()`
-	if err := t.evaluate(ctx, script, &box); err != nil {
+	if err := t.Evaluate(ctx, script, &box); err != nil {
 		return err
 	}
 	if box == nil {
@@ -268,7 +317,7 @@ func (t *tab) click(ctx context.Context, a Action, sel string) error {
 	return nil
 }
 
-func (t *tab) press(ctx context.Context, key string) error {
+func (t *Tab) press(ctx context.Context, key string) error {
 	k, ok := keys[key]
 	if !ok {
 		r := []rune(key)
@@ -289,7 +338,7 @@ func (t *tab) press(ctx context.Context, key string) error {
 
 // afterInput gives what an input set off (a navigation, a fetch) a moment
 // to finish.
-func (t *tab) afterInput(ctx context.Context) {
+func (t *Tab) afterInput(ctx context.Context) {
 	time.Sleep(100 * time.Millisecond)
 	deadline := time.Now().Add(3 * time.Second)
 	for time.Now().Before(deadline) && ctx.Err() == nil {

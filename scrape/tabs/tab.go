@@ -1,4 +1,4 @@
-package scrape
+package tabs
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"html"
 	"log/slog"
 	"net/url"
 	"strings"
@@ -30,18 +29,16 @@ import (
 	"github.com/trawler-dev/trawler/scrape/detect"
 )
 
-// tab is one scrape's page: a fresh browser context (its own cookies and
+// Tab is one scrape's page: a fresh browser context (its own cookies and
 // storage) holding one tab on a leased browser, driven over a flattened CDP
 // session. Every request the tab makes passes the network guard and the ad
 // blocker through the Fetch domain; the main document's response is seen
 // there too, which is how documents (PDF) are taken as bytes, how a
 // server-rendered page or a text body is taken without rendering it, and
 // how a text body the tab shows is known as it came.
-type tab struct {
-	conn  *cdp.Conn
-	log   *slog.Logger
-	opts  *Options
-	guard *netguard.Cache
+type Tab struct {
+	conn *cdp.Conn
+	set  Setup
 	// sess is the tab's own CDP session, attached to its target.
 	sess      cdp.Session
 	contextID string
@@ -51,10 +48,7 @@ type tab struct {
 	route *egress.Route
 	// shared, when not nil, is the context (and route) the tab shares
 	// with other lanes' tabs of its job; the tab owns neither.
-	shared *sharedContext
-	// static: take an HTML document from the network without rendering it
-	// when it looks complete.
-	static bool
+	shared Shared
 	// reach, while private networks are allowed, tells which requests go
 	// to non-public addresses (see private).
 	reach *netguard.Cache
@@ -68,16 +62,16 @@ type tab struct {
 	mu       sync.Mutex
 	inflight map[string]struct{}
 	lastNet  time.Time
-	main     *mainResponse
+	main     *MainResponse
 	blocked  error         // why the main document was refused
 	private  bool          // a request since the last reset went to a non-public address
 	loaded   chan struct{} // closed on the load event; replaced by reset
 	isLoaded bool
 	site     string // the site of the page the tab shows
-	fetching bool   // a fetchInPage is under way
-	// prefetched is a page fetchInPage took that must be rendered: the
+	fetching bool   // a FetchInPage is under way
+	// prefetched is a page taken before the tab that it must render: the
 	// tab's next navigation to its URL is answered with it.
-	prefetched *prefetched
+	prefetched *Response
 	network    bool // the Network domain is on
 	// origins is the origin of every http(s) request the tab saw,
 	// answered from the network or not (a rendered prefetch), and tops the
@@ -87,28 +81,28 @@ type tab struct {
 	origins, tops map[string]struct{}
 	clearing      bool
 	opened        bool
-	taken         chan takenBody // the main document, taken from the network
+	taken         chan Taken // the main document, taken from the network
 	crashed       chan struct{}
 	once          struct{ crashed sync.Once }
 }
 
-// mainResponse is the main frame's final document response.
-type mainResponse struct {
+// MainResponse is the main frame's final document response.
+type MainResponse struct {
 	URL         string
 	Status      int
 	StatusText  string
 	ContentType string
-	// text is a text response's body (JSON, XML, plain text), decoded,
+	// Text is a text response's body (JSON, XML, plain text), decoded,
 	// taken as it came when the browser goes on to show it: the page it
-	// shows is a viewer of the body, not the body. taken says it was.
-	text  []byte
-	taken bool
+	// shows is a viewer of the body, not the body. TextTaken says it was.
+	Text      []byte
+	TextTaken bool
 }
 
-// takenBody is a main document captured at the network layer.
-type takenBody struct {
-	body   []byte
-	binary bool // a document for parse, not HTML
+// Taken is a main document captured at the network layer.
+type Taken struct {
+	Body   []byte
+	Binary bool // a document for parse, not HTML
 }
 
 // blankTab creates a fresh browser context holding one blank tab, attached
@@ -117,8 +111,8 @@ type takenBody struct {
 //
 // route, when given, is the context's own way through the egress proxy
 // (closed with the tab), with no bypass: loopback goes through it too.
-func blankTab(ctx context.Context, conn *cdp.Conn, route *egress.Route) (*tab, error) {
-	id, err := newContext(ctx, conn, route)
+func blankTab(ctx context.Context, conn *cdp.Conn, route *egress.Route) (*Tab, error) {
+	id, err := NewContext(ctx, conn, route)
 	if err != nil {
 		if route != nil {
 			route.Close()
@@ -128,15 +122,15 @@ func blankTab(ctx context.Context, conn *cdp.Conn, route *egress.Route) (*tab, e
 	p := newTab(conn, route)
 	p.contextID = id
 	if err := p.open(ctx, id); err != nil {
-		p.close()
+		p.Close()
 		return nil, err
 	}
 	return p, nil
 }
 
-// newContext creates a browser context over conn, disposed when conn
+// NewContext creates a browser context over conn, disposed when conn
 // closes; route, when given, is its way through the egress proxy.
-func newContext(ctx context.Context, conn *cdp.Conn, route *egress.Route) (string, error) {
+func NewContext(ctx context.Context, conn *cdp.Conn, route *egress.Route) (string, error) {
 	dispose := true
 	p := target.CreateBrowserContextParams{DisposeOnDetach: &dispose}
 	if route != nil {
@@ -147,7 +141,7 @@ func newContext(ctx context.Context, conn *cdp.Conn, route *egress.Route) (strin
 }
 
 // open opens t's blank tab in browser context id and attaches to it.
-func (t *tab) open(ctx context.Context, id string) error {
+func (t *Tab) open(ctx context.Context, id string) error {
 	created, err := cdp.Do(ctx, cdp.Browser(t.conn), target.CreateTarget,
 		target.CreateTargetParams{URL: "about:blank", BrowserContextID: cdproto.BrowserContextID(id)})
 	if err != nil {
@@ -157,14 +151,14 @@ func (t *tab) open(ctx context.Context, id string) error {
 	return t.attach(ctx)
 }
 
-func newTab(conn *cdp.Conn, route *egress.Route) *tab {
-	return &tab{conn: conn, inflight: map[string]struct{}{}, lastNet: time.Now(), route: route,
-		loaded: make(chan struct{}), taken: make(chan takenBody, 1), crashed: make(chan struct{})}
+func newTab(conn *cdp.Conn, route *egress.Route) *Tab {
+	return &Tab{conn: conn, inflight: map[string]struct{}{}, lastNet: time.Now(), route: route,
+		loaded: make(chan struct{}), taken: make(chan Taken, 1), crashed: make(chan struct{})}
 }
 
 // attach opens a CDP session of its own on t's target, with the Page
 // domain on.
-func (t *tab) attach(ctx context.Context) error {
+func (t *Tab) attach(ctx context.Context) error {
 	sess, err := cdp.Attach(ctx, t.conn, t.sess.TargetID)
 	if err != nil {
 		return err
@@ -179,7 +173,7 @@ func (t *tab) attach(ctx context.Context) error {
 
 // reset readies a tab that served one page for the next one, in the same
 // browser context.
-func (t *tab) reset() {
+func (t *Tab) reset() {
 	t.mu.Lock()
 	t.main, t.blocked, t.private = nil, nil, false
 	t.inflight = map[string]struct{}{}
@@ -194,40 +188,62 @@ func (t *tab) reset() {
 	}
 }
 
-// setup readies a blank tab for one scrape.
-func (t *tab) setup(ctx context.Context, opts *Options, guard *netguard.Cache, static bool, ua string, log *slog.Logger) error {
-	t.opts, t.guard, t.static, t.log = opts, guard, static, log
-	if guard.Guard.AllowPrivate {
+// Setup is what a scrape asks of its tab: the network guard its requests
+// pass, and the emulation, headers and refusals of its options.
+type Setup struct {
+	Guard *netguard.Cache
+	Log   *slog.Logger
+	// Static: take an HTML document from the network without rendering it
+	// when it looks complete.
+	Static              bool
+	Mobile              bool
+	Headers             map[string]string
+	Location            *Location
+	SkipTLSVerification bool
+	BlockAds            bool
+	// SkipAssets refuses images, media and fonts: nothing the scrape asks
+	// for shows them.
+	SkipAssets bool
+}
+
+// Ready readies a blank tab for one scrape set up so; ua is the browsers'
+// user agent. A tab that could not be readied is closed.
+func (t *Tab) Ready(ctx context.Context, set Setup, ua string) error {
+	t.set = set
+	if guard := set.Guard; guard.Guard.AllowPrivate {
 		t.reach = &netguard.Cache{Guard: &netguard.Guard{Resolver: guard.Guard.Resolver}, TTL: guard.TTL}
 	}
 	if err := t.prepare(ctx, ua); err != nil {
-		t.close()
+		t.Close()
 		return err
 	}
 	return nil
 }
 
+// Setup is what the tab was readied for.
+func (t *Tab) Setup() Setup { return t.set }
+
 // call sends a command cdproto has no type for, or whose reply is read in
 // part, on the tab's session.
-func (t *tab) call(ctx context.Context, method string, params, result any) error {
+func (t *Tab) call(ctx context.Context, method string, params, result any) error {
 	return t.sess.Call(ctx, method, params, result)
 }
 
 // prepare sets up interception, emulation and headers before navigation.
-func (t *tab) prepare(ctx context.Context, browserUA string) error {
+func (t *Tab) prepare(ctx context.Context, browserUA string) error {
 	// The Network domain (which the smart wait's idle tracking needs) costs
 	// the browser an event per request and per chunk of data, and a copy of
 	// every body: a static tab turns it on only when a page turns out to
 	// need rendering (see networkOn), before that page's resources load.
 	var steps []func() error
-	if !t.static || len(t.extraHeaders()) > 0 {
+	if !t.set.Static || len(t.ExtraHeaders()) > 0 {
 		steps = append(steps, func() error { return cdp.EnableNetwork(ctx, t.sess) })
 		t.mu.Lock()
 		t.network = true
 		t.mu.Unlock()
 	}
 	metrics := emulation.SetDeviceMetricsOverrideParams{Width: 1920, Height: 1080, DeviceScaleFactor: 1}
-	if t.opts.Mobile {
+	if t.set.Mobile {
 		metrics = emulation.SetDeviceMetricsOverrideParams{Width: 390, Height: 844, DeviceScaleFactor: 3, Mobile: true}
 	}
 	steps = append(steps,
@@ -236,16 +252,16 @@ func (t *tab) prepare(ctx context.Context, browserUA string) error {
 		},
 		func() error {
 			return cdp.Run(ctx, t.sess, security.SetIgnoreCertificateErrors,
-				security.SetIgnoreCertificateErrorsParams{Ignore: t.opts.SkipTLSVerification})
+				security.SetIgnoreCertificateErrorsParams{Ignore: t.set.SkipTLSVerification})
 		},
 		func() error { return cdp.Run(ctx, t.sess, emulation.SetDeviceMetricsOverride, metrics) })
-	if t.opts.Mobile {
+	if t.set.Mobile {
 		steps = append(steps, func() error {
 			return cdp.Run(ctx, t.sess, emulation.SetTouchEmulationEnabled,
 				emulation.SetTouchEmulationEnabledParams{Enabled: true, MaxTouchPoints: 5})
 		})
 	}
-	if loc := t.opts.Location; loc != nil {
+	if loc := t.set.Location; loc != nil {
 		steps = append(steps, func() error {
 			return cdp.Run(ctx, t.sess, emulation.SetLocaleOverride, emulation.SetLocaleOverrideParams{Locale: t.languages()[0]})
 		})
@@ -255,9 +271,9 @@ func (t *tab) prepare(ctx context.Context, browserUA string) error {
 			})
 		}
 	}
-	ua := t.userAgentOverride(t.userAgent(browserUA))
+	ua := t.UserAgentOverride(t.userAgent(browserUA))
 	steps = append(steps, func() error { return t.sess.OverrideUserAgent(ctx, ua) })
-	if extra := t.extraHeaders(); len(extra) > 0 {
+	if extra := t.ExtraHeaders(); len(extra) > 0 {
 		headers := network.Headers{}
 		for k, v := range extra {
 			headers[k] = v
@@ -267,7 +283,7 @@ func (t *tab) prepare(ctx context.Context, browserUA string) error {
 		})
 	}
 	scripts := []string{}
-	if t.opts.BlockAds {
+	if t.set.BlockAds {
 		scripts = append(scripts, hideBannersScript)
 	}
 	t.probe = newProbeName()
@@ -287,27 +303,27 @@ func (t *tab) prepare(ctx context.Context, browserUA string) error {
 
 // languages are the languages of the tab's location: those asked, else
 // the country's.
-func (t *tab) languages() []string {
-	loc := t.opts.Location
+func (t *Tab) languages() []string {
+	loc := t.set.Location
 	if len(loc.Languages) > 0 {
 		return loc.Languages
 	}
-	return defaultLanguages(loc.Country)
+	return DefaultLanguages(loc.Country)
 }
 
 // userAgentOverride is Network.setUserAgentOverride's parameters for the
 // tab's options: the user agent, and the languages of its location.
-func (t *tab) userAgentOverride(ua string) emulation.SetUserAgentOverrideParams {
+func (t *Tab) UserAgentOverride(ua string) emulation.SetUserAgentOverrideParams {
 	p := emulation.SetUserAgentOverrideParams{UserAgent: ua}
-	if t.opts.Location != nil {
-		p.AcceptLanguage = acceptLanguage(t.languages())
+	if t.set.Location != nil {
+		p.AcceptLanguage = AcceptLanguage(t.languages())
 	}
 	return p
 }
 
 // networkOn turns the Network domain on for a page that is going to be
 // rendered, before it commits (so before any of its resources load).
-func (t *tab) networkOn(ctx context.Context) {
+func (t *Tab) networkOn(ctx context.Context) {
 	t.mu.Lock()
 	on := t.network
 	t.network = true
@@ -322,13 +338,13 @@ func (t *tab) networkOn(ctx context.Context) {
 // userAgent is the header-given User-Agent, else the browser's own (as
 // given, without the "Headless" marker that many sites refuse), or a phone's
 // when mobile.
-func (t *tab) userAgent(browserUA string) string {
-	for k, v := range t.opts.Headers {
+func (t *Tab) userAgent(browserUA string) string {
+	for k, v := range t.set.Headers {
 		if strings.EqualFold(k, "User-Agent") {
 			return v
 		}
 	}
-	if t.opts.Mobile {
+	if t.set.Mobile {
 		version := "120.0.0.0"
 		if i := strings.Index(browserUA, "Chrome/"); i >= 0 {
 			version = strings.Fields(browserUA[i+len("Chrome/"):])[0]
@@ -338,9 +354,9 @@ func (t *tab) userAgent(browserUA string) string {
 	return browserUA
 }
 
-// browserUserAgent asks the browser for its user agent and drops the
+// BrowserUserAgent asks the browser for its user agent and drops the
 // "Headless" marker.
-func browserUserAgent(ctx context.Context, conn *cdp.Conn) (string, error) {
+func BrowserUserAgent(ctx context.Context, conn *cdp.Conn) (string, error) {
 	v, err := cdp.Do(ctx, cdp.Browser(conn), browser.GetVersion, cdproto.Empty{})
 	if err != nil {
 		return "", err
@@ -348,9 +364,9 @@ func browserUserAgent(ctx context.Context, conn *cdp.Conn) (string, error) {
 	return strings.Replace(v.UserAgent, "HeadlessChrome", "Chrome", 1), nil
 }
 
-func (t *tab) extraHeaders() map[string]string {
+func (t *Tab) ExtraHeaders() map[string]string {
 	out := map[string]string{}
-	for k, v := range t.opts.Headers {
+	for k, v := range t.set.Headers {
 		if strings.EqualFold(k, "User-Agent") {
 			continue
 		}
@@ -362,7 +378,7 @@ func (t *tab) extraHeaders() map[string]string {
 // onEvent runs on the connection's reader: it never blocks. The network
 // events, one or more per request, are read in part with encoding/json;
 // cdproto's types would decode every header and initiator of each.
-func (t *tab) onEvent(ev cdp.Event) {
+func (t *Tab) onEvent(ev cdp.Event) {
 	if ev.SessionID != t.sess.ID {
 		if c, ok, err := cdp.Decode(ev, target.TargetCrashed); ok && err == nil && c.TargetID == t.sess.TargetID {
 			t.once.crashed.Do(func() { close(t.crashed) })
@@ -432,7 +448,7 @@ func (p paused) fulfil(status int, contentType string, body []byte) {
 }
 
 // onPaused decides the fate of one intercepted request or response.
-func (t *tab) onPaused(e *fetch.EventRequestPaused) {
+func (t *Tab) onPaused(e *fetch.EventRequestPaused) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	p := paused{ctx: ctx, Paused: cdp.PausedOf(t.sess, e)}
@@ -449,20 +465,20 @@ func (t *tab) onPaused(e *fetch.EventRequestPaused) {
 
 // onRequest decides whether a request goes out: refused while the tab is
 // being cleared, when it is an asset the scrape skips, or when the guard
-// or the ad blocker refuse it; answered with the prefetched response the
+// or the ad blocker refuse it; answered with the Response response the
 // tab is to render; else sent.
-func (t *tab) onRequest(ctx context.Context, p paused, e *fetch.EventRequestPaused, isMain bool) {
+func (t *Tab) onRequest(ctx context.Context, p paused, e *fetch.EventRequestPaused, isMain bool) {
 	if !t.noteRequest(e.Request.URL, isMain) {
 		// The tab is being cleared for another scrape: nothing the page
 		// left behind (a beacon on unload) may reach the network.
 		p.fail(network.ErrorReasonAborted)
 		return
 	}
-	if !isMain && t.opts.skipsAssets() && isAsset(string(e.ResourceType)) {
+	if !isMain && t.set.SkipAssets && isAsset(string(e.ResourceType)) {
 		p.fail(network.ErrorReasonBlockedByClient)
 		return
 	}
-	if err := t.checkRequest(ctx, e.Request.URL); err != nil {
+	if err := t.CheckRequest(ctx, e.Request.URL); err != nil {
 		if isMain || (e.ResourceType == network.ResourceTypeFetch && t.fetching) {
 			t.mu.Lock()
 			if t.blocked == nil {
@@ -475,9 +491,9 @@ func (t *tab) onRequest(ctx context.Context, p paused, e *fetch.EventRequestPaus
 	}
 	t.mu.Lock()
 	pre := t.prefetched
-	if isMain && pre != nil && pre.url == e.Request.URL {
+	if isMain && pre != nil && pre.URL == e.Request.URL {
 		t.prefetched = nil
-		t.main = &mainResponse{URL: pre.url, Status: pre.status, ContentType: pre.contentType}
+		t.main = &MainResponse{URL: pre.URL, Status: pre.Status, ContentType: pre.ContentType}
 	} else {
 		pre = nil
 	}
@@ -489,17 +505,17 @@ func (t *tab) onRequest(ctx context.Context, p paused, e *fetch.EventRequestPaus
 	// A page fetched in the tab that needs rendering after all: the tab
 	// renders the very response it fetched, without asking the site a
 	// second time.
-	t.commitSite(pre.url)
+	t.commitSite(pre.URL)
 	t.networkOn(ctx)
-	p.fulfil(pre.status, "text/html; charset=utf-8", pre.body)
+	p.fulfil(pre.Status, "text/html; charset=utf-8", pre.Body)
 }
 
 // onMainResponse decides what becomes of the main document's response:
 // rendered (handed on), or taken from the network as it came (a document
 // for parse, a text body, a server-rendered page of a static tab).
-func (t *tab) onMainResponse(ctx context.Context, p paused, e *fetch.EventRequestPaused) {
+func (t *Tab) onMainResponse(ctx context.Context, p paused, e *fetch.EventRequestPaused) {
 	ct := cdp.ResponseHeader(e, "Content-Type")
-	main := &mainResponse{URL: e.Request.URL, Status: int(e.ResponseStatusCode), StatusText: e.ResponseStatusText, ContentType: ct}
+	main := &MainResponse{URL: e.Request.URL, Status: int(e.ResponseStatusCode), StatusText: e.ResponseStatusText, ContentType: ct}
 	t.mu.Lock()
 	t.main = main
 	t.mu.Unlock()
@@ -510,7 +526,7 @@ func (t *tab) onMainResponse(ctx context.Context, p paused, e *fetch.EventReques
 	}
 	kind := detect.DocumentKind(ct, e.Request.URL)
 	text := kind == "" && detect.TextType(ct) != ""
-	if kind == "" && !text && !(t.static && detect.IsHTML(ct)) {
+	if kind == "" && !text && !(t.set.Static && detect.IsHTML(ct)) {
 		render()
 		return
 	}
@@ -524,10 +540,10 @@ func (t *tab) onMainResponse(ctx context.Context, p paused, e *fetch.EventReques
 		// A text body the tab goes on to show (for actions, a screenshot)
 		// is taken as it came all the same: what the browser shows of it
 		// is a viewer, not the body.
-		keep := ok && text && !t.static
+		keep := ok && text && !t.set.Static
 		if keep {
 			t.mu.Lock()
-			main.text, main.taken = decoded, true
+			main.Text, main.TextTaken = decoded, true
 			t.mu.Unlock()
 		}
 		if keep || !ok || !text && !detect.ServerRendered(decoded, ct) {
@@ -537,7 +553,7 @@ func (t *tab) onMainResponse(ctx context.Context, p paused, e *fetch.EventReques
 		raw = decoded
 	}
 	select {
-	case t.taken <- takenBody{body: raw, binary: kind != ""}:
+	case t.taken <- Taken{Body: raw, Binary: kind != ""}:
 	default:
 	}
 	// The tab has nothing more to do with this document. Once the tab shows
@@ -559,7 +575,7 @@ func (t *tab) onMainResponse(ctx context.Context, p paused, e *fetch.EventReques
 }
 
 // commitSite notes that the tab is about to show a page of u's site.
-func (t *tab) commitSite(u string) {
+func (t *Tab) commitSite(u string) {
 	t.mu.Lock()
 	t.site = siteOf(u)
 	t.mu.Unlock()
@@ -575,25 +591,27 @@ func siteOf(raw string) string {
 	return u.Scheme + "://" + u.Host
 }
 
-// prefetched is a response fetchInPage took.
-type prefetched struct {
-	url         string // after redirects
-	status      int
-	contentType string
-	body        []byte // UTF-8
+// Response is a page's response taken before the tab renders it: by
+// FetchInPage, or by the scrape's Go client. A tab given one to render
+// (Render) answers its next navigation to its URL with it.
+type Response struct {
+	URL         string // after redirects
+	Status      int
+	ContentType string
+	Body        []byte // UTF-8
 }
 
-// fetchInPage takes the HTML page at u with fetch() from the document the
+// FetchInPage takes the HTML page at u with fetch() from the document the
 // tab shows, which must be of u's site: the request goes through the
 // browser's network stack with the tab's cookies, user agent and
 // language, and through the Fetch-domain guard like any request of the
 // tab, but costs no navigation (a navigation costs the browser about four
 // times the CPU, most of a crawl's budget). It returns the page when it is
-// server-rendered HTML; a prefetched response when it is HTML that needs
+// server-rendered HTML; a response to render when it is HTML that needs
 // rendering (the caller navigates to it, and the tab renders that response
 // without a second request); and neither when fetch() cannot take it (not
 // HTML, another origin, a network error): the caller then navigates.
-func (t *tab) fetchInPage(ctx context.Context, u string) (*page, *prefetched, error) {
+func (t *Tab) FetchInPage(ctx context.Context, u string) (*Response, *Response, error) {
 	t.mu.Lock()
 	t.fetching, t.blocked = true, nil
 	t.mu.Unlock()
@@ -602,7 +620,7 @@ func (t *tab) fetchInPage(ctx context.Context, u string) (*page, *prefetched, er
 		t.fetching = false
 		t.mu.Unlock()
 	}()
-	headers := t.extraHeaders()
+	headers := t.ExtraHeaders()
 	if headers == nil {
 		headers = map[string]string{}
 	}
@@ -619,7 +637,7 @@ func (t *tab) fetchInPage(ctx context.Context, u string) (*page, *prefetched, er
 		Kind   string `json:"kind"`
 		Body   string `json:"body"`
 	}
-	err := t.evaluate(ctx, fmt.Sprintf(fetchScript, uj, hj, detect.DocumentTypesJS, detect.DocumentExtensionsJS, detect.UnlabelledTypesJS), &out)
+	err := t.Evaluate(ctx, fmt.Sprintf(fetchScript, uj, hj, detect.DocumentTypesJS, detect.DocumentExtensionsJS, detect.UnlabelledTypesJS), &out)
 	t.mu.Lock()
 	blocked := t.blocked
 	t.mu.Unlock()
@@ -648,26 +666,16 @@ func (t *tab) fetchInPage(ctx context.Context, u string) (*page, *prefetched, er
 		return t.fetched(out.URL, out.Status, out.Type, raw), nil, nil
 	}
 	if !detect.ServerRendered(body, "text/html") {
-		return nil, &prefetched{url: out.URL, status: out.Status, contentType: out.Type, body: body}, nil
+		return nil, &Response{URL: out.URL, Status: out.Status, ContentType: out.Type, Body: body}, nil
 	}
 	return t.fetched(out.URL, out.Status, out.Type, body), nil, nil
 }
 
-// textDocument is a text body of detect.TextType kind as HTML: a code block,
-// whose language (for JSON and XML) tags its Markdown fence.
-func textDocument(text, kind string) []byte {
-	code := "<code>"
-	if kind == "json" || kind == "xml" {
-		code = `<code class="language-` + kind + `">`
-	}
-	return []byte("<html><head></head><body><pre>" + code + html.EscapeString(text) + "</code></pre></body></html>")
-}
-
-func (t *tab) fetched(u string, status int, contentType string, body []byte) *page {
+func (t *Tab) fetched(u string, status int, contentType string, body []byte) *Response {
 	t.mu.Lock()
-	t.main = &mainResponse{URL: u, Status: status, ContentType: contentType}
+	t.main = &MainResponse{URL: u, Status: status, ContentType: contentType}
 	t.mu.Unlock()
-	return &page{engine: "browser-fetch", status: status, finalURL: u, contentType: contentType, body: body}
+	return &Response{URL: u, Status: status, ContentType: contentType, Body: body}
 }
 
 // fetchScript fetches %[1]s with headers %[2]s from the current document;
@@ -720,7 +728,7 @@ const fetchScript = `(async () => {
 })()`
 
 // checkRequest applies the network guard and the ad blocker to a URL.
-func (t *tab) checkRequest(ctx context.Context, raw string) error {
+func (t *Tab) CheckRequest(ctx context.Context, raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return err
@@ -732,10 +740,10 @@ func (t *tab) checkRequest(ctx context.Context, raw string) error {
 	default:
 		return fmt.Errorf("scheme %s is not fetched", u.Scheme)
 	}
-	if t.opts.BlockAds && isAdHost(u.Hostname()) {
-		return errAdBlocked
+	if t.set.BlockAds && IsAdHost(u.Hostname()) {
+		return ErrAdBlocked
 	}
-	if err := t.guard.CheckHost(ctx, u.Hostname()); err != nil {
+	if err := t.set.Guard.CheckHost(ctx, u.Hostname()); err != nil {
 		return err
 	}
 	// What a page took from a non-public address is never shared with
@@ -750,16 +758,16 @@ func (t *tab) checkRequest(ctx context.Context, raw string) error {
 
 // reachedPrivate reports whether a request since the last reset went to a
 // non-public address.
-func (t *tab) reachedPrivate() bool {
+func (t *Tab) reachedPrivate() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.private
 }
 
-var errAdBlocked = errors.New("blocked as an ad or tracker")
+var ErrAdBlocked = errors.New("blocked as an ad or tracker")
 
 // navigate loads u and returns once the main document has been answered.
-func (t *tab) navigate(ctx context.Context, u string) error {
+func (t *Tab) Navigate(ctx context.Context, u string) error {
 	nav, err := cdp.Do(ctx, t.sess, cdppage.Navigate, cdppage.NavigateParams{URL: u})
 	if err != nil {
 		return err
@@ -778,7 +786,7 @@ func (t *tab) navigate(ctx context.Context, u string) error {
 
 // evaluate runs an expression in the page (awaiting a promise) and decodes
 // its JSON value into v.
-func (t *tab) evaluate(ctx context.Context, expr string, v any) error {
+func (t *Tab) Evaluate(ctx context.Context, expr string, v any) error {
 	var res cdp.EvalResult
 	err := t.call(ctx, runtime.CommandEvaluate, runtime.EvaluateParams{Expression: expr, AwaitPromise: new(true),
 		ReturnByValue: new(true), UserGesture: new(true)}, &res)
@@ -797,9 +805,9 @@ func (t *tab) evaluate(ctx context.Context, expr string, v any) error {
 // shownText is the text the tab shows of a text response (JSON, XML,
 // plain text) as the browser decoded it, for a body the network layer did
 // not hand over: an XML document as it serializes, else the viewer's text.
-func (t *tab) shownText(ctx context.Context) ([]byte, error) {
+func (t *Tab) ShownText(ctx context.Context) ([]byte, error) {
 	var text string
-	err := t.evaluate(ctx, `document.documentElement instanceof HTMLElement ?
+	err := t.Evaluate(ctx, `document.documentElement instanceof HTMLElement ?
   ((document.body && document.body.querySelector("pre")) || document.body || document.documentElement).textContent :
   new XMLSerializer().serializeToString(document)`, &text)
 	return []byte(text), err
@@ -811,20 +819,20 @@ type ScriptError struct{ Message string }
 func (e *ScriptError) Error() string { return "script error: " + e.Message }
 
 // html returns the page's current HTML (with its doctype) and URL.
-func (t *tab) html(ctx context.Context) (string, string, error) {
+func (t *Tab) HTML(ctx context.Context) (string, string, error) {
 	var out struct {
 		HTML string `json:"html"`
 		URL  string `json:"url"`
 	}
-	err := t.evaluate(ctx, `({html: (document.doctype ? new XMLSerializer().serializeToString(document.doctype) + "\n" : "") + document.documentElement.outerHTML, url: location.href})`, &out)
+	err := t.Evaluate(ctx, `({html: (document.doctype ? new XMLSerializer().serializeToString(document.doctype) + "\n" : "") + document.documentElement.outerHTML, url: location.href})`, &out)
 	return out.HTML, out.URL, err
 }
 
 // screenshot captures the page as a data URL.
-func (t *tab) screenshot(ctx context.Context, fullPage bool, quality int, vp *Viewport) (string, error) {
+func (t *Tab) Screenshot(ctx context.Context, fullPage bool, quality int, vp *Viewport) (string, error) {
 	if vp != nil {
 		err := cdp.Run(ctx, t.sess, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
-			Width: int64(vp.Width), Height: int64(vp.Height), DeviceScaleFactor: 1, Mobile: t.opts.Mobile})
+			Width: int64(vp.Width), Height: int64(vp.Height), DeviceScaleFactor: 1, Mobile: t.set.Mobile})
 		if err != nil {
 			return "", err
 		}
@@ -861,9 +869,9 @@ func (t *tab) screenshot(ctx context.Context, fullPage bool, quality int, vp *Vi
 }
 
 // close disposes of the browser context, which closes its tab; a tab in a
-// context it shares with other tabs (crew.go) closes itself, and the last
+// context it shares with other tabs (OpenShared) closes itself, and the last
 // one out disposes of the context.
-func (t *tab) close() {
+func (t *Tab) Close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	t.conn.OnEvent(nil)
@@ -871,19 +879,19 @@ func (t *tab) close() {
 		if t.sess.TargetID != "" {
 			cdp.Run(ctx, cdp.Browser(t.conn), target.CloseTarget, target.CloseTargetParams{TargetID: t.sess.TargetID})
 		}
-		t.shared.leave(ctx)
+		t.shared.Leave(ctx)
 		return
 	}
 	if t.contextID != "" {
-		disposeContext(ctx, t.conn, t.contextID)
+		DisposeContext(ctx, t.conn, t.contextID)
 	}
 	if t.route != nil {
 		t.route.Close()
 	}
 }
 
-// disposeContext disposes of the browser context id, closing its tabs.
-func disposeContext(ctx context.Context, conn *cdp.Conn, id string) error {
+// DisposeContext disposes of the browser context id, closing its tabs.
+func DisposeContext(ctx context.Context, conn *cdp.Conn, id string) error {
 	return cdp.Run(ctx, cdp.Browser(conn), target.DisposeBrowserContext,
 		target.DisposeBrowserContextParams{BrowserContextID: cdproto.BrowserContextID(id)})
 }
@@ -897,7 +905,7 @@ type LoadError struct {
 func (e *LoadError) Error() string { return fmt.Sprintf("could not load %s: %s", e.URL, e.Reason) }
 
 // showsSite reports whether the tab shows a page of u's site.
-func (t *tab) showsSite(u string) bool {
+func (t *Tab) ShowsSite(u string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.site != "" && t.site == siteOf(u)

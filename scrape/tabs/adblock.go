@@ -1,4 +1,4 @@
-package scrape
+package tabs
 
 import "strings"
 
@@ -25,7 +25,7 @@ var adHosts = map[string]bool{
 	"trustarc.com": true, "quantcast.com": true, "didomi.io": true, "usercentrics.eu": true,
 }
 
-func isAdHost(host string) bool {
+func IsAdHost(host string) bool {
 	host = strings.ToLower(strings.TrimSuffix(host, "."))
 	for {
 		if adHosts[host] {
