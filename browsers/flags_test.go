@@ -27,3 +27,21 @@ func TestExtraFlagsKeepDisabledFeatures(t *testing.T) {
 	own2, _ := browsers.WithExtra(nil)
 	assert.Equal(t, browsers.ChromiumFlags, own2)
 }
+
+// VersionIn reads the version out of what chromium --version and Chrome
+// print, and out of an image tag; nothing else passes for one.
+func TestVersionIn(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ in, want string }{
+		{"Chromium 156.0.8078.114 built on Debian GNU/Linux 12 (bookworm)\n", "156.0.8078.114"},
+		{"Google Chrome 131.0.6778.85 \n", "131.0.6778.85"},
+		{"156.0.8078.114", "156.0.8078.114"},
+		{"latest", ""},
+		{"Chromium 156.0.8078", ""},
+		{"v1.2.3.4", ""},
+		{"1.2.3.x", ""},
+		{"", ""},
+	} {
+		assert.Equal(t, tc.want, browsers.VersionIn(tc.in), "VersionIn(%q)", tc.in)
+	}
+}

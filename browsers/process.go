@@ -221,6 +221,42 @@ func (r *ProcessRuntime) Start(ctx context.Context, id string) (Browser, error) 
 	return nil, startFailure(ctx, err, b, logged, tail, timeout)
 }
 
+// ChromiumVersion is the version of r's Chromium ("156.0.8078.114"), as
+// its --version prints it: no browser starts, so it may be known before
+// the first one has.
+func (r *ProcessRuntime) ChromiumVersion(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, r.Chromium, "--version")
+	// A wrapper script killed at the deadline may leave a child holding
+	// its output open.
+	cmd.WaitDelay = time.Second
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("%s --version: %w", r.Chromium, err)
+	}
+	v := VersionIn(string(out))
+	if v == "" {
+		return "", fmt.Errorf("%s --version printed no version: %q", r.Chromium, out)
+	}
+	return v, nil
+}
+
+// VersionIn is the first Chromium version (four numbers with dots between
+// them) among the words of s, or "".
+func VersionIn(s string) string {
+	for _, w := range strings.Fields(s) {
+		parts := strings.Split(w, ".")
+		if len(parts) == 4 && !slices.ContainsFunc(parts, func(p string) bool {
+			_, err := strconv.ParseUint(p, 10, 32)
+			return err != nil
+		}) {
+			return w
+		}
+	}
+	return ""
+}
+
 // chromiumArgs are the arguments of browser id's Chromium, and the
 // user-data directory they name: its own directory under Dir, or the
 // sandbox's for a confined browser, whose proxy is the port of its own

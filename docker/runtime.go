@@ -18,6 +18,7 @@ import (
 	"net/netip"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -201,6 +202,24 @@ func New(cfg Config) (*Runtime, error) {
 // Close releases the connection to the engine. It leaves the browsers
 // running: closing them is their owner's job.
 func (r *Runtime) Close() error { return r.cli.Close() }
+
+// ChromiumVersion is the version of the image's Chromium, known without
+// starting a container: scripts/images.sh tags each image it builds
+// trawler/browser:<that version>. An image with no such tag (one built
+// from deploy/browser.Dockerfile) does not tell it.
+func (r *Runtime) ChromiumVersion(ctx context.Context) (string, error) {
+	img, err := r.cli.ImageInspect(ctx, r.cfg.Image)
+	if err != nil {
+		return "", fmt.Errorf("inspecting image %s: %w", r.cfg.Image, err)
+	}
+	for _, ref := range img.RepoTags {
+		tag := ref[strings.LastIndexByte(ref, ':')+1:]
+		if v := browsers.VersionIn(tag); v != "" && v == tag {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("image %s names no Chromium version in its tags %v", r.cfg.Image, img.RepoTags)
+}
 
 // Start creates and starts a browser container named after id and returns
 // once its browser answers over the DevTools pipe. On any failure it
