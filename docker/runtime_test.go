@@ -25,6 +25,7 @@ import (
 	"github.com/trawler-dev/trawler/docker/shim"
 	"github.com/trawler-dev/trawler/egress"
 	"github.com/trawler-dev/trawler/netguard"
+	"github.com/trawler-dev/trawler/scrape/tabs"
 	"github.com/trawler-dev/trawler/test/logtest"
 	"github.com/trawler-dev/trawler/test/polltest"
 )
@@ -97,6 +98,16 @@ func TestStart(t *testing.T) {
 		}
 		require.NoError(t, conn.Call(ctx, "", "Browser.getVersion", nil, &v))
 		assert.Contains(t, v.Product, "Chrome/", "product")
+		// What the runtime tells of the image without a container gives
+		// the user agent of scrapes before the first browser starts.
+		version, err := r.ChromiumVersion(ctx)
+		require.NoError(t, err)
+		assert.True(t, strings.HasSuffix(v.Product, "/"+version), "the image's Chromium is %s, the runtime says %s", v.Product, version)
+		derived, ok := tabs.ReducedUserAgent(version)
+		require.True(t, ok, "no user agent for Chromium %q", version)
+		reported, err := tabs.BrowserUserAgent(ctx, conn)
+		require.NoError(t, err)
+		assert.Equal(t, reported, derived, "user agent")
 	})
 
 	t.Run("loads a page served on loopback", func(t *testing.T) {

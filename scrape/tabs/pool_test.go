@@ -107,3 +107,26 @@ setTimeout(() => { document.getElementById("root").innerHTML = "<p>written by th
 	require.Error(t, err, "a loopback page was loaded past a guard that refuses it")
 	done(tabs.Outcome{Err: err, Drove: true})
 }
+
+// The user agent derived from the Chromium binary's version, before any
+// browser starts, is the one a started browser of that binary reports.
+func TestReducedUserAgentIsTheBrowsers(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rt := browserstest.Runtime(t, t.TempDir())
+	version, err := rt.ChromiumVersion(ctx)
+	require.NoError(t, err)
+	derived, ok := tabs.ReducedUserAgent(version)
+	require.True(t, ok, "no user agent for Chromium %q", version)
+
+	b, err := rt.Start(ctx, "ua")
+	require.NoError(t, err)
+	defer b.Close()
+	conn, err := b.CDP().Dial(ctx)
+	require.NoError(t, err)
+	defer conn.Close()
+	reported, err := tabs.BrowserUserAgent(ctx, conn)
+	require.NoError(t, err)
+	assert.Equal(t, reported, derived, "Chromium %s", version)
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -352,6 +353,19 @@ func (t *Tab) userAgent(browserUA string) string {
 		return "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/" + version + " Mobile Safari/537.36"
 	}
 	return browserUA
+}
+
+// ReducedUserAgent is the user agent a Chromium of version
+// ("156.0.8078.114") running on Linux reports, as BrowserUserAgent gives
+// it: Chromium's reduced user agent, which names only the major version,
+// on a platform fixed per system. ok is false when version is not
+// Chromium's.
+func ReducedUserAgent(version string) (ua string, ok bool) {
+	major, _, _ := strings.Cut(version, ".")
+	if n, err := strconv.Atoi(major); err != nil || n <= 0 {
+		return "", false
+	}
+	return "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/" + major + ".0.0.0 Safari/537.36", true
 }
 
 // BrowserUserAgent asks the browser for its user agent and drops the
