@@ -303,7 +303,8 @@ func defaultCookiePath(path string) string {
 	return path[:i]
 }
 
-// knownUA is the browsers' user agent once a browser was asked; "" before.
+// knownUA is the browsers' user agent, assumed from their Chromium's
+// version or said by a browser; "" while neither is known.
 func (s *Service) knownUA() string {
 	if s.UA != nil {
 		if ua := s.UA.get(); ua != "" {
@@ -313,12 +314,14 @@ func (s *Service) knownUA() string {
 	return s.tabPool().KnownUserAgent()
 }
 
-// UserAgent is the browsers' user agent, learnt from the first browser
-// that starts (Learn), so that scrapes taken without a browser send it
-// from the first one on.
+// UserAgent is the browsers' user agent, so that scrapes taken without a
+// browser send it from the first one on: assumed at start from their
+// Chromium's version (Assume), else learnt from the first browser that
+// starts (Learn). What that browser says wins over what was assumed.
 type UserAgent struct {
-	mu sync.Mutex
-	v  string
+	mu     sync.Mutex
+	v      string
+	learnt bool // a browser said it
 }
 
 func (u *UserAgent) get() string {
@@ -327,9 +330,26 @@ func (u *UserAgent) get() string {
 	return u.v
 }
 
-// Learn asks b for its user agent unless it is known.
+// Assume takes the user agent that a Chromium of version reports until a
+// browser says its own; it reports whether version names one.
+func (u *UserAgent) Assume(version string) bool {
+	ua, ok := tabs.ReducedUserAgent(version)
+	if ok {
+		u.mu.Lock()
+		if !u.learnt {
+			u.v = ua
+		}
+		u.mu.Unlock()
+	}
+	return ok
+}
+
+// Learn asks b for its user agent unless a browser said it already.
 func (u *UserAgent) Learn(b browsers.Browser) {
-	if u.get() != "" {
+	u.mu.Lock()
+	learnt := u.learnt
+	u.mu.Unlock()
+	if learnt {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
@@ -341,7 +361,7 @@ func (u *UserAgent) Learn(b browsers.Browser) {
 	defer conn.Close()
 	if ua, err := tabs.BrowserUserAgent(ctx, conn); err == nil {
 		u.mu.Lock()
-		u.v = ua
+		u.v, u.learnt = ua, true
 		u.mu.Unlock()
 	}
 }

@@ -61,8 +61,9 @@ type Service struct {
 	// makes gets a route of its own, bound to its team, request and proxy
 	// tier. Nil: contexts use their browser's route.
 	Egress *egress.Proxy
-	// UA, when set, is the browsers' user agent as the runtime learnt it
-	// from the first browser (else the first scrape asks its browser).
+	// UA, when set, is the browsers' user agent, assumed from their
+	// Chromium's version at start or learnt from the first browser (else
+	// the first scrape asks its browser).
 	UA *UserAgent
 	// Renders counts the pages rendered and the time they took.
 	Renders RenderStats

@@ -272,8 +272,9 @@ func (w *Worker) fetch(ctx context.Context, job string, req Request) (*page, err
 		return nil, err
 	}
 	if w.s.UA != nil && w.s.knownUA() == "" && w.s.Egress != nil {
-		// The first pages after a start with no browser yet: the lane's
-		// browser says which user agent to send.
+		// The first pages after a start with no browser yet, whose
+		// Chromium's version did not give the user agent: the lane's
+		// browser says which one to send.
 		if err := w.browser(ctx); err != nil {
 			return nil, err
 		}

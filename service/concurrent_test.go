@@ -72,7 +72,8 @@ func stateSite(t *testing.T) (*httptest.Server, func(string) int) {
 func TestConcurrentScrapesShareNoState(t *testing.T) {
 	site, hits := stateSite(t)
 	ts := start(t, map[string]string{"TRAWLER_ALLOW_PRIVATE_NETWORKS": "true", "TRAWLER_POOL_SIZE": "4", "TRAWLER_TEAM_CONCURRENCY": "50", "TRAWLER_QUEUE_WAIT": "60s"})
-	// The first scrape learns the browsers' user agent.
+	// A first scrape, as before any burst (it learns the browsers' user
+	// agent where their Chromium's version did not give it).
 	r := ts.do("POST", "/v2/scrape", keyAcme, map[string]any{"url": site.URL + "/static/warm", "formats": []string{"markdown"}})
 	require.Equal(t, 200, r.Status, "%s", r.Raw)
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/trawler-dev/trawler/egress"
 	"github.com/trawler-dev/trawler/netguard"
 	"github.com/trawler-dev/trawler/profiles"
+	"github.com/trawler-dev/trawler/scrape"
 )
 
 // egressProxy is the egress proxy.
@@ -97,6 +99,36 @@ func (r *routedRuntime) Start(ctx context.Context, id string) (browsers.Browser,
 		r.egress.ForgetBrowser(id)
 	}()
 	return b, nil
+}
+
+// chromiumVersioner is implemented by the runtimes that can tell their
+// Chromium's version without starting a browser: browsers.ProcessRuntime
+// and docker.Runtime.
+type chromiumVersioner interface {
+	ChromiumVersion(ctx context.Context) (string, error)
+}
+
+var (
+	_ chromiumVersioner = (*browsers.ProcessRuntime)(nil)
+	_ chromiumVersioner = (*docker.Runtime)(nil)
+)
+
+// assumeUserAgent gives ua the user agent of rt's Chromium by its version,
+// so that the first scrapes need not wait for a browser to say it. A
+// --user-agent of TRAWLER_CHROMIUM_FLAGS is what the browsers say instead,
+// and a version that cannot be read leaves ua to the first browser.
+func assumeUserAgent(ctx context.Context, cfg *config.Config, rt browsers.Runtime, ua *scrape.UserAgent, log *slog.Logger) {
+	v, ok := rt.(chromiumVersioner)
+	if !ok || slices.ContainsFunc(cfg.ChromiumFlags, func(f string) bool { return strings.SplitN(f, "=", 2)[0] == "--user-agent" }) {
+		return
+	}
+	version, err := v.ChromiumVersion(ctx)
+	if err == nil && !ua.Assume(version) {
+		err = fmt.Errorf("no user agent for Chromium %q", version)
+	}
+	if err != nil {
+		log.Info("the browsers' user agent is learnt from the first browser", "err", err)
+	}
 }
 
 // newRuntime returns the browser runtime cfg selects and a function that

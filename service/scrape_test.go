@@ -167,8 +167,8 @@ func TestScrapeArticle(t *testing.T) {
 		t.Fatalf("metadata: %v", m)
 	}
 	// Without rendering: with Go's client once the browsers' user agent is
-	// known (TestConcurrentScrapesShareNoState), else from the browser's
-	// network stack (this may be the service's first scrape).
+	// known (from the start: TestFirstScrapeNeedsNoBrowser), else from the
+	// browser's network stack.
 	assert.Contains(t, []any{"fetch", "browser-fetch"}, m["engine"], "a server-rendered page was rendered")
 	links := fmt.Sprint(data(r)["links"])
 	if !strings.Contains(links, web.URL+"/guide") || strings.Contains(links, "#nets") || !strings.Contains(links, "https://example.org/history") {
@@ -189,6 +189,63 @@ func TestScrapeArticle(t *testing.T) {
 	require.Equal(t, 404, g.Status, "another team's scrape")
 	act := ts.do("GET", "/v2/team/activity?endpoint=scrape", keyAcme, nil)
 	require.Contains(t, string(act.Raw), id, "activity lacks the scrape")
+}
+
+// The first scrape after a start, with no browser started yet, takes a
+// server-rendered page with Go's client all the same, as a browser: the
+// User-Agent it sends is the one the browsers send when they render. A
+// --user-agent among the Chromium flags is learnt from the first browser,
+// which that scrape waits for, and sent from then on.
+func TestFirstScrapeNeedsNoBrowser(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, flags, firstEngine string
+	}{
+		{"Chromium's own user agent", "", "fetch"},
+		{"a user agent flag", "--user-agent=Trawler-Test/1.0", "browser-fetch"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var mu sync.Mutex
+			agents := map[string]string{}
+			web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				agents[r.URL.Path] = r.UserAgent()
+				mu.Unlock()
+				w.Header().Set("Content-Type", "text/html; charset=utf-8")
+				switch r.URL.Path {
+				case "/article", "/another":
+					fmt.Fprint(w, "<!doctype html><html><body><main><h1>Nets</h1><p>"+strings.Repeat("A paragraph about nets. ", 30)+"</p></main></body></html>")
+				case "/app":
+					fmt.Fprint(w, `<!doctype html><html><body><div id="root"></div><script>document.getElementById("root").innerHTML = "<p>Written by the page's script.</p>";</script></body></html>`)
+				}
+			}))
+			t.Cleanup(web.Close)
+			ts := start(t, map[string]string{"TRAWLER_ALLOW_PRIVATE_NETWORKS": "true", "TRAWLER_WARM_BROWSERS": "0", "TRAWLER_CHROMIUM_FLAGS": tc.flags})
+			scrape := func(path, engine string) {
+				t.Helper()
+				r := ts.scrape(map[string]any{"url": web.URL + path, "formats": []string{"markdown"}})
+				require.Equal(t, 200, r.Status, "%s", r.Raw)
+				assert.Equal(t, engine, meta(r)["engine"], "%s", path)
+			}
+
+			scrape("/article", tc.firstEngine)
+			if tc.firstEngine == "fetch" {
+				assert.Zero(t, ts.Pool.Stats().Total, "a browser started for a page Go's client took")
+			}
+			scrape("/app", "browser-render")
+			scrape("/another", "fetch")
+			mu.Lock()
+			defer mu.Unlock()
+			if tc.flags == "" {
+				assert.Contains(t, agents["/app"], "Chrome/", "the browser's User-Agent")
+			} else {
+				assert.Equal(t, "Trawler-Test/1.0", agents["/app"], "the browser's User-Agent")
+			}
+			assert.Equal(t, agents["/app"], agents["/article"], "the first scrape's User-Agent")
+			assert.Equal(t, agents["/app"], agents["/another"], "Go's client's User-Agent")
+		})
+	}
 }
 
 func TestScrapeRendersClientSideApps(t *testing.T) {

@@ -269,7 +269,8 @@ type browserParts struct {
 	out          egressProxy
 	runtime      *routedRuntime
 	closeRuntime func()
-	// ua learns the browsers' user agent from the first one started.
+	// ua is the browsers' user agent: from their Chromium's version, else
+	// from the first one started.
 	ua       *scrape.UserAgent
 	pool     *browsers.Pool
 	sessions *sessions.Manager
@@ -294,6 +295,7 @@ func startBrowsers(ctx context.Context, cfg *config.Config, st *store.Store, gua
 	b.runtime, b.closeRuntime = rt, closeRuntime
 	undo.push(closeRuntime)
 	b.ua = &scrape.UserAgent{}
+	assumeUserAgent(ctx, cfg, rt.Runtime, b.ua, log)
 	learn := b.ua.Learn
 	rt.started.Store(&learn)
 	reapEarlierBrowsers(ctx, rt, log)
