@@ -42,6 +42,13 @@
 //     python3.11-doc, which `make bench` installs): the MB/s of HTML that
 //     content.Transform (main content, Markdown) converts, and the ratio of
 //     its time to the bare html-to-markdown conversion's, medians of rounds.
+//   - quality: onlyMainContent's Markdown (as plain text), go-trafilatura
+//     and go-readability scored on trafilatura's evaluation corpus, which
+//     the go-trafilatura module ships (package content/quality: the
+//     snippets each page's main text must and must not hold), precision,
+//     recall and F1 as its comparison script counts them; and the share of
+//     those pages, all server-rendered, that the render decision would
+//     send to a browser.
 //   - scrape: POST /v2/scrape (formats markdown, maxAge 0) of a
 //     server-rendered article of the test site (taken without rendering,
 //     engine fetch), 15 samples, and of a client-rendered one
@@ -213,7 +220,7 @@ const (
 func figure(name string, value float64, unit string) {
 	prec := 2
 	switch {
-	case unit == "x":
+	case unit == "x", unit == "score", unit == "share":
 		prec = 3
 	case unit == "browsers" || unit == "dirs" || unit == "processes":
 		prec = 0
@@ -237,7 +244,7 @@ func main() {
 	// take the most).
 	ctx, cancel := context.WithTimeout(ctx, time.Hour)
 	b := &bench{log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
-	flag.StringVar(&b.only, "only", "", "run only these phases, comma-separated: create, memory, cdp, leaks, transform, scrape, concurrent, rendercost, crawl, docker, profiles, liveview, parse, search, model, changes, branding, audio, docs, egress, execute, cluster, queue")
+	flag.StringVar(&b.only, "only", "", "run only these phases, comma-separated: create, memory, cdp, leaks, transform, quality, scrape, concurrent, rendercost, crawl, docker, profiles, liveview, parse, search, model, changes, branding, audio, docs, egress, execute, cluster, queue")
 	flag.IntVar(&b.concurrentPool, "concurrent-pool", concurrentPool, "pool size of the concurrent phase")
 	flag.StringVar(&b.crawlProfile, "crawl-cpuprofile", "", "write a CPU profile of the timed crawl (the crawl phase's first) to this file")
 	page := flag.String("page", "", "after the run, write its figures and the machine to this Markdown file (make bench: docs/performance.md)")
@@ -352,6 +359,7 @@ func (b *bench) run(ctx context.Context) error {
 		{"cdp", b.cdpOverhead},
 		{"leaks", b.leaks},
 		{"transform", b.transformThroughput},
+		{"quality", b.mainContentQuality},
 		{"scrape", b.scrapeLatency},
 		{"concurrent", b.concurrentScrape},
 		{"rendercost", b.renderCost},
