@@ -109,7 +109,6 @@ var goldenCases = []goldenCase{
 		name: "chrome", url: "https://news.example.com/science/trawlers", extras: []string{"links"},
 		want: []string{
 			"# Deep-sea trawlers map the ocean floor",
-			"By Ana Ruiz",
 			"Fishing fleets in the North Atlantic",
 			"Within two years",
 			"## Why it matters",
@@ -122,7 +121,7 @@ var goldenCases = []goldenCase{
 			"Skip to content", "cookies", "Accept all", "World", "Search", "Home",
 			"Share on", "Advertisement", "weekly ocean digest", "Subscribe",
 			"Limited offer", "Follow us", "Most read", "Whales", "Buy now",
-			"miss out", "No thanks", "©", "Terms", "tracker",
+			"miss out", "No thanks", "©", "Terms", "tracker", "By Ana Ruiz",
 		},
 	},
 	{
@@ -161,8 +160,8 @@ var goldenCases = []goldenCase{
 	{
 		name: "selectors-main", input: "selectors", url: "https://example.com/",
 		opts:    &Options{OnlyMainContent: true, ExcludeTags: []string{"figure"}},
-		want:    []string{"# The article", "Buy the book!"},
-		wantNot: []string{"Intro text", "Comments", "Figure 1", "The footer"},
+		want:    []string{"# The article", "The article body."},
+		wantNot: []string{"Intro text", "Comments", "Figure 1", "The footer", "Buy the book!"},
 	},
 	{
 		name: "fallback", url: "https://furniture.example.pt/",
@@ -176,7 +175,10 @@ var goldenCases = []goldenCase{
 		// A forum thread of 300 replies, each nested in the previous one
 		// (600 divs deep), past the parser's limit: the replies past the
 		// depth are flattened, with their links, code, list and table.
+		// The whole page: the main-content filter drops a comment thread,
+		// which is what this page is made of.
 		name: "deep-thread", url: "https://forum.example.com/t/42", extras: []string{"links", "images"},
+		opts: &Options{OnlyMainContent: false, RemoveBase64Images: true, Want: Want{Markdown: true}},
 		want: []string{
 			"# How deep is the channel?",
 			"[sailor1](https://forum.example.com/u/sailor1) 1 min ago\n\nReply 1: the channel was *5.1 m* at low tide.",
@@ -188,7 +190,6 @@ var goldenCases = []goldenCase{
 			"| Buoy | Depth |\n|---|---|\n| North | 6.1 m |\n| South | 5.8 m |",
 			"## After the thread\n\nBack at the top level: **thank you all**.",
 		},
-		wantNot: []string{"Forum footer", "Terms", "Latest"},
 	},
 	{
 		name: "python-glob", url: pythonDocs + "library/glob.html", extras: []string{"links", "meta"},

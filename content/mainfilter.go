@@ -7,22 +7,26 @@ import (
 	"golang.org/x/net/html/atom"
 )
 
-// The main-content filter is a superset of Firecrawl's excludeNonMainTags,
-// in three kinds of rule:
+// The main-content filter first finds where the content is (the content
+// root: mainscore.go), then removes what is not content under it, in
+// four kinds of rule:
 //
 //   - semantic rules (nav, footer, landmark roles, ad iframes, and aside
 //     and header outside the main content) remove an element outright;
-//   - class and id rules (whole class tokens such as "sidebar" or "share",
-//     class substrings such as "cookie" or "newsletter", a few id patterns,
-//     dialogs, hidden elements) are guarded: they never remove an element
-//     holding half or more of the text the semantic rules left;
-//   - no rule removes an element that contains what the page is built
-//     around: <main>, [role=main], #main or its single <article>.
+//   - boilerplate rules (mainscore.go: comment threads, related reading,
+//     share bars, captions, forms, blocks that are mostly links) remove a
+//     block by what its class, id or links say it is;
+//   - chrome class and id rules (whole class tokens such as "sidebar" or
+//     "share", class substrings such as "cookie" or "newsletter", a few id
+//     patterns, dialogs, hidden elements) are guarded: they never remove
+//     an element holding half or more of the text the semantic rules left;
+//   - no rule removes an element that contains the content root, nor the
+//     page's <main>, [role=main], #main or its single <article>.
 //
-// When the page marks its main content (<main>, [role=main], a single
-// <article>) and that holds more than a few words, only that is kept. When
-// the filter would leave (almost) no text, the next wider root is tried,
-// and at last the whole body is kept unfiltered.
+// Only the content root is kept, with what those rules leave of it. When
+// they would leave (almost) no text, the next wider root is tried (the
+// page's <main> or single <article>, then the body), and at last the
+// whole body is kept unfiltered.
 
 // classTokens are class names that mark chrome when they are a whole token.
 var classTokens = setOf(
@@ -114,6 +118,12 @@ func (p *page) keepMainContent() {
 		return textLen(n) >= min(50, bodyText/20)
 	}
 	var roots []*html.Node
+	if r := p.contentRoot(hidden); r != nil {
+		roots = append(roots, r)
+		for a := r; a != nil && !guard[a]; a = a.Parent {
+			guard[a] = true
+		}
+	}
 	if m := largest(attachedUnder(body, p.mains)); m != nil && fair(m) {
 		roots = append(roots, m)
 	} else if article != nil && fair(article) {
@@ -154,6 +164,8 @@ type filter struct {
 func (f *filter) plan(root *html.Node) (remaining int) {
 	f.isRemoved = make(map[*html.Node]bool)
 	remaining = textLen(root) - f.semantic(root, isContent(root))
+	rootProse, _ := prose(root)
+	remaining -= f.boilerplate(root, rootProse, false)
 	return remaining - f.guarded(root, remaining)
 }
 
@@ -190,6 +202,26 @@ func (f *filter) guarded(n *html.Node, remaining int) (removedText int) {
 			}
 		}
 		removedText += f.guarded(c, remaining)
+	}
+	return removedText
+}
+
+// boilerplate marks the blocks under n that the boilerplate and
+// link-density rules remove (mainscore.go) and returns their text length.
+// A list nested in a list that stays is judged with it: a sublist is part
+// of its item.
+func (f *filter) boilerplate(n *html.Node, rootProse int, inList bool) (removedText int) {
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if c.Type != html.ElementNode || f.isRemoved[c] {
+			continue
+		}
+		list := c.DataAtom == atom.Ul || c.DataAtom == atom.Ol || c.DataAtom == atom.Dl
+		if !f.protected[c] && !(inList && list) && isBoilerplate(c, rootProse) {
+			f.remove(c)
+			removedText += textLen(c)
+			continue
+		}
+		removedText += f.boilerplate(c, rootProse, inList || list)
 	}
 	return removedText
 }
@@ -324,6 +356,9 @@ func looksLikeChrome(n *html.Node) bool {
 // isAdToken reports whether a class token names an ad slot: "ad-slot",
 // "top-ad", "sidebar-ads".
 func isAdToken(tok string) bool {
+	if i := strings.Index(tok, "--"); i > 0 {
+		tok = tok[:i] // a BEM modifier says what is beside the block, not what it is
+	}
 	return strings.HasPrefix(tok, "ad-") || strings.HasPrefix(tok, "ads-") ||
 		strings.HasSuffix(tok, "-ad") || strings.HasSuffix(tok, "-ads")
 }

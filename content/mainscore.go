@@ -1,0 +1,479 @@
+package content
+
+import (
+	"slices"
+	"strings"
+
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
+)
+
+// Where the main content is: the filter scores where the text is. The
+// extractors that do this best (go-trafilatura, go-readability) are
+// served as Go modules, but each costs several times Trawler's whole
+// transform a page (they parse, clone and walk the page again for
+// metadata and language), and onlyMainContent is on for every scrape by
+// default; so the filter applies the same kinds of rule, written here,
+// to the tree Trawler already has:
+//
+//   - a container the page marks as the article's body (itemprop
+//     articleBody, or the class or id names publishing systems give it:
+//     entry-content, post-body, article__body, story-body) is the content:
+//     the one holding most of the marked prose, or the element holding
+//     them all when the body is split over several;
+//   - otherwise the <main> (or the body), narrowed to its one <article>,
+//     or to the <article> that holds most of the prose (not the first of a
+//     feed of teaser cards), or to the element whose paragraphs hold most
+//     of the prose;
+//   - inside it, comment threads, related reading, share and tag bars,
+//     bylines, captions, forms and other boilerplate blocks go by their
+//     class, id or links, and blocks that are mostly link text (menus
+//     built of plain divs, teaser lists, tickers) by their link density.
+//
+// package content/quality scores the result on a public corpus, beside
+// those two libraries (make bench, phase quality).
+//
+// Prose is the text of an element outside links; a block's link density
+// is its link text over its text.
+
+// bodyMarkers are class and id substrings that publishing systems give
+// the element holding an article's body.
+var bodyMarkers = []string{
+	"articlebody", "article-body", "article_body", "article__body", "article-content", "article__content",
+	"article-text", "articletext", "entry-content", "entry_content", "entrycontent", "post-content",
+	"post_content", "postcontent", "post-body", "post_body", "postbody", "post-text", "post-entry",
+	"story-body", "storybody", "story-content", "storycontent", "single-content", "blog-content",
+	"content-body", "body-text", "text-content", "page-content", "main-content", "field-body",
+	"rich-text", "richtext",
+}
+
+// boilerplateMarkers are class and id substrings of blocks that are not
+// the article even inside it. The first kind name what a block is
+// (related and recommended reading, sharing, sign-ups, navigation
+// between posts, ratings, disclosures); the second kind are as often
+// names of a layout's parts (a sidebar, a widget, a footer, the meta
+// line), so a block they mark stays when it holds half the root's prose.
+var boilerplateMarkers = []string{
+	"related", "recommend", "more-stories", "read-more", "readmore",
+	"share", "sharing", "social", "sociable", "syndication", "newsletter", "subscribe",
+	"breadcrumb", "pagination", "pager", "post-nav", "nav-links", "next-post", "nextstory", "prev-next",
+	"post-navigation", "rating", "cta-", "-cta", "call-to-action", "disclosure", "disclaimer", "affiliate",
+}
+
+var layoutMarkers = []string{
+	"popular", "teaser", "promo", "tags", "tag-list", "tagcloud", "tag-cloud", "category", "categories",
+	"byline", "author", "post-meta", "postmeta", "entry-meta", "entry-footer", "post-footer", "article-footer",
+	"post-info", "postinfo", "article-info", "timestamp", "dateline", "navigation", "subnav", "menu",
+	"widget", "sidebar", "banner", "footer", "toolbar", "entry-utility", "meta",
+	"embed", "tweet", "instagram", "fb-post",
+}
+
+// shareTargets are the link targets of share buttons: a block whose links
+// go there is a share bar, whatever its class.
+var shareTargets = []string{
+	"facebook.com/sharer", "facebook.com/share.php", "twitter.com/intent", "twitter.com/share", "x.com/intent",
+	"linkedin.com/sharearticle", "linkedin.com/share", "pinterest.com/pin/create", "reddit.com/submit",
+	"wa.me/?", "api.whatsapp.com/send", "whatsapp://send", "t.me/share", "xing.com/spi/shares",
+	"mailto:?", "plus.google.com/share",
+}
+
+// captionMarkers are class and id substrings of image captions and
+// credits.
+var captionMarkers = []string{"caption", "credit", "copyright", "legend"}
+
+// commentMarkers are class and id substrings of comment threads and the
+// forms to join them. A thread is removed however long it is: under a
+// short post it holds most of the page's prose.
+var commentMarkers = []string{"comment", "respond", "disqus", "pingback", "trackback", "reply"}
+
+// markedBy reports whether one of n's class tokens, or its id, contains
+// one of markers. A token is judged without its BEM modifier
+// ("report__section--ads" is a report's section that has ads beside it),
+// and WordPress's taxonomy classes ("category-recipes", "tag-winter")
+// say what a post is filed under, not that the element lists tags.
+func markedBy(n *html.Node, markers []string) bool {
+	for _, a := range n.Attr {
+		if a.Namespace != "" || (a.Key != "class" && a.Key != "id") || a.Val == "" {
+			continue
+		}
+		toks := []string{lower(strings.TrimSpace(a.Val))}
+		if a.Key == "class" {
+			toks = strings.Fields(toks[0])
+		}
+		for _, tok := range toks {
+			if i := strings.Index(tok, "--"); i > 0 {
+				tok = tok[:i]
+			}
+			if strings.HasPrefix(tok, "category-") || strings.HasPrefix(tok, "tag-") {
+				continue
+			}
+			for _, m := range markers {
+				if strings.Contains(tok, m) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// isBlockContainer reports whether n is an element the boilerplate and
+// link-density rules judge as a block: not inline text or a heading
+// (judged as part of their block), not a table's rows or cells.
+func isBlockContainer(n *html.Node) bool {
+	switch n.DataAtom {
+	case atom.Div, atom.Section, atom.Ul, atom.Ol, atom.Dl, atom.Aside, atom.Form, atom.Table, atom.Blockquote,
+		atom.Header, atom.Footer, atom.Nav, atom.Span, atom.Li, atom.P, atom.Figure:
+		return true
+	}
+	return n.DataAtom == 0 && n.Type == html.ElementNode // custom elements
+}
+
+// isBoilerplate reports whether block n, under root, goes by the
+// boilerplate or the link-density rule. A marked block that holds half
+// the root's prose or more stays: a class names a layout as often as what
+// it holds ("elementor-widget-wrap", "l-sidebar-fixed article-body"). A
+// paragraph or a list item that is one link is a sentence of the text,
+// not a menu.
+func isBoilerplate(n *html.Node, rootProse int) bool {
+	if (n.DataAtom == atom.Figcaption || markedBy(n, captionMarkers) && !isHeading(n)) && !holdsMedia(n) {
+		// A caption and a credit are the picture's, not the text's: the
+		// image stays, with its alt text.
+		t, _ := prose(n)
+		return t < 400
+	}
+	if isHeading(n) {
+		// A heading of the comment thread ("3 comments", "Leave a reply")
+		// goes with the thread.
+		return markedBy(n, commentMarkers)
+	}
+	if !isBlockContainer(n) {
+		return false
+	}
+	t, _ := prose(n)
+	// A paragraph's or a span's class styles its text: it says what the
+	// text is only of a short one.
+	if n.DataAtom == atom.P || n.DataAtom == atom.Span {
+		if t < 150 && (markedBy(n, commentMarkers) || markedBy(n, boilerplateMarkers) || markedBy(n, layoutMarkers)) {
+			return true
+		}
+		return false
+	}
+	if markedBy(n, commentMarkers) {
+		return true
+	}
+	if markedBy(n, boilerplateMarkers) {
+		return 5*t < 4*rootProse
+	}
+	// A form in the text is a sign-up, a search or a comment box (unless
+	// it wraps the page, as ASP.NET's does).
+	if n.DataAtom == atom.Form || markedBy(n, layoutMarkers) {
+		return 2*t < rootProse
+	}
+	if shareBar(n) {
+		return true
+	}
+	// A table of links is an index (a documentation site's contents), not
+	// a menu.
+	return n.DataAtom != atom.Li && n.DataAtom != atom.Table && n.DataAtom != atom.Blockquote && linkDense(n)
+}
+
+// holdsMedia reports whether n is or holds an image, a picture, a video
+// or an audio element.
+func holdsMedia(n *html.Node) bool {
+	switch n.DataAtom {
+	case atom.Img, atom.Picture, atom.Video, atom.Audio, atom.Svg:
+		return true
+	}
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if c.Type == html.ElementNode && holdsMedia(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// shareBar reports whether n is a short block holding two or more share
+// links.
+func shareBar(n *html.Node) bool {
+	if t, _ := prose(n); t > 200 {
+		return false
+	}
+	shares := 0
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		for c := n.FirstChild; c != nil && shares < 2; c = c.NextSibling {
+			if c.DataAtom == atom.A {
+				href := lower(attr(c, "href"))
+				for _, t := range shareTargets {
+					if strings.Contains(href, t) {
+						shares++
+						break
+					}
+				}
+				continue
+			}
+			walk(c)
+		}
+	}
+	walk(n)
+	return shares >= 2
+}
+
+// prose counts the non-space bytes of n's text outside links, and of its
+// link text.
+func prose(n *html.Node) (text, links int) {
+	var walk func(*html.Node, bool)
+	walk = func(n *html.Node, inLink bool) {
+		if n.Type == html.TextNode {
+			t := 0
+			for i := 0; i < len(n.Data); i++ {
+				if !isSpace(n.Data[i]) {
+					t++
+				}
+			}
+			if inLink {
+				links += t
+			} else {
+				text += t
+			}
+			return
+		}
+		inLink = inLink || n.DataAtom == atom.A
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c, inLink)
+		}
+	}
+	walk(n, false)
+	return text, links
+}
+
+// linkDense reports whether block n is mostly links: a menu, a list of
+// teasers or of related articles, a ticker, a "see also" box. A long
+// block is judged more leniently, as prose with many links is still prose.
+func linkDense(n *html.Node) bool {
+	text, links := prose(n)
+	total := text + links
+	if links == 0 || total == 0 {
+		return false
+	}
+	share := float64(links) / float64(total)
+	switch {
+	case total < 200:
+		return share >= 0.5
+	case total < 1000:
+		return share >= 0.6
+	}
+	return share >= 0.75
+}
+
+// contentRoot is the element that holds the page's main content, by the
+// rules at the top of this file; nil when none stands out (the filter
+// then works on the whole body).
+func (p *page) contentRoot(hidden map[*html.Node]bool) *html.Node {
+	body := p.body
+	bodyProse, _ := prose(body)
+	if bodyProse == 0 {
+		return nil
+	}
+	fair := func(n *html.Node) bool {
+		t, _ := prose(n)
+		return t >= min(100, bodyProse/10)
+	}
+	// A marked body holds a fair share of the page's prose: a "text-content"
+	// box of a few lines beside the story is not the story.
+	major := func(n *html.Node) bool {
+		t, _ := prose(n)
+		return 5*t >= bodyProse
+	}
+	best := func(nodes []*html.Node) (*html.Node, int, int) {
+		var top *html.Node
+		first, second := 0, 0
+		for _, n := range nodes {
+			t, _ := prose(n)
+			switch {
+			case t > first:
+				top, first, second = n, t, first
+			case t > second:
+				second = t
+			}
+		}
+		return top, first, second
+	}
+	// A marked article body.
+	var marked []*html.Node
+	var find func(*html.Node)
+	find = func(n *html.Node) {
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			if c.Type != html.ElementNode || hidden[c] {
+				continue
+			}
+			if isChrome(c, false) || looksLikeChrome(c) {
+				continue // a consent dialog's "main-content" is not the page's
+			}
+			if attr(c, "itemprop") == "articleBody" || (c.DataAtom == atom.Div || c.DataAtom == atom.Section ||
+				c.DataAtom == atom.Article || c.DataAtom == atom.Main) && markedBy(c, bodyMarkers) {
+				marked = append(marked, c)
+			}
+			find(c)
+		}
+	}
+	find(body)
+	if m := markedRoot(marked); m != nil && fair(m) && major(m) {
+		return m
+	}
+	// Else the page's <main> (or #main), or the body, narrowed to its
+	// <article> when it has one, or to the one that holds most of its
+	// prose (a feed of teaser cards has no such one), or else to the
+	// element whose paragraphs hold most of its prose.
+	scope := body
+	if m, _, _ := best(attachedUnder(body, slices.Concat(p.mains, p.idMains))); m != nil && fair(m) {
+		scope = m
+	}
+	scopeProse, _ := prose(scope)
+	articles := attachedUnder(scope, p.articles)
+	if a, first, second := best(articles); a != nil && fair(a) && (len(articles) == 1 || first >= 2*second && 2*first >= scopeProse) {
+		return a
+	}
+	if d := densest(scope, hidden, scopeProse); d != nil {
+		return d
+	}
+	if scope == body {
+		return nil
+	}
+	return scope
+}
+
+// densest is the element whose paragraphs hold most of the page's prose,
+// as Readability scores it: each paragraph's prose counts for its parent,
+// and half for its grandparent. Nil when no element holds half of the
+// paragraphs' prose (the text is spread over the page).
+func densest(body *html.Node, hidden map[*html.Node]bool, bodyProse int) *html.Node {
+	score := map[*html.Node]int{}
+	total := 0
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			if c.Type != html.ElementNode || hidden[c] {
+				continue
+			}
+			switch c.DataAtom {
+			case atom.P, atom.Pre, atom.Blockquote, atom.Dd:
+				t, links := prose(c)
+				if t < 25 || links > t {
+					continue
+				}
+				total += t
+				if par := c.Parent; par != nil {
+					score[par] += 2 * t
+					if g := par.Parent; g != nil {
+						score[g] += t
+					}
+				}
+				continue
+			}
+			walk(c)
+		}
+	}
+	walk(body)
+	var top *html.Node
+	for n, sc := range score {
+		if top == nil || sc > score[top] || sc == score[top] && contains(n, top) {
+			top = n
+		}
+	}
+	if top == nil || top == body || score[top] < total || 4*total < bodyProse ||
+		isChrome(top, false) || looksLikeChrome(top) {
+		return nil
+	}
+	// A text split over sibling blocks (a CMS's content elements) is
+	// their parent's.
+	for top.Parent != nil && top.Parent != body {
+		siblings := 0
+		for c := top.Parent.FirstChild; c != nil; c = c.NextSibling {
+			if c != top {
+				siblings += score[c]
+			}
+		}
+		if 2*siblings < score[top] {
+			break
+		}
+		top = top.Parent
+	}
+	return top
+}
+
+// contains reports whether a is an ancestor of n.
+func contains(a, n *html.Node) bool {
+	for p := n.Parent; p != nil; p = p.Parent {
+		if p == a {
+			return true
+		}
+	}
+	return false
+}
+
+// markedRoot is the content among the elements marked as an article's
+// body: the outermost one holding most of their prose, or, when the body
+// is split over several (a lead, the text, a gallery's captions), the
+// element that holds them all.
+func markedRoot(marked []*html.Node) *html.Node {
+	in := make(map[*html.Node]bool, len(marked))
+	for _, n := range marked {
+		in[n] = true
+	}
+	var outer []*html.Node
+	total := 0
+	for _, n := range marked {
+		nested := false
+		for a := n.Parent; a != nil; a = a.Parent {
+			if in[a] {
+				nested = true
+				break
+			}
+		}
+		if !nested {
+			outer = append(outer, n)
+			t, _ := prose(n)
+			total += t
+		}
+	}
+	if len(outer) == 0 || total == 0 {
+		return nil
+	}
+	for _, n := range outer {
+		if t, _ := prose(n); 5*t >= 3*total {
+			return n
+		}
+	}
+	return commonAncestor(outer)
+}
+
+// commonAncestor is the deepest element holding every one of nodes.
+func commonAncestor(nodes []*html.Node) *html.Node {
+	anc := map[*html.Node]bool{}
+	for a := nodes[0]; a != nil; a = a.Parent {
+		anc[a] = true
+	}
+	for _, n := range nodes[1:] {
+		next := map[*html.Node]bool{}
+		for a := n; a != nil; a = a.Parent {
+			if anc[a] {
+				next[a] = true
+			}
+		}
+		anc = next
+	}
+	var deepest *html.Node
+	depth := -1
+	for a := range anc {
+		d := 0
+		for p := a; p != nil; p = p.Parent {
+			d++
+		}
+		if d > depth {
+			deepest, depth = a, d
+		}
+	}
+	return deepest
+}
