@@ -140,9 +140,19 @@ func (p *page) keepMainContent() {
 		if remaining < enough {
 			continue
 		}
+		emptied := map[*html.Node]bool{}
+		for _, n := range f.removed {
+			for p := n.PrevSibling; p != nil; p = p.PrevSibling {
+				if p.Type == html.ElementNode {
+					emptied[p] = isHeading(p)
+					break
+				}
+			}
+		}
 		for _, n := range f.removed {
 			detach(n)
 		}
+		dropOrphanHeadings(root, emptied)
 		if root != body {
 			keepOnly(body, []*html.Node{root})
 		}

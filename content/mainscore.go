@@ -477,3 +477,60 @@ func commonAncestor(nodes []*html.Node) *html.Node {
 	}
 	return deepest
 }
+
+// dropOrphanHeadings removes the headings under root that title nothing
+// any more: no text follows them before the end, or before the next
+// heading of their level or above when what followed them went by the
+// rules above (emptied: a related-reading list, a comment thread).
+func dropOrphanHeadings(root *html.Node, emptied map[*html.Node]bool) {
+	type item struct {
+		n     *html.Node
+		level int // a heading's; 0 for text
+	}
+	var items []item
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			switch {
+			case c.Type == html.TextNode:
+				if strings.TrimSpace(c.Data) != "" {
+					items = append(items, item{c, 0})
+				}
+			case c.Type == html.ElementNode && isHeading(c):
+				items = append(items, item{c, int(c.Data[1] - '0')})
+			case c.Type == html.ElementNode:
+				if holdsMedia(c) && textLen(c) == 0 {
+					items = append(items, item{c, 0})
+					continue
+				}
+				walk(c)
+			}
+		}
+	}
+	walk(root)
+	var orphans []*html.Node
+	for i, it := range items {
+		if it.level == 0 {
+			continue
+		}
+		titled := false
+		for _, next := range items[i+1:] {
+			if next.level == 0 {
+				titled = true
+				break
+			}
+			if next.level <= it.level {
+				// a heading of its level next: a title and its subtitle,
+				// unless what was between them went
+				titled = !emptied[it.n]
+				break
+			}
+		}
+		if !titled {
+			orphans = append(orphans, it.n)
+		}
+	}
+	for _, h := range orphans {
+		detach(h)
+	}
+}
