@@ -56,7 +56,7 @@ var bodyMarkers = []string{
 var boilerplateMarkers = []string{
 	"related", "recommend", "more-stories", "read-more", "readmore",
 	"share", "sharing", "social", "sociable", "syndication", "newsletter", "subscribe",
-	"breadcrumb", "pagination", "pager", "post-nav", "nav-links", "next-post", "nextstory", "prev-next",
+	"breadcrumb", "pagination", "pager", "post-nav", "nav-links", "next-post", "nextstory", "prev-next", "next-prev",
 	"post-navigation", "rating", "cta-", "-cta", "call-to-action", "disclosure", "disclaimer", "affiliate",
 }
 
@@ -65,7 +65,7 @@ var layoutMarkers = []string{
 	"byline", "author", "post-meta", "postmeta", "entry-meta", "entry-footer", "post-footer", "article-footer",
 	"post-info", "postinfo", "article-info", "timestamp", "dateline", "navigation", "subnav", "menu",
 	"widget", "sidebar", "banner", "footer", "toolbar", "entry-utility", "meta",
-	"embed", "tweet", "instagram", "fb-post",
+	"embed", "tweet", "instagram", "fb-post", "user-info", "signature",
 }
 
 // shareTargets are the link targets of share buttons: a block whose links
