@@ -1,10 +1,10 @@
 // Command bench measures Trawler against baselines: sessions (creation,
 // memory, leaks, the CDP proxy's overhead, the live view, execute),
 // scrapes and crawls (latency, throughput, memory, what a render costs),
-// the content pipeline, document parsing, the search index, the
-// model-backed formats, change tracking, branding, audio, the
-// documentation search, the egress proxy, the docker runtime, PostgreSQL
-// and two nodes, and job queues.
+// the content pipeline and the quality of its main content on a public
+// corpus, document parsing, the search index, the model-backed formats,
+// change tracking, branding, audio, the documentation search, the egress
+// proxy, the docker runtime, PostgreSQL and two nodes, and job queues.
 //
 // It prints one line per figure to stdout, "bench: NAME VALUE UNIT"; all
 // other output (details, percentiles, diagnostics) goes to stderr. Every

@@ -9,7 +9,7 @@ package quality
 
 import (
 	"bytes"
-	"errors"
+	"encoding/json"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -61,19 +61,22 @@ func (p Page) UTF8() []byte {
 
 // ModuleDir is where the go command keeps Module's source (the version
 // the main module requires), asked from dir, a directory of the main
-// module.
+// module; the module is downloaded first when the cache lacks it.
 func ModuleDir(dir string) (string, error) {
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", Module)
+	cmd := exec.Command("go", "mod", "download", "-json", Module)
 	cmd.Dir = dir
 	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("go list -m %s: %w", Module, err)
+		return "", fmt.Errorf("go mod download %s: %w", Module, err)
 	}
-	d := strings.TrimSpace(string(out))
-	if d == "" {
-		return "", errors.New(Module + " is not in the module cache (go mod download)")
+	var m struct{ Dir, Error string }
+	if err := json.Unmarshal(out, &m); err != nil {
+		return "", fmt.Errorf("go mod download %s: %w", Module, err)
 	}
-	return d, nil
+	if m.Dir == "" {
+		return "", fmt.Errorf("go mod download %s: %s", Module, m.Error)
+	}
+	return m.Dir, nil
 }
 
 // Load reads the corpus from the module's source directory: every entry
