@@ -173,9 +173,11 @@ type filter struct {
 // text would be left.
 func (f *filter) plan(root *html.Node) (remaining int) {
 	f.isRemoved = make(map[*html.Node]bool)
-	remaining = textLen(root) - f.semantic(root, isContent(root))
-	rootProse, _ := prose(root)
-	remaining -= f.boilerplate(root, rootProse, false)
+	// Under the content root an <aside> is a callout or the footnotes, as
+	// under a <main>.
+	remaining = textLen(root) - f.semantic(root, isContent(root) || root.DataAtom != atom.Body)
+	rootProse, rootLinks := prose(root)
+	remaining -= f.boilerplate(root, rootProse, rootProse+rootLinks, false)
 	return remaining - f.guarded(root, remaining)
 }
 
@@ -218,20 +220,20 @@ func (f *filter) guarded(n *html.Node, remaining int) (removedText int) {
 
 // boilerplate marks the blocks under n that the boilerplate and
 // link-density rules remove (mainscore.go) and returns their text length.
-// A list nested in a list that stays is judged with it: a sublist is part
-// of its item.
-func (f *filter) boilerplate(n *html.Node, rootProse int, inList bool) (removedText int) {
+// What a list or a table that stays holds is judged with it: a sublist is
+// part of its item, and a cell of its table.
+func (f *filter) boilerplate(n *html.Node, rootProse, rootText int, judged bool) (removedText int) {
 	for c := n.FirstChild; c != nil; c = c.NextSibling {
 		if c.Type != html.ElementNode || f.isRemoved[c] {
 			continue
 		}
-		list := c.DataAtom == atom.Ul || c.DataAtom == atom.Ol || c.DataAtom == atom.Dl
-		if !f.protected[c] && !(inList && list) && isBoilerplate(c, rootProse) {
+		if !judged && !f.protected[c] && isBoilerplate(c, rootProse, rootText) {
 			f.remove(c)
 			removedText += textLen(c)
 			continue
 		}
-		removedText += f.boilerplate(c, rootProse, inList || list)
+		whole := c.DataAtom == atom.Ul || c.DataAtom == atom.Ol || c.DataAtom == atom.Dl || c.DataAtom == atom.Table
+		removedText += f.boilerplate(c, rootProse, rootText, judged || whole)
 	}
 	return removedText
 }

@@ -86,29 +86,44 @@ var captionMarkers = []string{"caption", "credit", "copyright", "legend"}
 // short post it holds most of the page's prose.
 var commentMarkers = []string{"comment", "respond", "disqus", "pingback", "trackback", "reply"}
 
-// markedBy reports whether one of n's class tokens, or its id, contains
-// one of markers. A token is judged without its BEM modifier
-// ("report__section--ads" is a report's section that has ads beside it),
-// and WordPress's taxonomy classes ("category-recipes", "tag-winter")
-// say what a post is filed under, not that the element lists tags.
+// markedBy reports whether one of n's class tokens contains one of
+// markers, or its id has one as a word ("comments", "post-comments";
+// not "corresponding", nor a section's or a long id: ids are often made
+// from headings). A class token
+// is judged without its BEM modifier ("report__section--ads" is a
+// report's section that has ads beside it), and WordPress's taxonomy
+// classes ("category-recipes", "tag-winter") say what a post is filed
+// under, not that the element lists tags.
 func markedBy(n *html.Node, markers []string) bool {
 	for _, a := range n.Attr {
-		if a.Namespace != "" || (a.Key != "class" && a.Key != "id") || a.Val == "" {
+		if a.Namespace != "" || a.Val == "" {
 			continue
 		}
-		toks := []string{lower(strings.TrimSpace(a.Val))}
-		if a.Key == "class" {
-			toks = strings.Fields(toks[0])
-		}
-		for _, tok := range toks {
-			if i := strings.Index(tok, "--"); i > 0 {
-				tok = tok[:i]
+		switch a.Key {
+		case "class":
+			for _, tok := range strings.Fields(lower(a.Val)) {
+				if i := strings.Index(tok, "--"); i > 0 {
+					tok = tok[:i]
+				}
+				if strings.HasPrefix(tok, "category-") || strings.HasPrefix(tok, "tag-") {
+					continue
+				}
+				for _, m := range markers {
+					if strings.Contains(tok, m) {
+						return true
+					}
+				}
 			}
-			if strings.HasPrefix(tok, "category-") || strings.HasPrefix(tok, "tag-") {
+		case "id":
+			// A section's id, and a long one, are made from its heading
+			// ("how-do-i-share-global-variables").
+			id := strings.ReplaceAll(lower(strings.TrimSpace(a.Val)), "_", "-")
+			if n.DataAtom == atom.Section || strings.Count(id, "-") > 2 {
 				continue
 			}
+			id = "-" + id + "-"
 			for _, m := range markers {
-				if strings.Contains(tok, m) {
+				if strings.Contains(id, "-"+strings.Trim(m, "-")+"-") {
 					return true
 				}
 			}
@@ -135,7 +150,7 @@ func isBlockContainer(n *html.Node) bool {
 // it holds ("elementor-widget-wrap", "l-sidebar-fixed article-body"). A
 // paragraph or a list item that is one link is a sentence of the text,
 // not a menu.
-func isBoilerplate(n *html.Node, rootProse int) bool {
+func isBoilerplate(n *html.Node, rootProse, rootText int) bool {
 	if (n.DataAtom == atom.Figcaption || markedBy(n, captionMarkers) && !isHeading(n)) && !holdsMedia(n) {
 		// A caption and a credit are the picture's, not the text's: the
 		// image stays, with its alt text.
@@ -151,13 +166,13 @@ func isBoilerplate(n *html.Node, rootProse int) bool {
 		return false
 	}
 	t, _ := prose(n)
-	// A paragraph's or a span's class styles its text: it says what the
-	// text is only of a short one.
-	if n.DataAtom == atom.P || n.DataAtom == atom.Span {
-		if t < 150 && (markedBy(n, commentMarkers) || markedBy(n, boilerplateMarkers) || markedBy(n, layoutMarkers)) {
-			return true
-		}
+	// A paragraph's class styles its text: it says what the text is only
+	// of a short one. A span is a word of a sentence.
+	if n.DataAtom == atom.Span {
 		return false
+	}
+	if n.DataAtom == atom.P {
+		return t < 150 && (markedBy(n, commentMarkers) || markedBy(n, boilerplateMarkers) || markedBy(n, layoutMarkers))
 	}
 	if markedBy(n, commentMarkers) {
 		return true
@@ -173,9 +188,40 @@ func isBoilerplate(n *html.Node, rootProse int) bool {
 	if shareBar(n) {
 		return true
 	}
-	// A table of links is an index (a documentation site's contents), not
-	// a menu.
-	return n.DataAtom != atom.Li && n.DataAtom != atom.Table && n.DataAtom != atom.Blockquote && linkDense(n)
+	// Only a division is judged by its links: a list, a table or a
+	// definition list of links is an index, a reading list or an API's
+	// reference as often as a menu, a quote is the text's, and a section
+	// (whose heading may be a link back to the contents) is the text's.
+	switch n.DataAtom {
+	case atom.Div, atom.Aside, atom.Nav, atom.Header, atom.Footer:
+	default:
+		if n.DataAtom != 0 {
+			return false
+		}
+	}
+	// A block of links that is most of the root is the page itself: an
+	// index, a documentation chapter's contents.
+	_, links := prose(n)
+	return 2*(t+links) < rootText && !wrapsTable(n, t+links) && linkDense(n)
+}
+
+// wrapsTable reports whether most of n's text, of length text, is in one
+// table: n is the table's wrapper (a script's responsive container), and
+// judged as the table is.
+func wrapsTable(n *html.Node, text int) bool {
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if c.Type != html.ElementNode {
+			continue
+		}
+		if c.DataAtom == atom.Table {
+			t, l := prose(c)
+			return 5*(t+l) >= 4*text
+		}
+		if wrapsTable(c, text) {
+			return true
+		}
+	}
+	return false
 }
 
 // holdsMedia reports whether n is or holds an image, a picture, a video
@@ -335,8 +381,13 @@ func (p *page) contentRoot(hidden map[*html.Node]bool) *html.Node {
 	if a, first, second := best(articles); a != nil && fair(a) && (len(articles) == 1 || first >= 2*second && 2*first >= scopeProse) {
 		return a
 	}
+	// A page's own <main> is narrowed only to what holds most of its prose
+	// and its title: a documentation page's sections share the prose, and
+	// the first holds the page's heading.
 	if d := densest(scope, hidden, scopeProse); d != nil {
-		return d
+		if t, _ := prose(d); scope == body || 3*t >= 2*scopeProse && holdsFirstHeading(scope, d) {
+			return d
+		}
 	}
 	if scope == body {
 		return nil
@@ -378,6 +429,11 @@ func densest(body *html.Node, hidden map[*html.Node]bool, bodyProse int) *html.N
 	walk(body)
 	var top *html.Node
 	for n, sc := range score {
+		switch n.DataAtom {
+		case atom.Div, atom.Section, atom.Article, atom.Main, atom.Td:
+		default:
+			continue // a list's item or a definition is part of a text, not the text
+		}
 		if top == nil || sc > score[top] || sc == score[top] && contains(n, top) {
 			top = n
 		}
@@ -401,6 +457,26 @@ func densest(body *html.Node, hidden map[*html.Node]bool, bodyProse int) *html.N
 		top = top.Parent
 	}
 	return top
+}
+
+// holdsFirstHeading reports whether d holds scope's first h1 (or, with
+// none, its first heading), or scope has none.
+func holdsFirstHeading(scope, d *html.Node) bool {
+	var first *html.Node
+	var find func(*html.Node, atom.Atom)
+	find = func(n *html.Node, want atom.Atom) {
+		for c := n.FirstChild; c != nil && first == nil; c = c.NextSibling {
+			if c.Type == html.ElementNode && (c.DataAtom == want || want == 0 && isHeading(c)) {
+				first = c
+				return
+			}
+			find(c, want)
+		}
+	}
+	if find(scope, atom.H1); first == nil {
+		find(scope, 0)
+	}
+	return first == nil || contains(d, first)
 }
 
 // contains reports whether a is an ancestor of n.
@@ -479,9 +555,10 @@ func commonAncestor(nodes []*html.Node) *html.Node {
 }
 
 // dropOrphanHeadings removes the headings under root that title nothing
-// any more: no text follows them before the end, or before the next
-// heading of their level or above when what followed them went by the
-// rules above (emptied: a related-reading list, a comment thread).
+// any more: what followed them went by the rules above (emptied: a
+// related-reading list, a comment thread), and no text follows them
+// before the next heading of their level or above, or the end. A page
+// that is only a heading keeps it.
 func dropOrphanHeadings(root *html.Node, emptied map[*html.Node]bool) {
 	type item struct {
 		n     *html.Node
@@ -510,7 +587,7 @@ func dropOrphanHeadings(root *html.Node, emptied map[*html.Node]bool) {
 	walk(root)
 	var orphans []*html.Node
 	for i, it := range items {
-		if it.level == 0 {
+		if it.level == 0 || !emptied[it.n] {
 			continue
 		}
 		titled := false
@@ -520,9 +597,6 @@ func dropOrphanHeadings(root *html.Node, emptied map[*html.Node]bool) {
 				break
 			}
 			if next.level <= it.level {
-				// a heading of its level next: a title and its subtitle,
-				// unless what was between them went
-				titled = !emptied[it.n]
 				break
 			}
 		}
