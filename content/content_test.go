@@ -372,6 +372,41 @@ func TestMainContentFilter(t *testing.T) {
 			want:    []string{"Real article text"},
 			wantNot: []string{"Skip to content"},
 		},
+		{
+			name: "the marked article body is the content",
+			html: `<div class="teasers"><p>` + long + `</p><p>` + long + `</p></div><div class="entry-content"><p>Story: ` + long + `</p></div>`,
+			want: []string{"Story: Real article text"}, wantNot: []string{"\n\nReal article text"},
+		},
+		{
+			name: "a comment thread longer than the post goes",
+			html: `<article><p>The post. ` + long + `</p><div id="comments"><h2 class="comments-title">3 comments</h2><p>` + long + long + long + `</p></div></article>`,
+			want: []string{"The post."}, wantNot: []string{"3 comments", "reader. Real article text that matters to the reader. Real article text that matters to the reader. Real article text that matters to the reader. Real article text that matters to the reader. Real article text that matters to the reader. Real article text that matters to the reader. Real article text that matters to the reader. Real article text that matters to the reader. Real"},
+		},
+		{
+			name: "a share bar goes by its links, a caption goes and its image stays",
+			html: `<article><p>` + long + `</p><div><a href="https://www.facebook.com/sharer.php?u=x">f</a> <a href="https://twitter.com/intent/tweet?u=x">t</a> Share it</div>` +
+				`<figure><img src="/a.png" alt="A chart"><figcaption>Photo: Agency</figcaption></figure></article>`,
+			want: []string{"Real article text", "![A chart](https://example.com/a.png)"}, wantNot: []string{"Share it", "Photo: Agency"},
+		},
+		{
+			name: "a menu of divs goes, a list or a table of links stays",
+			html: `<article><p>` + long + `</p><div class="x"><a href="/1">One</a> <a href="/2">Two</a> <a href="/3">Three</a></div>` +
+				`<ul><li><a href="/a">Listed link A</a></li><li><a href="/b">Listed link B</a></li></ul>` +
+				`<div class="wrap"><table><tr><td><a href="/c">Cell link C</a></td><td><a href="/d">Cell link D</a></td></tr></table></div></article>`,
+			want: []string{"Listed link A", "Cell link C"}, wantNot: []string{"One", "Three"},
+		},
+		{
+			name: "an id made from a heading is not a marker",
+			html: `<article><section id="how-do-i-share-global-variables"><h2>How do I share globals?</h2><p>` + long + `</p></section>` +
+				`<section id="corresponding-functions"><h2>Corresponding functions</h2><p>` + long + `</p></section></article>`,
+			want: []string{"How do I share globals?", "Corresponding functions"},
+		},
+		{
+			name: "an index page keeps its links",
+			html: `<main><h1>Library</h1><p>The modules of this chapter.</p><div class="toctree"><ul>` +
+				strings.Repeat(`<li><a href="/m">A module of the library</a></li>`, 12) + `</ul></div></main>`,
+			want: []string{"A module of the library"},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

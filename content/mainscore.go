@@ -87,9 +87,9 @@ var captionMarkers = []string{"caption", "credit", "copyright", "legend"}
 var commentMarkers = []string{"comment", "respond", "disqus", "pingback", "trackback", "reply"}
 
 // markedBy reports whether one of n's class tokens contains one of
-// markers, or its id has one as a word ("comments", "post-comments";
-// not "corresponding", nor a section's or a long id: ids are often made
-// from headings). A class token
+// markers, or a word of its id starts with one ("comments",
+// "post-comments"; not "corresponding", nor a section's or a long id:
+// ids are often made from headings). A class token
 // is judged without its BEM modifier ("report__section--ads" is a
 // report's section that has ads beside it), and WordPress's taxonomy
 // classes ("category-recipes", "tag-winter") say what a post is filed
@@ -121,10 +121,19 @@ func markedBy(n *html.Node, markers []string) bool {
 			if n.DataAtom == atom.Section || strings.Count(id, "-") > 2 {
 				continue
 			}
-			id = "-" + id + "-"
+			words := strings.Split(id, "-")
 			for _, m := range markers {
-				if strings.Contains(id, "-"+strings.Trim(m, "-")+"-") {
-					return true
+				m = strings.Trim(m, "-")
+				if strings.Contains(m, "-") {
+					if strings.Contains("-"+id+"-", "-"+m+"-") {
+						return true
+					}
+					continue
+				}
+				for _, w := range words {
+					if strings.HasPrefix(w, m) {
+						return true // "comments", "commentlist"
+					}
 				}
 			}
 		}
