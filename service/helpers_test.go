@@ -77,7 +77,7 @@ func (l *requestLog) containing(s string) []string {
 func start(t *testing.T, env map[string]string) *testService {
 	t.Helper()
 	vars := map[string]string{
-		"TRAWLER_DATA_DIR":      t.TempDir(),
+		"TRAWLER_DATA_DIR":      dataDir(t),
 		"TRAWLER_API_KEYS":      "acme:" + keyAcme + ",globex:" + keyGlobex,
 		"TRAWLER_WARM_BROWSERS": "1",
 		"TRAWLER_POOL_SIZE":     "6",
@@ -122,6 +122,31 @@ func start(t *testing.T, env map[string]string) *testService {
 		srv.Close()
 	})
 	return &testService{Service: svc, URL: srv.URL, t: t, logs: logs, requests: requests}
+}
+
+// dataDir is a test's data directory. It is removed after the service's
+// cleanup as t.TempDir's would be, but a file written during the removal
+// (a process of the closed service still exiting on a loaded machine) is
+// named in the log and the removal tried again, rather than failing a test
+// whose behaviour passed.
+func dataDir(t *testing.T) string {
+	dir, err := os.MkdirTemp("", "trawler-test-")
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		err := os.RemoveAll(dir)
+		for i := 0; err != nil && i < 50; i++ {
+			var late []string
+			filepath.WalkDir(dir, func(p string, _ os.DirEntry, _ error) error {
+				late = append(late, p)
+				return nil
+			})
+			t.Logf("removing the data directory: %v; left: %v", err, late)
+			time.Sleep(100 * time.Millisecond)
+			err = os.RemoveAll(dir)
+		}
+		require.NoError(t, err, "removing the data directory")
+	})
+	return dir
 }
 
 // levelWriter sends lines of level WARN or ERROR to loud, the rest to quiet.
