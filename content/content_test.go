@@ -402,6 +402,42 @@ func TestMainContentFilter(t *testing.T) {
 			want: []string{"How do I share globals?", "Corresponding functions"},
 		},
 		{
+			name: "a class that hides an element on every screen removes it",
+			html: `<article><p>` + long + `</p><div class="hidden">Sign up for the newsletter</div>` +
+				`<div class="hidden md:block">Shown on wide screens</div><span class="sr-only">Opens in a new window</span></article>`,
+			want: []string{"Real article text", "Shown on wide screens"}, wantNot: []string{"Sign up for", "Opens in a new"},
+		},
+		{
+			name: "a dated article's list of links is related reading",
+			html: `<html><head><meta property="article:published_time" content="2024-01-02T10:00:00Z"></head><body><article><p>` + long + `</p>` +
+				`<h2>Read more</h2><ul><li><a href="/1">Another story one</a></li><li><a href="/2">Another story two</a></li><li><a href="/3">Another story three</a></li></ul></article></body></html>`,
+			want: []string{"Real article text"}, wantNot: []string{"Another story", "Read more"},
+		},
+		{
+			name: "an undated page's list of links is its own",
+			html: `<article><p>` + long + `</p>` +
+				`<h2>Read more</h2><ul><li><a href="/1">Another story one</a></li><li><a href="/2">Another story two</a></li><li><a href="/3">Another story three</a></li></ul></article>`,
+			want: []string{"Real article text", "Another story one", "Read more"},
+		},
+		{
+			name: "a marked wrapper of the article's paragraphs stays",
+			html: `<article><header class="has-sharing"><h1>` + strings.Repeat("A long headline of the story ", 12) + `</h1></header>` +
+				`<p>Written by the desk of the newspaper, in the city, today, with the agencies' reports.</p>` +
+				`<div class="content__sharingContainer"><p>` + long + `</p><p>` + long + `</p></div></article>`,
+			want: []string{"Real article text"},
+		},
+		{
+			name: "chrome inside removed chrome is counted once",
+			html: `<div>` + strings.Repeat("Unmarked text outside the main element. ", 7) + `</div><main><div class="share-box"><nav>Navigation links of the share box</nav>Share this with friends</div>` +
+				`<p>The short story of this page, told in one sentence or so.</p></main>`,
+			want: []string{"The short story"}, wantNot: []string{"Unmarked text outside", "Share this"},
+		},
+		{
+			name: "a contact box is not the text",
+			html: `<article><p>` + long + `</p><div class="contact-person">Press office, call 555 0100</div></article>`,
+			want: []string{"Real article text"}, wantNot: []string{"Press office"},
+		},
+		{
 			name: "an index page keeps its links",
 			html: `<main><h1>Library</h1><p>The modules of this chapter.</p><div class="toctree"><ul>` +
 				strings.Repeat(`<li><a href="/m">A module of the library</a></li>`, 12) + `</ul></div></main>`,

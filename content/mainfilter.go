@@ -2,6 +2,7 @@ package content
 
 import (
 	"strings"
+	"time"
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
@@ -95,12 +96,15 @@ func (p *page) keepMainContent() {
 	body := p.body
 	bodyText := textLen(body)
 
-	var article *html.Node
+	var single *html.Node
 	if arts := attachedUnder(body, p.articles); len(arts) == 1 {
-		article = arts[0]
+		single = arts[0]
 	}
+	// A page that dates itself is an article: a list of links in it is
+	// related reading, where in documentation it is the text's index.
+	article := !p.published(time.Now()).IsZero() || p.ogArticle()
 	guard := make(map[*html.Node]bool)
-	for _, list := range [][]*html.Node{p.mains, p.idMains, {article}} {
+	for _, list := range [][]*html.Node{p.mains, p.idMains, {single}} {
 		for _, n := range list {
 			for a := n; a != nil && !guard[a]; a = a.Parent {
 				guard[a] = true
@@ -126,8 +130,8 @@ func (p *page) keepMainContent() {
 	}
 	if m := largest(attachedUnder(body, p.mains)); m != nil && fair(m) {
 		roots = append(roots, m)
-	} else if article != nil && fair(article) {
-		roots = append(roots, article)
+	} else if single != nil && fair(single) {
+		roots = append(roots, single)
 	}
 	roots = append(roots, body)
 
@@ -135,7 +139,7 @@ func (p *page) keepMainContent() {
 	// characters so that a short article among heavy chrome still counts.
 	enough := min(50, bodyText/10)
 	for _, root := range roots {
-		f := filter{protected: guard, hidden: hidden}
+		f := filter{protected: guard, hidden: hidden, article: article}
 		remaining := f.plan(root)
 		if remaining < enough {
 			continue
@@ -165,6 +169,7 @@ func (p *page) keepMainContent() {
 type filter struct {
 	protected map[*html.Node]bool
 	hidden    map[*html.Node]bool
+	article   bool // the page is a dated article (see keepMainContent)
 	removed   []*html.Node
 	isRemoved map[*html.Node]bool
 }
@@ -177,7 +182,7 @@ func (f *filter) plan(root *html.Node) (remaining int) {
 	// under a <main>.
 	remaining = textLen(root) - f.semantic(root, isContent(root) || root.DataAtom != atom.Body)
 	rootProse, rootLinks := prose(root)
-	remaining -= f.boilerplate(root, rootProse, rootProse+rootLinks, false)
+	remaining -= f.boilerplate(root, scope{prose: rootProse, text: rootProse + rootLinks, paragraphs: paragraphs(root), article: f.article}, false)
 	return remaining - f.guarded(root, remaining)
 }
 
@@ -207,7 +212,7 @@ func (f *filter) guarded(n *html.Node, remaining int) (removedText int) {
 			continue
 		}
 		if !f.protected[c] && (f.hidden[c] && attr(c, "role") != "tabpanel" || looksLikeChrome(c)) {
-			if t := textLen(c); t*2 < remaining {
+			if t := f.liveLen(c); t*2 < remaining {
 				f.remove(c)
 				removedText += t
 				continue
@@ -222,20 +227,37 @@ func (f *filter) guarded(n *html.Node, remaining int) (removedText int) {
 // link-density rules remove (mainscore.go) and returns their text length.
 // What a list or a table that stays holds is judged with it: a sublist is
 // part of its item, and a cell of its table.
-func (f *filter) boilerplate(n *html.Node, rootProse, rootText int, judged bool) (removedText int) {
+func (f *filter) boilerplate(n *html.Node, root scope, judged bool) (removedText int) {
 	for c := n.FirstChild; c != nil; c = c.NextSibling {
 		if c.Type != html.ElementNode || f.isRemoved[c] {
 			continue
 		}
-		if !judged && !f.protected[c] && isBoilerplate(c, rootProse, rootText) {
+		if !judged && !f.protected[c] && isBoilerplate(c, root) {
+			removedText += f.liveLen(c)
 			f.remove(c)
-			removedText += textLen(c)
 			continue
 		}
 		whole := c.DataAtom == atom.Ul || c.DataAtom == atom.Ol || c.DataAtom == atom.Dl || c.DataAtom == atom.Table
-		removedText += f.boilerplate(c, rootProse, rootText, judged || whole)
+		removedText += f.boilerplate(c, root, judged || whole)
 	}
 	return removedText
+}
+
+// liveLen is n's text length without what is already to be removed under
+// it: counted twice, an element holding a removed block would make the
+// text left look smaller than it is, down to nothing.
+func (f *filter) liveLen(n *html.Node) int {
+	if f.isRemoved[n] {
+		return 0
+	}
+	if n.Type == html.TextNode {
+		return textLen(n)
+	}
+	t := 0
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		t += f.liveLen(c)
+	}
+	return t
 }
 
 func (f *filter) remove(n *html.Node) {

@@ -61,7 +61,7 @@ var boilerplateMarkers = []string{
 }
 
 var layoutMarkers = []string{
-	"popular", "teaser", "promo", "tags", "tag-list", "tagcloud", "tag-cloud", "category", "categories",
+	"contact", "popular", "teaser", "promo", "tags", "tag-list", "tagcloud", "tag-cloud", "category", "categories",
 	"byline", "author", "post-meta", "postmeta", "entry-meta", "entry-footer", "post-footer", "article-footer",
 	"post-info", "postinfo", "article-info", "timestamp", "dateline", "navigation", "subnav", "menu",
 	"widget", "sidebar", "banner", "footer", "toolbar", "entry-utility", "meta",
@@ -159,7 +159,8 @@ func isBlockContainer(n *html.Node) bool {
 // it holds ("elementor-widget-wrap", "l-sidebar-fixed article-body"). A
 // paragraph or a list item that is one link is a sentence of the text,
 // not a menu.
-func isBoilerplate(n *html.Node, rootProse, rootText int) bool {
+func isBoilerplate(n *html.Node, root scope) bool {
+	rootProse, rootText := root.prose, root.text
 	if (n.DataAtom == atom.Figcaption || markedBy(n, captionMarkers) && !isHeading(n)) && !holdsMedia(n) {
 		// A caption and a credit are the picture's, not the text's: the
 		// image stays, with its alt text.
@@ -187,7 +188,7 @@ func isBoilerplate(n *html.Node, rootProse, rootText int) bool {
 		return true
 	}
 	if markedBy(n, boilerplateMarkers) {
-		return 5*t < 4*rootProse
+		return 5*t < 4*rootProse && 3*paragraphs(n) < 2*root.paragraphs
 	}
 	// A form in the text is a sign-up, a search or a comment box (unless
 	// it wraps the page, as ASP.NET's does).
@@ -201,8 +202,14 @@ func isBoilerplate(n *html.Node, rootProse, rootText int) bool {
 	// definition list of links is an index, a reading list or an API's
 	// reference as often as a menu, a quote is the text's, and a section
 	// (whose heading may be a link back to the contents) is the text's.
+	// In a dated article, though, a list or a section of links is what
+	// to read next: only a table stays whatever it links.
 	switch n.DataAtom {
 	case atom.Div, atom.Aside, atom.Nav, atom.Header, atom.Footer:
+	case atom.Ul, atom.Ol, atom.Dl, atom.Section:
+		if !root.article {
+			return false
+		}
 	default:
 		if n.DataAtom != 0 {
 			return false
@@ -212,6 +219,29 @@ func isBoilerplate(n *html.Node, rootProse, rootText int) bool {
 	// index, a documentation chapter's contents.
 	_, links := prose(n)
 	return 2*(t+links) < rootText && !wrapsTable(n, t+links) && linkDense(n)
+}
+
+// scope is what the rules compare a block with: the root's prose, all
+// its text, its paragraphs' prose, and whether the page is an article.
+type scope struct {
+	prose, text, paragraphs int
+	article                 bool
+}
+
+// paragraphs counts the prose of the paragraphs under n: the text of an
+// article's body, where a header or a teaser holds headlines and lines.
+func paragraphs(n *html.Node) int {
+	if n.DataAtom == atom.P {
+		t, _ := prose(n)
+		return t
+	}
+	t := 0
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if c.Type == html.ElementNode {
+			t += paragraphs(c)
+		}
+	}
+	return t
 }
 
 // wrapsTable reports whether most of n's text, of length text, is in one

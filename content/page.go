@@ -251,6 +251,10 @@ func (p *page) element(c *html.Node, st walkState) (remove bool) {
 			if hiddenStyle(a.Val) {
 				p.hidden = append(p.hidden, c)
 			}
+		case "class":
+			if hiddenClass(a.Val) {
+				p.hidden = append(p.hidden, c)
+			}
 		}
 	}
 	return false
@@ -397,6 +401,33 @@ func hiddenStyle(style string) bool {
 	}
 	s := strings.ReplaceAll(style, " ", "")
 	return strings.Contains(s, "display:none") || strings.Contains(s, "visibility:hidden")
+}
+
+// hiddenClasses are the class names that CSS frameworks and publishing
+// systems give an element a reader does not see (Bootstrap's, Tailwind's,
+// WordPress's, Foundation's) or that the site leaves out of a printed
+// article: where a page says so, the element is not its content.
+var hiddenClasses = map[string]bool{
+	"hidden": true, "d-none": true, "is-hidden": true, "hide": true, "u-hidden": true,
+	"sr-only": true, "visually-hidden": true, "visuallyhidden": true, "screen-reader-text": true,
+	"noprint": true, "no-print": true, "hidden-print": true, "d-print-none": true, "print-hidden": true,
+	"hide-print": true, "not-print": true, "hide-for-print": true,
+}
+
+// hiddenClass reports whether a class attribute hides its element on
+// every screen: one of hiddenClasses, and no class that shows it from
+// some width on ("hidden md:block", "d-none d-lg-flex").
+func hiddenClass(class string) bool {
+	hidden := false
+	for _, tok := range strings.Fields(class) {
+		tok = lower(tok)
+		if strings.Contains(tok, ":") || strings.HasPrefix(tok, "d-") && tok != "d-none" && tok != "d-print-none" ||
+			strings.HasPrefix(tok, "visible-") || strings.HasPrefix(tok, "show-for-") {
+			return false
+		}
+		hidden = hidden || hiddenClasses[tok]
+	}
+	return hidden
 }
 
 // resolveBase sets p.base from the page URL and the <base href>.

@@ -126,3 +126,13 @@ func parseDate(v string) (t time.Time, ok bool) {
 	}
 	return time.Time{}, false
 }
+
+// ogArticle reports whether the page's Open Graph type is an article.
+func (p *page) ogArticle() bool {
+	for v := range p.metaValues("og:type") {
+		if strings.EqualFold(strings.TrimSpace(v), "article") {
+			return true
+		}
+	}
+	return false
+}

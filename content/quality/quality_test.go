@@ -35,9 +35,9 @@ func TestMainContentOnTheCorpus(t *testing.T) {
 		c.Add(p, quality.PlainText(res.Markdown))
 	}
 	t.Logf("precision %.3f recall %.3f F1 %.3f (TP %d FN %d FP %d TN %d)", c.Precision(), c.Recall(), c.F1(), c.TP, c.FN, c.FP, c.TN)
-	assert.GreaterOrEqual(t, c.Precision(), 0.85, "precision")
+	assert.GreaterOrEqual(t, c.Precision(), 0.87, "precision")
 	assert.GreaterOrEqual(t, c.Recall(), 0.87, "recall")
-	assert.GreaterOrEqual(t, c.F1(), 0.87, "F1")
+	assert.GreaterOrEqual(t, c.F1(), 0.875, "F1")
 }
 
 // The scoring is the comparison script's: a snippet found or missed in
