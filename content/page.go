@@ -418,9 +418,15 @@ var hiddenClasses = map[string]bool{
 // every screen: one of hiddenClasses, and no class that shows it from
 // some width on ("hidden md:block", "d-none d-lg-flex").
 func hiddenClass(class string) bool {
+	// Most class attributes hold none of these: they are passed over
+	// without splitting (class names are case-sensitive, and these are
+	// lower case).
+	if !strings.Contains(class, "hid") && !strings.Contains(class, "none") && !strings.Contains(class, "only") &&
+		!strings.Contains(class, "print") && !strings.Contains(class, "screen-reader") {
+		return false
+	}
 	hidden := false
 	for _, tok := range strings.Fields(class) {
-		tok = lower(tok)
 		if strings.Contains(tok, ":") || strings.HasPrefix(tok, "d-") && tok != "d-none" && tok != "d-print-none" ||
 			strings.HasPrefix(tok, "visible-") || strings.HasPrefix(tok, "show-for-") {
 			return false
