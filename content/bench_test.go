@@ -58,11 +58,16 @@ func BenchmarkBareMarkdown(b *testing.B) {
 	conv := converter.NewConverter(converter.WithPlugins(
 		base.NewBasePlugin(), commonmark.NewCommonmarkPlugin(), table.NewTablePlugin(),
 	))
-	strs := make([]string, len(pages))
-	for i, p := range pages {
-		strs[i] = string(p)
+	// A page the bare converter refuses (html.Parse's limit of 512 open
+	// elements) is left out of both sides.
+	var strs []string
+	var kept [][]byte
+	for _, p := range pages {
+		if _, err := conv.ConvertString(string(p)); err == nil {
+			strs, kept = append(strs, string(p)), append(kept, p)
+		}
 	}
-	b.SetBytes(corpusBytes(pages))
+	b.SetBytes(corpusBytes(kept))
 	b.ReportAllocs()
 	for b.Loop() {
 		for _, s := range strs {

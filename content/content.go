@@ -181,7 +181,7 @@ func Transform(rawHTML []byte, pageURL string, opts Options) (*Result, error) {
 		}
 	}
 	if opts.OnlyMainContent && include == nil {
-		p.keepMainContent()
+		p.keepMainContent(!res.Published.IsZero())
 	}
 
 	if opts.Want.HTML {

@@ -305,6 +305,7 @@ func TestMainContentFilter(t *testing.T) {
 	tests := []struct {
 		name          string
 		html          string
+		url           string // https://example.com/ when empty
 		want, wantNot []string
 	}{
 		{
@@ -438,6 +439,32 @@ func TestMainContentFilter(t *testing.T) {
 			want: []string{"Real article text"}, wantNot: []string{"Press office"},
 		},
 		{
+			name: "a heading whose section the rules emptied goes, wherever it stood",
+			html: `<article><p>` + long + `</p><div class="box-header"><h2>More on this topic</h2></div>` +
+				`<div class="related-list"><a href="/1">Another story one</a> <a href="/2">Another story two</a></div></article>`,
+			want: []string{"Real article text"}, wantNot: []string{"More on this topic", "Another story"},
+		},
+		{
+			name: "text set as headings stays when what followed it went",
+			html: `<article><p>` + long + `</p><h1>Keep our waters clean</h1><blockquote><h2>A contest for children</h2>` +
+				`<h3>Held for the sixth time this year: children from six to twelve are asked to send their posters in.</h3></blockquote>` +
+				`<div class="entry-meta">Post views: 22</div></article>`,
+			want: []string{"Keep our waters clean", "A contest for children", "Held for the sixth time"}, wantNot: []string{"Post views"},
+		},
+		{
+			name: "a link alone back up the site is navigation",
+			url:  "https://example.com/news/story-one",
+			html: `<article><p>` + long + `</p><p><a href="/news/">Back to all news</a></p><p><a href="/">Home</a></p>` +
+				`<p>See <a href="/news/">the news page</a> for more.</p><p><a href="/news/story-two">The next story</a></p></article>`,
+			want: []string{"Real article text", "the news page", "The next story"}, wantNot: []string{"Back to all news", "Home"},
+		},
+		{
+			name: "a marker on every block of the article is the page's layout",
+			html: `<article><div class="elementor-widget-wrap"><p>` + long + `</p></div><div class="elementor-widget-wrap"><p>` + long + `</p></div>` +
+				`<div class="elementor-widget-wrap"><p>` + long + `</p></div><div class="sidebar-box">Sidebar junk</div></article>`,
+			want: []string{"Real article text"}, wantNot: []string{"Sidebar junk"},
+		},
+		{
 			name: "an index page keeps its links",
 			html: `<main><h1>Library</h1><p>The modules of this chapter.</p><div class="toctree"><ul>` +
 				strings.Repeat(`<li><a href="/m">A module of the library</a></li>`, 12) + `</ul></div></main>`,
@@ -447,7 +474,11 @@ func TestMainContentFilter(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			res, err := Transform([]byte(tc.html), "https://example.com/", DefaultOptions())
+			url := tc.url
+			if url == "" {
+				url = "https://example.com/"
+			}
+			res, err := Transform([]byte(tc.html), url, DefaultOptions())
 			require.NoError(t, err)
 			for _, w := range tc.want {
 				assert.Contains(t, res.Markdown, w, "markdown")

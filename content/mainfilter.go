@@ -1,8 +1,8 @@
 package content
 
 import (
+	"net/url"
 	"strings"
-	"time"
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
@@ -91,8 +91,9 @@ var adHosts = []string{
 	"moatads.com", "adsrvr.org",
 }
 
-// keepMainContent applies the main-content filter to p.body.
-func (p *page) keepMainContent() {
+// keepMainContent applies the main-content filter to p.body; dated says
+// the page gives a publication date.
+func (p *page) keepMainContent(dated bool) {
 	body := p.body
 	bodyText := textLen(body)
 
@@ -100,9 +101,10 @@ func (p *page) keepMainContent() {
 	if arts := attachedUnder(body, p.articles); len(arts) == 1 {
 		single = arts[0]
 	}
-	// A page that dates itself is an article: a list of links in it is
-	// related reading, where in documentation it is the text's index.
-	article := !p.published(time.Now()).IsZero() || p.ogArticle()
+	// A page that dates itself (dated: it has a publication date) is an
+	// article: a list of links in it is related reading, where in
+	// documentation it is the text's index.
+	article := dated || p.ogArticle()
 	guard := make(map[*html.Node]bool)
 	for _, list := range [][]*html.Node{p.mains, p.idMains, {single}} {
 		for _, n := range list {
@@ -139,16 +141,19 @@ func (p *page) keepMainContent() {
 	// characters so that a short article among heavy chrome still counts.
 	enough := min(50, bodyText/10)
 	for _, root := range roots {
-		f := filter{protected: guard, hidden: hidden, article: article}
+		f := filter{protected: guard, hidden: hidden, article: article, page: p.ownURL()}
 		remaining := f.plan(root)
 		if remaining < enough {
 			continue
 		}
-		emptied := map[*html.Node]bool{}
+		// The headings that title something, or stand just before what
+		// the rules remove (an empty widget's heading): once the
+		// removals leave them titling nothing, they go too.
+		titling := titledHeadings(root)
 		for _, n := range f.removed {
 			for p := n.PrevSibling; p != nil; p = p.PrevSibling {
 				if p.Type == html.ElementNode {
-					emptied[p] = isHeading(p)
+					titling[p] = titling[p] || isHeading(p)
 					break
 				}
 			}
@@ -156,7 +161,7 @@ func (p *page) keepMainContent() {
 		for _, n := range f.removed {
 			detach(n)
 		}
-		dropOrphanHeadings(root, emptied)
+		dropOrphanHeadings(root, titling)
 		if root != body {
 			keepOnly(body, []*html.Node{root})
 		}
@@ -169,7 +174,8 @@ func (p *page) keepMainContent() {
 type filter struct {
 	protected map[*html.Node]bool
 	hidden    map[*html.Node]bool
-	article   bool // the page is a dated article (see keepMainContent)
+	article   bool     // the page is a dated article (see keepMainContent)
+	page      *url.URL // the page's URL, nil when unknown
 	removed   []*html.Node
 	isRemoved map[*html.Node]bool
 }
@@ -182,7 +188,8 @@ func (f *filter) plan(root *html.Node) (remaining int) {
 	// under a <main>.
 	remaining = textLen(root) - f.semantic(root, isContent(root) || root.DataAtom != atom.Body)
 	rootProse, rootLinks := prose(root)
-	remaining -= f.boilerplate(root, scope{prose: rootProse, text: rootProse + rootLinks, paragraphs: paragraphs(root), article: f.article}, false)
+	remaining -= f.boilerplate(root, scope{prose: rootProse, text: rootProse + rootLinks, paragraphs: paragraphs(root), article: f.article, page: f.page,
+		vocabulary: vocabulary(root, rootProse)}, false)
 	return remaining - f.guarded(root, remaining)
 }
 

@@ -1,6 +1,7 @@
 package content
 
 import (
+	"net/url"
 	"slices"
 	"strings"
 
@@ -95,17 +96,34 @@ var commentMarkers = []string{"comment", "respond", "disqus", "pingback", "track
 // classes ("category-recipes", "tag-winter") say what a post is filed
 // under, not that the element lists tags.
 func markedBy(n *html.Node, markers []string) bool {
+	return markedByExcept(n, markers, nil)
+}
+
+// markerToken is a class token as markedBy reads it: lower case, without
+// its BEM modifier; "" for a taxonomy class.
+func markerToken(tok string) string {
+	tok = lower(tok)
+	if i := strings.Index(tok, "--"); i > 0 {
+		tok = tok[:i]
+	}
+	if strings.HasPrefix(tok, "category-") || strings.HasPrefix(tok, "tag-") {
+		return ""
+	}
+	return tok
+}
+
+// markedByExcept is markedBy with the class tokens in except read as no
+// marker (a page's layout vocabulary: see vocabulary).
+func markedByExcept(n *html.Node, markers []string, except map[string]bool) bool {
 	for _, a := range n.Attr {
 		if a.Namespace != "" || a.Val == "" {
 			continue
 		}
 		switch a.Key {
 		case "class":
-			for _, tok := range strings.Fields(lower(a.Val)) {
-				if i := strings.Index(tok, "--"); i > 0 {
-					tok = tok[:i]
-				}
-				if strings.HasPrefix(tok, "category-") || strings.HasPrefix(tok, "tag-") {
+			for _, tok := range strings.Fields(a.Val) {
+				tok = markerToken(tok)
+				if tok == "" || except[tok] {
 					continue
 				}
 				for _, m := range markers {
@@ -167,6 +185,9 @@ func isBoilerplate(n *html.Node, root scope) bool {
 		t, _ := prose(n)
 		return t < 400
 	}
+	if root.page != nil && upLink(n, root.page) {
+		return true
+	}
 	if isHeading(n) {
 		// A heading of the comment thread ("3 comments", "Leave a reply")
 		// goes with the thread.
@@ -182,17 +203,18 @@ func isBoilerplate(n *html.Node, root scope) bool {
 		return false
 	}
 	if n.DataAtom == atom.P {
-		return t < 150 && (markedBy(n, commentMarkers) || markedBy(n, boilerplateMarkers) || markedBy(n, layoutMarkers))
+		return t < 150 && (markedBy(n, commentMarkers) || markedByExcept(n, boilerplateMarkers, root.vocabulary) ||
+			markedByExcept(n, layoutMarkers, root.vocabulary))
 	}
 	if markedBy(n, commentMarkers) {
 		return true
 	}
-	if markedBy(n, boilerplateMarkers) {
+	if markedByExcept(n, boilerplateMarkers, root.vocabulary) {
 		return 5*t < 4*rootProse && 3*paragraphs(n) < 2*root.paragraphs
 	}
 	// A form in the text is a sign-up, a search or a comment box (unless
 	// it wraps the page, as ASP.NET's does).
-	if n.DataAtom == atom.Form || markedBy(n, layoutMarkers) {
+	if n.DataAtom == atom.Form || markedByExcept(n, layoutMarkers, root.vocabulary) {
 		return 2*t < rootProse
 	}
 	if shareBar(n) {
@@ -226,6 +248,125 @@ func isBoilerplate(n *html.Node, root scope) bool {
 type scope struct {
 	prose, text, paragraphs int
 	article                 bool
+	page                    *url.URL // the page's own URL; nil when unknown
+	vocabulary              map[string]bool
+}
+
+// vocabulary returns the class tokens that a marker names but that mark
+// most of root's prose between them: the page's layout vocabulary, not a
+// sign of boilerplate (a page builder's "elementor-widget-wrap" around
+// every block of the article, a "content__sharingContainer" around its
+// body). A token counts where it first appears on the way down. Half the
+// prose makes a layout marker's token vocabulary, four fifths a
+// boilerplate marker's (a long related-reading block under a short post
+// is still one).
+func vocabulary(root *html.Node, rootProse int) map[string]bool {
+	held := map[string]int{}
+	marker := map[string]string{} // a class token's markerToken, "" when it holds no marker
+	markerOf := func(tok string) string {
+		m, ok := marker[tok]
+		if !ok {
+			if m = markerToken(tok); m != "" && !containsAny(m, layoutMarkers) && !containsAny(m, boilerplateMarkers) {
+				m = ""
+			}
+			marker[tok] = m
+		}
+		return m
+	}
+	var walk func(n *html.Node, above map[string]bool)
+	walk = func(n *html.Node, above map[string]bool) {
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			if c.Type != html.ElementNode {
+				continue
+			}
+			here := above
+			var mine []string
+			for _, tok := range strings.Fields(attr(c, "class")) {
+				tok = markerOf(tok)
+				if tok != "" && !above[tok] && !slices.Contains(mine, tok) {
+					mine = append(mine, tok)
+				}
+			}
+			if len(mine) > 0 {
+				t, _ := prose(c)
+				here = make(map[string]bool, len(above)+len(mine))
+				for k := range above {
+					here[k] = true
+				}
+				for _, tok := range mine {
+					held[tok] += t
+					here[tok] = true
+				}
+			}
+			walk(c, here)
+		}
+	}
+	walk(root, nil)
+	var vocab map[string]bool
+	for tok, t := range held {
+		limit := 2*t >= rootProse
+		if !containsAny(tok, layoutMarkers) {
+			limit = 5*t >= 4*rootProse
+		}
+		if limit && t > 0 {
+			if vocab == nil {
+				vocab = map[string]bool{}
+			}
+			vocab[tok] = true
+		}
+	}
+	return vocab
+}
+
+// containsAny reports whether s contains one of subs.
+func containsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// upLink reports whether n is a link back up the site, alone in its
+// block (or the block holding only it): to the home page or to a
+// directory above the page ("Back to all news", "Zur Übersicht"). It is
+// the site's navigation wherever it stands, where a link inside a
+// sentence, or to another page, is the text's.
+func upLink(n *html.Node, page *url.URL) bool {
+	a := n
+	switch n.DataAtom {
+	case atom.A:
+		if n.Parent == nil || textLen(n.Parent) != textLen(n) {
+			return false
+		}
+	case atom.P, atom.Div:
+		a = nil
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			switch {
+			case c.Type == html.ElementNode && c.DataAtom == atom.A && a == nil:
+				a = c
+			case c.Type == html.TextNode && strings.TrimSpace(c.Data) == "":
+			case c.Type == html.CommentNode:
+			default:
+				return false
+			}
+		}
+		if a == nil {
+			return false
+		}
+	default:
+		return false
+	}
+	if t := textLen(a); t == 0 || t > 60 {
+		return false
+	}
+	u, err := page.Parse(strings.TrimSpace(attr(a, "href")))
+	if err != nil || u.Host != page.Host || u.RawQuery != "" {
+		return false
+	}
+	up, here := strings.TrimSuffix(u.Path, "/"), strings.TrimSuffix(page.Path, "/")
+	return up != here && strings.HasPrefix(here, up+"/")
 }
 
 // paragraphs counts the prose of the paragraphs under n: the text of an
@@ -263,11 +404,20 @@ func wrapsTable(n *html.Node, text int) bool {
 	return false
 }
 
+// isMedia reports whether n is an image, a picture, a video or an audio
+// element.
+func isMedia(n *html.Node) bool {
+	switch n.DataAtom {
+	case atom.Img, atom.Picture, atom.Video, atom.Audio, atom.Svg:
+		return true
+	}
+	return false
+}
+
 // holdsMedia reports whether n is or holds an image, a picture, a video
 // or an audio element.
 func holdsMedia(n *html.Node) bool {
-	switch n.DataAtom {
-	case atom.Img, atom.Picture, atom.Video, atom.Audio, atom.Svg:
+	if isMedia(n) {
 		return true
 	}
 	for c := n.FirstChild; c != nil; c = c.NextSibling {
@@ -593,12 +743,10 @@ func commonAncestor(nodes []*html.Node) *html.Node {
 	return deepest
 }
 
-// dropOrphanHeadings removes the headings under root that title nothing
-// any more: what followed them went by the rules above (emptied: a
-// related-reading list, a comment thread), and no text follows them
-// before the next heading of their level or above, or the end. A page
-// that is only a heading keeps it.
-func dropOrphanHeadings(root *html.Node, emptied map[*html.Node]bool) {
+// titledHeadings reports, for each heading under root, whether it titles
+// anything: whether text, an image or a heading of a lower level follows
+// it before the next heading of its level or above, or the end.
+func titledHeadings(root *html.Node) map[*html.Node]bool {
 	type item struct {
 		n     *html.Node
 		level int // a heading's; 0 for text
@@ -614,36 +762,43 @@ func dropOrphanHeadings(root *html.Node, emptied map[*html.Node]bool) {
 				}
 			case c.Type == html.ElementNode && isHeading(c):
 				items = append(items, item{c, int(c.Data[1] - '0')})
+			case c.Type == html.ElementNode && isMedia(c):
+				items = append(items, item{c, 0})
 			case c.Type == html.ElementNode:
-				if holdsMedia(c) && textLen(c) == 0 {
-					items = append(items, item{c, 0})
-					continue
-				}
 				walk(c)
 			}
 		}
 	}
 	walk(root)
-	var orphans []*html.Node
+	titled := make(map[*html.Node]bool)
 	for i, it := range items {
-		if it.level == 0 || !emptied[it.n] {
+		if it.level == 0 {
 			continue
 		}
-		titled := false
-		for _, next := range items[i+1:] {
-			if next.level == 0 {
-				titled = true
-				break
-			}
-			if next.level <= it.level {
-				break
-			}
-		}
-		if !titled {
-			orphans = append(orphans, it.n)
-		}
+		// What comes next: text, or a heading of its section.
+		titled[it.n] = i+1 < len(items) && (items[i+1].level == 0 || items[i+1].level > it.level)
 	}
-	for _, h := range orphans {
-		detach(h)
+	return titled
+}
+
+// dropOrphanHeadings removes the headings under root that title nothing
+// any more, of those in before (the headings that titled something
+// before the rules removed anything, or stood just before what they
+// removed): what they titled went by the rules (a related-reading list, a
+// comment thread), wherever it stood. Another heading that titles nothing
+// stays, and so does a page that is only a heading.
+func dropOrphanHeadings(root *html.Node, before map[*html.Node]bool) {
+	// Until none is left: a heading titled only by subheadings that went
+	// titles nothing either.
+	for dropped := true; dropped; {
+		dropped = false
+		for h, titled := range titledHeadings(root) {
+			// A long "heading" is text that a page set large.
+			if !titled && before[h] && textLen(h) < 80 {
+				detach(h)
+				delete(before, h)
+				dropped = true
+			}
+		}
 	}
 }

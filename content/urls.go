@@ -150,6 +150,15 @@ func (p *page) ogImages() []pageImage {
 	return out
 }
 
+// ownURL is the page's URL, parsed; nil when it is not an absolute one.
+func (p *page) ownURL() *url.URL {
+	u, err := url.Parse(strings.TrimSpace(p.pageURL))
+	if err != nil || !u.IsAbs() {
+		return nil
+	}
+	return u
+}
+
 // resolve parses the raw URL and resolves it against the page's base;
 // nil when it is invalid or stays relative.
 func (p *page) resolve(raw string) *url.URL {
