@@ -465,6 +465,18 @@ func TestMainContentFilter(t *testing.T) {
 			want: []string{"Real article text"}, wantNot: []string{"Sidebar junk"},
 		},
 		{
+			name: "a rating widget set as a span under a division goes; a marked span in a sentence stays",
+			html: `<article><div class="entry-content"><p>` + long + ` It was <span class="rating-word">rated well</span> by all.</p>` +
+				`<span class="post-ratings"><strong>Was this article useful?</strong> (No ratings yet)</span></div></article>`,
+			want: []string{"Real article text", "rated well"}, wantNot: []string{"Was this article useful", "No ratings yet"},
+		},
+		{
+			name: "a paywall's offer goes, the text it covers stays",
+			html: `<article><div class="paywall-content"><p>` + long + `</p><p>` + long + `</p></div>` +
+				`<aside class="gate" id="paywall"><h3>Choose your plan and read on:</h3><p>Subscribe for a dollar a week.</p></aside></article>`,
+			want: []string{"Real article text"}, wantNot: []string{"Choose your plan", "a dollar a week"},
+		},
+		{
 			name: "an index page keeps its links",
 			html: `<main><h1>Library</h1><p>The modules of this chapter.</p><div class="toctree"><ul>` +
 				strings.Repeat(`<li><a href="/m">A module of the library</a></li>`, 12) + `</ul></div></main>`,

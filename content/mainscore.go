@@ -59,6 +59,7 @@ var boilerplateMarkers = []string{
 	"share", "sharing", "social", "sociable", "syndication", "newsletter", "subscribe",
 	"breadcrumb", "pagination", "pager", "post-nav", "nav-links", "next-post", "nextstory", "prev-next", "next-prev",
 	"post-navigation", "rating", "cta-", "-cta", "call-to-action", "disclosure", "disclaimer", "affiliate",
+	"paywall",
 }
 
 var layoutMarkers = []string{
@@ -198,9 +199,11 @@ func isBoilerplate(n *html.Node, root scope) bool {
 	}
 	t, _ := prose(n)
 	// A paragraph's class styles its text: it says what the text is only
-	// of a short one. A span is a word of a sentence.
+	// of a short one. A span is a word of a sentence, unless it stands as
+	// a block of its own, straight under a division (a rating widget).
 	if n.DataAtom == atom.Span {
-		return false
+		return t < 150 && n.Parent != nil && (n.Parent.DataAtom == atom.Div || n.Parent.DataAtom == atom.Section) &&
+			markedByExcept(n, boilerplateMarkers, root.vocabulary)
 	}
 	if n.DataAtom == atom.P {
 		return t < 150 && (markedBy(n, commentMarkers) || markedByExcept(n, boilerplateMarkers, root.vocabulary) ||
