@@ -477,6 +477,12 @@ func TestMainContentFilter(t *testing.T) {
 			want: []string{"Real article text"}, wantNot: []string{"Choose your plan", "a dollar a week"},
 		},
 		{
+			name: "an ad slot's label goes",
+			html: `<article><p>` + long + `</p><div class="slot">- Advertisement -</div><p>` + long + `</p><p>Ad</p>` +
+				`<p>An ad for the shop ran in the paper.</p><pre><code>show(<span class="n">advertisement</span>)</code></pre></article>`,
+			want: []string{"Real article text", "An ad for the shop", "show(advertisement)"}, wantNot: []string{"Advertisement -", "\nAd\n"},
+		},
+		{
 			name: "an index page keeps its links",
 			html: `<main><h1>Library</h1><p>The modules of this chapter.</p><div class="toctree"><ul>` +
 				strings.Repeat(`<li><a href="/m">A module of the library</a></li>`, 12) + `</ul></div></main>`,

@@ -180,6 +180,9 @@ func isBlockContainer(n *html.Node) bool {
 // not a menu.
 func isBoilerplate(n *html.Node, root scope) bool {
 	rootProse, rootText := root.prose, root.text
+	if adLabel(n) {
+		return true
+	}
 	if (n.DataAtom == atom.Figcaption || markedBy(n, captionMarkers) && !isHeading(n)) && !holdsMedia(n) {
 		// A caption and a credit are the picture's, not the text's: the
 		// image stays, with its alt text.
@@ -244,6 +247,41 @@ func isBoilerplate(n *html.Node, root scope) bool {
 	// index, a documentation chapter's contents.
 	_, links := prose(n)
 	return 2*(t+links) < rootText && !wrapsTable(n, t+links) && linkDense(n)
+}
+
+// adLabels are the words a page sets over an advertisement's slot, in
+// the languages of the web's largest publishing markets.
+var adLabels = map[string]bool{
+	"advertisement": true, "advertising": true, "ad": true, "sponsored": true, "anzeige": true, "werbung": true,
+	"reklama": true, "publicité": true, "publicite": true, "publicidad": true, "pubblicità": true, "publicidade": true,
+	"advertentie": true, "annons": true, "mainos": true, "reklame": true, "реклама": true, "広告": true, "广告": true,
+}
+
+// adLabel reports whether n is a block that holds nothing but an ad
+// label ("Advertisement", "- Anzeige -"): the slot's ad is gone, its label
+// is not the text's.
+func adLabel(n *html.Node) bool {
+	switch n.DataAtom {
+	case atom.Div, atom.P, atom.Center, atom.Aside, atom.Section:
+	default:
+		return false
+	}
+	if textLen(n) > 20 {
+		return false
+	}
+	var b strings.Builder
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			if c.Type == html.TextNode {
+				b.WriteString(c.Data)
+			}
+			walk(c)
+		}
+	}
+	walk(n)
+	word := strings.Trim(lower(strings.TrimSpace(b.String())), " -–—:|·•*[]()")
+	return adLabels[word]
 }
 
 // scope is what the rules compare a block with: the root's prose, all
