@@ -483,6 +483,17 @@ func TestMainContentFilter(t *testing.T) {
 			want: []string{"Real article text", "An ad for the shop", "show(advertisement)"}, wantNot: []string{"Advertisement -", "\nAd\n"},
 		},
 		{
+			name: "a long comment thread does not hide the story's marked body",
+			html: `<span class="body" role="main"><div class="story"><h1>The story</h1><div itemprop="articleBody"><p>` + long + `</p></div></div></span>` +
+				`<span class="body" role="main"><div class="sect-comments">` + strings.Repeat(`<p>A reader's comment, which goes on about the story at some length.</p>`, 30) + `</div></span>`,
+			want: []string{"Real article text"}, wantNot: []string{"A reader's comment"},
+		},
+		{
+			name: "a commentary is an opinion column, not a comment thread",
+			html: `<article><h1>Column</h1><div class="text commentary"><p>` + long + `</p></div><div class="comments"><p>A reader's comment on the column.</p></div></article>`,
+			want: []string{"Real article text"}, wantNot: []string{"A reader's comment"},
+		},
+		{
 			name: "an index page keeps its links",
 			html: `<main><h1>Library</h1><p>The modules of this chapter.</p><div class="toctree"><ul>` +
 				strings.Repeat(`<li><a href="/m">A module of the library</a></li>`, 12) + `</ul></div></main>`,

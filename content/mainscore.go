@@ -101,17 +101,22 @@ func markedBy(n *html.Node, markers []string) bool {
 }
 
 // markerToken is a class token as markedBy reads it: lower case, without
-// its BEM modifier; "" for a taxonomy class.
+// its BEM modifier; "" for a taxonomy class or a genre.
 func markerToken(tok string) string {
 	tok = lower(tok)
 	if i := strings.Index(tok, "--"); i > 0 {
 		tok = tok[:i]
 	}
-	if strings.HasPrefix(tok, "category-") || strings.HasPrefix(tok, "tag-") {
+	if strings.HasPrefix(tok, "category-") || strings.HasPrefix(tok, "tag-") || genres[tok] {
 		return ""
 	}
 	return tok
 }
+
+// genres are class tokens that say what kind of piece an article is, and
+// hold a marker by chance: a commentary is an opinion column, not a
+// comment thread.
+var genres = map[string]bool{"commentary": true, "commentaries": true}
 
 // markedByExcept is markedBy with the class tokens in except read as no
 // marker (a page's layout vocabulary: see vocabulary).
@@ -552,6 +557,12 @@ func (p *page) contentRoot(hidden map[*html.Node]bool) *html.Node {
 	if bodyProse == 0 {
 		return nil
 	}
+	// A comment thread is not the content: a long one under a short story
+	// does not make the story's body a small part of the page. (A page
+	// that is nearly all thread, a forum's, is its thread.)
+	if t := threadProse(body); 10*(bodyProse-t) >= bodyProse {
+		bodyProse -= t
+	}
 	fair := func(n *html.Node) bool {
 		t, _ := prose(n)
 		return t >= min(100, bodyProse/10)
@@ -623,6 +634,40 @@ func (p *page) contentRoot(hidden map[*html.Node]bool) *html.Node {
 		return nil
 	}
 	return scope
+}
+
+// threadProse is the prose of the comment threads under body: the
+// outermost blocks the comment markers mark that hold neither the page's
+// title (an <h1>) nor a marked article body (a class on a wrapper of the
+// whole page is not a thread).
+func threadProse(body *html.Node) int {
+	total := 0
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			if c.Type != html.ElementNode {
+				continue
+			}
+			if isBlockContainer(c) && markedBy(c, commentMarkers) && !holdsStory(c) {
+				t, _ := prose(c)
+				total += t
+				continue
+			}
+			walk(c)
+		}
+	}
+	walk(body)
+	return total
+}
+
+// holdsStory reports whether n holds an <h1> or an itemprop="articleBody".
+func holdsStory(n *html.Node) bool {
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if c.Type == html.ElementNode && (c.DataAtom == atom.H1 || attr(c, "itemprop") == "articleBody" || holdsStory(c)) {
+			return true
+		}
+	}
+	return false
 }
 
 // densest is the element whose paragraphs hold most of the page's prose,
