@@ -494,6 +494,12 @@ func TestMainContentFilter(t *testing.T) {
 			want: []string{"Real article text"}, wantNot: []string{"A reader's comment"},
 		},
 		{
+			name: "a header in the content that holds paragraphs is the text",
+			html: `<main><p>` + long + `</p><header class="description"><p>` + strings.Repeat("Prose set in a header tag by the site. ", 8) + `</p></header>` +
+				`<header class="label">Section label</header></main>`,
+			want: []string{"Real article text", "Prose set in a header tag"}, wantNot: []string{"Section label"},
+		},
+		{
 			name: "an index page keeps its links",
 			html: `<main><h1>Library</h1><p>The modules of this chapter.</p><div class="toctree"><ul>` +
 				strings.Repeat(`<li><a href="/m">A module of the library</a></li>`, 12) + `</ul></div></main>`,

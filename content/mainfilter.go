@@ -288,7 +288,9 @@ func isChrome(n *html.Node, inContent bool) bool {
 		// class rules still catch a share box or a related-posts list.
 		return !inContent
 	case atom.Header:
-		return !inContent || !hasTitle(n)
+		// Inside the content a header holding the title is the article's,
+		// and one holding paragraphs of prose is the text in a misused tag.
+		return !inContent || !hasTitle(n) && paragraphs(n) < 200
 	case atom.Iframe:
 		src := strings.ToLower(attr(n, "src"))
 		for _, h := range adHosts {
