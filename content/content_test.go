@@ -500,6 +500,12 @@ func TestMainContentFilter(t *testing.T) {
 			want: []string{"Real article text", "Prose set in a header tag"}, wantNot: []string{"Section label"},
 		},
 		{
+			name: "an embedded post in a blockquote is a quote of the text's",
+			html: `<article><p>` + long + `</p><blockquote class="twitter-tweet"><p>What the post said about it all.</p>— Someone (@someone)</blockquote>` +
+				`<div class="tweet-button">Tweet this</div></article>`,
+			want: []string{"Real article text", "What the post said"}, wantNot: []string{"Tweet this"},
+		},
+		{
 			name: "an index page keeps its links",
 			html: `<main><h1>Library</h1><p>The modules of this chapter.</p><div class="toctree"><ul>` +
 				strings.Repeat(`<li><a href="/m">A module of the library</a></li>`, 12) + `</ul></div></main>`,

@@ -225,7 +225,8 @@ func isBoilerplate(n *html.Node, root scope) bool {
 	}
 	// A form in the text is a sign-up, a search or a comment box (unless
 	// it wraps the page, as ASP.NET's does).
-	if n.DataAtom == atom.Form || markedByExcept(n, layoutMarkers, root.vocabulary) {
+	// An embedded post (a quoted tweet) is a quote of the text's.
+	if n.DataAtom == atom.Form || n.DataAtom != atom.Blockquote && markedByExcept(n, layoutMarkers, root.vocabulary) {
 		return 2*t < rootProse
 	}
 	if shareBar(n) {
