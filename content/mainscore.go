@@ -45,7 +45,7 @@ var bodyMarkers = []string{
 	"post_content", "postcontent", "post-body", "post_body", "postbody", "post-text", "post-entry",
 	"story-body", "storybody", "story-content", "storycontent", "single-content", "blog-content",
 	"content-body", "body-text", "text-content", "page-content", "main-content", "field-body",
-	"rich-text", "richtext",
+	"rich-text", "richtext", "articlecontent", "bodycontent", "contentbody",
 }
 
 // boilerplateMarkers are class and id substrings of blocks that are not
