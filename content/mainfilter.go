@@ -188,8 +188,11 @@ func (f *filter) plan(root *html.Node) (remaining int) {
 	// under a <main>.
 	remaining = textLen(root) - f.semantic(root, isContent(root) || root.DataAtom != atom.Body)
 	rootProse, rootLinks := prose(root)
-	remaining -= f.boilerplate(root, scope{prose: rootProse, text: rootProse + rootLinks, paragraphs: paragraphs(root), article: f.article, page: f.page,
-		vocabulary: vocabulary(root, rootProse)}, false)
+	sc := scope{
+		prose: rootProse, text: rootProse + rootLinks, paragraphs: paragraphs(root),
+		article: f.article, page: f.page, vocabulary: vocabulary(root, rootProse),
+	}
+	remaining -= f.boilerplate(root, sc, false)
 	return remaining - f.guarded(root, remaining)
 }
 

@@ -275,18 +275,7 @@ func adLabel(n *html.Node) bool {
 	if textLen(n) > 20 {
 		return false
 	}
-	var b strings.Builder
-	var walk func(*html.Node)
-	walk = func(n *html.Node) {
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			if c.Type == html.TextNode {
-				b.WriteString(c.Data)
-			}
-			walk(c)
-		}
-	}
-	walk(n)
-	word := strings.Trim(lower(strings.TrimSpace(b.String())), " -–—:|·•*[]()")
+	word := strings.Trim(lower(strings.TrimSpace(textOf(n))), " -–—:|·•*[]()")
 	return adLabels[word]
 }
 
@@ -351,11 +340,11 @@ func vocabulary(root *html.Node, rootProse int) map[string]bool {
 	walk(root, nil)
 	var vocab map[string]bool
 	for tok, t := range held {
-		limit := 2*t >= rootProse
+		common := 2*t >= rootProse
 		if !containsAny(tok, layoutMarkers) {
-			limit = 5*t >= 4*rootProse
+			common = 5*t >= 4*rootProse
 		}
-		if limit && t > 0 {
+		if common && t > 0 {
 			if vocab == nil {
 				vocab = map[string]bool{}
 			}
