@@ -217,3 +217,43 @@ func field(status, name string) string {
 	}
 	return ""
 }
+
+// TestCloseEndsEveryProcessOfTheBrowser: once Close returns, no process of
+// the confined browser is left in its pid namespace, the crash handler
+// (which Chromium starts in a session of its own) included.
+func TestCloseEndsEveryProcessOfTheBrowser(t *testing.T) {
+	dir := t.TempDir()
+	rt := browserstest.Runtime(t, dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for i := range 3 {
+		b, err := rt.Start(ctx, fmt.Sprintf("closed-%d", i))
+		require.NoError(t, err)
+		pids := processesOf(t, browserstest.PID(t, rt, b))
+		require.NotEmpty(t, pids)
+		ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pids[len(pids)-1]))
+		require.NoError(t, err)
+		require.NoError(t, b.Close())
+		assert.Empty(t, inNamespace(ns), "processes of browser %d's namespace after Close", i)
+	}
+}
+
+// inNamespace lists the live (not zombie) processes in pid namespace ns.
+func inNamespace(ns string) []int {
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if l, err := os.Readlink(filepath.Join("/proc", e.Name(), "ns/pid")); err != nil || l != ns {
+			continue
+		}
+		if stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil && strings.Contains(string(stat), ") Z ") {
+			continue
+		}
+		out = append(out, pid)
+	}
+	return out
+}

@@ -193,7 +193,7 @@ func (r *ProcessRuntime) Start(ctx context.Context, id string) (Browser, error) 
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("starting %s: %w", cmd.Path, err)
 	}
-	b := &processBrowser{id: id, dir: dir, cmd: cmd, done: make(chan struct{})}
+	b := &processBrowser{id: id, dir: dir, cmd: cmd, confined: box != nil, done: make(chan struct{})}
 	downloads := filepath.Join(userData, "Downloads")
 	b.mux = cdp.NewMux(pipes.fromR, pipes.toW, closeBoth{pipes.toW, pipes.fromR}, cdp.MuxOptions{DownloadDir: downloads})
 	if err := os.WriteFile(filepath.Join(dir, pidFile), []byte(pidRecord(cmd.Process.Pid)), 0o600); err != nil {
@@ -541,6 +541,18 @@ func dirUsers(dir string) []int {
 	return pids
 }
 
+// childPIDs are the pids of process pid's children.
+func childPIDs(pid int) []int {
+	raw, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	var pids []int
+	for _, f := range strings.Fields(string(raw)) {
+		if n, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, n)
+		}
+	}
+	return pids
+}
+
 func waitGone(pid int, d time.Duration) {
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
@@ -558,10 +570,11 @@ func waitGone(pid int, d time.Duration) {
 }
 
 type processBrowser struct {
-	id, dir string
-	cmd     *exec.Cmd
-	mux     *cdp.Mux
-	done    chan struct{}
+	id, dir  string
+	cmd      *exec.Cmd
+	confined bool // in bubblewrap's namespaces
+	mux      *cdp.Mux
+	done     chan struct{}
 
 	mu        sync.Mutex
 	err       error
@@ -585,8 +598,29 @@ func (b *processBrowser) kill() {
 	syscall.Kill(-b.cmd.Process.Pid, syscall.SIGKILL)
 }
 
+// closeWait is how long Close lets a confined browser's namespace empty
+// before it kills the process group.
+const closeWait = 2 * time.Second
+
 func (b *processBrowser) Close() error {
 	b.closeOnce.Do(func() {
+		// A confined browser's processes live in bubblewrap's pid
+		// namespace, whose init (the bubblewrap process's child) ends only
+		// once every process in it has, and the crash handler that
+		// Chromium starts in a session of its own is beyond the process
+		// group's reach. Killing that init first, the outer bubblewrap
+		// exits when the namespace is empty, so that no process of the
+		// browser outlives Close; killing the group at once would let the
+		// outer one end first.
+		if b.confined {
+			for _, pid := range childPIDs(b.cmd.Process.Pid) {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+			select {
+			case <-b.done:
+			case <-time.After(closeWait):
+			}
+		}
 		b.kill()
 		<-b.done
 		b.mux.Close()
