@@ -187,19 +187,23 @@ func newTab(t *testing.T, ctx context.Context, conn *cdp.Conn, bc string) string
 // processesOf lists the processes in pid's process group.
 func processesOf(t *testing.T, pgid int) []int {
 	t.Helper()
+	return processes(func(proc string) bool {
+		stat, err := os.ReadFile(filepath.Join(proc, "stat"))
+		if err != nil {
+			return false
+		}
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		return len(f) > 2 && f[2] == strconv.Itoa(pgid)
+	})
+}
+
+// processes lists the processes whose /proc directory keep takes.
+func processes(keep func(proc string) bool) []int {
 	var out []int
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-		if len(f) > 2 && f[2] == strconv.Itoa(pgid) {
+		if err == nil && keep(filepath.Join("/proc", e.Name())) {
 			out = append(out, pid)
 		}
 	}
@@ -240,20 +244,11 @@ func TestCloseEndsEveryProcessOfTheBrowser(t *testing.T) {
 
 // inNamespace lists the live (not zombie) processes in pid namespace ns.
 func inNamespace(ns string) []int {
-	var out []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
+	return processes(func(proc string) bool {
+		if l, err := os.Readlink(filepath.Join(proc, "ns/pid")); err != nil || l != ns {
+			return false
 		}
-		if l, err := os.Readlink(filepath.Join("/proc", e.Name(), "ns/pid")); err != nil || l != ns {
-			continue
-		}
-		if stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil && strings.Contains(string(stat), ") Z ") {
-			continue
-		}
-		out = append(out, pid)
-	}
-	return out
+		stat, err := os.ReadFile(filepath.Join(proc, "stat"))
+		return err == nil && !strings.Contains(string(stat), ") Z ")
+	})
 }
