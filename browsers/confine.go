@@ -186,10 +186,10 @@ func (c Confinement) bwrapArgs() []string {
 // and the locale and time zone of Trawler's, nothing else (no TRAWLER_*
 // setting, no credential).
 func browserEnv() []string {
-	env := []string{"HOME=/tmp", "PATH=/usr/bin:/bin"}
+	env := []string{"HOME=/tmp", "PATH=/usr/bin:/bin", "TZ=" + Timezone()}
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		if k == "LANG" || k == "LANGUAGE" || k == "TZ" || strings.HasPrefix(k, "LC_") {
+		if k == "LANG" || k == "LANGUAGE" || strings.HasPrefix(k, "LC_") {
 			env = append(env, kv)
 		}
 	}

@@ -29,7 +29,22 @@ import (
 // Chromium otherwise floods the network with refused background requests.
 var ChromiumFlags = []string{
 	"--headless=new",
-	"--disable-gpu",
+	// What a page sees of the browser is an ordinary Chrome's (see
+	// docs/stealth.md): navigator.webdriver false in pages, frames and
+	// workers, as Chromium's own switch sets it; a 1920x1080 screen around
+	// the window, where headless Chromium reports 800x600.
+	"--disable-blink-features=AutomationControlled",
+	"--screen-info={1920x1080}",
+	"--window-size=1920,1080",
+	// WebGL on Mesa's software rasteriser (llvmpipe, through ANGLE's EGL
+	// backend), as a Linux machine without a GPU driver reports it, rather
+	// than on SwiftShader, which only automated Chromium uses and which
+	// detectors flag. The blocklist would refuse llvmpipe; the compositor
+	// stays in software, as --disable-gpu had it.
+	"--use-gl=angle",
+	"--use-angle=gl-egl",
+	"--ignore-gpu-blocklist",
+	"--disable-gpu-compositing",
 	"--disable-background-networking",
 	"--disable-component-update",
 	"--disable-sync",
@@ -144,6 +159,14 @@ type ProcessRuntime struct {
 	// port: to is the loopback address it dialled there (each browser
 	// context gets its own, see egress.Proxy.ContextRoute).
 	Egress func(id string, to netip.Addr, c net.Conn)
+
+	// Unpresented starts browsers without PresentedFlags, saying what they
+	// say of themselves: for the tests that check what is presented
+	// against it.
+	Unpresented bool
+
+	present   sync.Once
+	presented []string // PresentedFlags, found out at the first start
 }
 
 var _ Runtime = (*ProcessRuntime)(nil)
@@ -272,6 +295,10 @@ func (r *ProcessRuntime) chromiumArgs(id string) (args []string, userData string
 		}
 	}
 	own, extra := WithExtra(r.ExtraFlags)
+	if !r.Unpresented {
+		r.present.Do(func() { r.presented = PresentedFlags(context.Background(), r) })
+		own = append(own, r.presented...)
+	}
 	if !conf.Sandbox {
 		own = append(own, "--no-sandbox")
 	}

@@ -181,6 +181,9 @@ var validID = regexp.MustCompile(`^[a-zA-Z0-9_.-]+$`)
 type Runtime struct {
 	cfg Config
 	cli *client.Client
+
+	present   sync.Once
+	presented []string // browsers.PresentedFlags, found out at the first start
 }
 
 var _ browsers.Runtime = (*Runtime)(nil)
@@ -310,7 +313,7 @@ func (r *Runtime) containerConfig(id, profile string) (*container.Config, *conta
 		Cmd:        r.args(),
 		// The profile and Chromium's caches under $HOME go to the tmpfs.
 		// Nothing of Trawler's environment goes in.
-		Env: []string{"HOME=/tmp"},
+		Env: []string{"HOME=/tmp", "TZ=" + browsers.Timezone()},
 		// The shim's stdin and stdout carry the DevTools pipe and the
 		// proxy connections.
 		OpenStdin: true, AttachStdin: true, AttachStdout: true, AttachStderr: true,
@@ -349,8 +352,10 @@ func (r *Runtime) containerConfig(id, profile string) (*container.Config, *conta
 func (r *Runtime) args() []string {
 	args := make([]string, 0, len(browsers.ChromiumFlags)+len(r.cfg.ExtraFlags)+8)
 	args = append(args, "-proxy-port", strconv.Itoa(shim.ProxyPort), "--", r.cfg.Command)
+	r.present.Do(func() { r.presented = browsers.PresentedFlags(context.Background(), r) })
 	own, extra := browsers.WithExtra(r.cfg.ExtraFlags)
 	args = append(args, own...)
+	args = append(args, r.presented...)
 	args = append(args, browsers.ProxyFlags("http://127.0.0.1:"+strconv.Itoa(shim.ProxyPort))...)
 	args = append(args, "--user-data-dir="+browsers.UserDataDir)
 	args = append(args, extra...)

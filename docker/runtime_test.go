@@ -103,7 +103,7 @@ func TestStart(t *testing.T) {
 		version, err := r.ChromiumVersion(ctx)
 		require.NoError(t, err)
 		assert.True(t, strings.HasSuffix(v.Product, "/"+version), "the image's Chromium is %s, the runtime says %s", v.Product, version)
-		derived, ok := tabs.ReducedUserAgent(version)
+		derived, ok := browsers.ReducedUserAgent(version)
 		require.True(t, ok, "no user agent for Chromium %q", version)
 		reported, err := tabs.BrowserUserAgent(ctx, conn)
 		require.NoError(t, err)

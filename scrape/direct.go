@@ -333,7 +333,7 @@ func (u *UserAgent) get() string {
 // Assume takes the user agent that a Chromium of version reports until a
 // browser says its own; it reports whether version names one.
 func (u *UserAgent) Assume(version string) bool {
-	ua, ok := tabs.ReducedUserAgent(version)
+	ua, ok := browsers.ReducedUserAgent(version)
 	if ok {
 		u.mu.Lock()
 		if !u.learnt {

@@ -117,7 +117,18 @@ browser() {
   # container's streams (docker/shim); the image is rebuilt when it changes.
   mkdir -p "$work/shim"
   CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$work/shim/trawler-shim" ./cmd/trawler-shim
-  key="$version-$(sha256sum "$work/shim/trawler-shim" | cut -c1-16)"
+  # WebGL runs on Mesa's software rasterizer through ANGLE
+  # (browsers.ChromiumFlags), which loads it with dlopen: ldd does not list
+  # it.
+  local gl=() f
+  for f in /usr/lib/*/libEGL.so.1 /usr/lib/*/libEGL_mesa.so.0 /usr/lib/*/dri/swrast_dri.so; do
+    [ -e "$f" ] && gl+=("$f")
+  done
+  if [ "${#gl[@]}" -ne 3 ]; then
+    echo "images.sh: Mesa's EGL is missing (make deps installs libegl-mesa0 and libgl1-mesa-dri)" >&2
+    return 1
+  fi
+  key="$version-$(cat "$work/shim/trawler-shim" "${gl[@]}" | sha256sum | cut -c1-16)"
   if [ "$(docker image inspect -f '{{index .Config.Labels "dev.trawler.key"}}' "$image" 2>/dev/null)" = "$key" ]; then
     docker tag "$image" trawler/browser:latest
     echo "$image is already built" >&2
@@ -139,10 +150,10 @@ browser() {
   for f in "$nssdir"/lib{softokn3,freebl3,freeblpriv3,nssckbi,nssdbm3}.{so,chk}; do
     [ -e "$f" ] && nss+=("$f")
   done
-  local f list
+  local list
   list="$(libs "$chromium" /usr/lib/chromium/chrome_crashpad_handler \
-    $(find /usr/lib/chromium -name '*.so*' ! -name '*.TOC') "${nss[@]}")"
-  for f in $list "${nss[@]}"; do
+    $(find /usr/lib/chromium -name '*.so*' ! -name '*.TOC') "${nss[@]}" "${gl[@]}")"
+  for f in $list "${nss[@]}" "${gl[@]}" /usr/share/glvnd/egl_vendor.d/50_mesa.json; do
     place "$f" "$root"
   done
 

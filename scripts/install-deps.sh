@@ -24,7 +24,9 @@
 #                          manuals (the parse phase), tinyproxy (the egress phase)
 # The images are built after npm ci: the sandbox image takes playwright-core from test/node.
 set -euo pipefail
-want=(chromium bubblewrap ffmpeg)
+# libegl-mesa0 and libgl1-mesa-dri give the browsers WebGL on Mesa's software
+# rasterizer, as a desktop without a GPU has it (docs/stealth.md).
+want=(chromium libegl-mesa0 libgl1-mesa-dri bubblewrap ffmpeg)
 manuals=(poppler-utils bash-doc debian-faq xorg-docs)
 [ "${1:-run}" = test ] && want+=(nodejs npm python3.11-doc docker.io docker-compose busybox-static tesseract-ocr tesseract-ocr-eng tinyproxy microsocks haproxy postgresql "${manuals[@]}")
 [ "${1:-run}" = bench ] && want+=(nodejs npm python3.11-doc docker.io busybox-static tinyproxy "${manuals[@]}")
@@ -52,6 +54,8 @@ missing=()
 for p in "${want[@]}"; do
   case "$p" in
     chromium) command -v chromium >/dev/null 2>&1 || missing+=(chromium) ;;
+    libegl-mesa0) compgen -G '/usr/lib/*/libEGL_mesa.so.0' >/dev/null || missing+=(libegl-mesa0) ;;
+    libgl1-mesa-dri) compgen -G '/usr/lib/*/dri/swrast_dri.so' >/dev/null || missing+=(libgl1-mesa-dri) ;;
     bubblewrap) command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap) ;;
     ffmpeg) command -v ffmpeg >/dev/null 2>&1 && command -v ffprobe >/dev/null 2>&1 || missing+=(ffmpeg) ;;
     nodejs) command -v node >/dev/null 2>&1 || missing+=(nodejs) ;;
