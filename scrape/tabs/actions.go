@@ -343,7 +343,7 @@ func (t *Tab) afterInput(ctx context.Context) {
 	deadline := time.Now().Add(3 * time.Second)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		t.mu.Lock()
-		idle := len(t.inflight) == 0 && time.Since(t.lastNet) >= 300*time.Millisecond
+		idle := t.younger(lingering) == 0 && time.Since(t.lastNet) >= 300*time.Millisecond
 		t.mu.Unlock()
 		if idle {
 			return

@@ -2,6 +2,7 @@ package tabs_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/target"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -108,17 +110,23 @@ setTimeout(() => { document.getElementById("root").innerHTML = "<p>written by th
 	done(tabs.Outcome{Err: err, Drove: true})
 }
 
-// The user agent derived from the Chromium binary's version, before any
-// browser starts, is the one a started browser of that binary reports.
-func TestReducedUserAgentIsTheBrowsers(t *testing.T) {
+// The user agent and client hints derived from the Chromium binary's
+// version, before any browser starts, are those a started browser of that
+// binary reports of itself (with nothing presented): in the browser's
+// product and, on a loopback page (a secure context), in navigator.userAgent
+// and navigator.userAgentData.
+func TestPresentedIdentityIsTheBrowsers(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	rt := browserstest.Runtime(t, t.TempDir())
+	rt.Unpresented = true
 	version, err := rt.ChromiumVersion(ctx)
 	require.NoError(t, err)
-	derived, ok := tabs.ReducedUserAgent(version)
+	derived, ok := browsers.ReducedUserAgent(version)
 	require.True(t, ok, "no user agent for Chromium %q", version)
+	hints := tabs.ChromiumHints(version)
+	require.NotNil(t, hints, "no client hints for Chromium %q", version)
 
 	b, err := rt.Start(ctx, "ua")
 	require.NoError(t, err)
@@ -129,4 +137,38 @@ func TestReducedUserAgentIsTheBrowsers(t *testing.T) {
 	reported, err := tabs.BrowserUserAgent(ctx, conn)
 	require.NoError(t, err)
 	assert.Equal(t, reported, derived, "Chromium %s", version)
+
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "<!doctype html><title>hints</title>")
+	}))
+	defer site.Close()
+	sess, err := cdp.OpenTarget(ctx, conn, target.CreateTargetParams{URL: site.URL})
+	require.NoError(t, err)
+	var seen struct {
+		Brands, FullVersionList []struct{ Brand, Version string }
+		Platform, Architecture  string
+		Bitness                 string
+		Mobile                  bool
+	}
+	require.Eventually(t, func() bool {
+		raw, err := sess.Evaluate(ctx, `navigator.userAgentData ? navigator.userAgentData.getHighEntropyValues(
+  ["fullVersionList", "platform", "architecture", "bitness"]) : null`)
+		return err == nil && json.Unmarshal(raw, &seen) == nil && len(seen.Brands) > 0
+	}, 20*time.Second, 100*time.Millisecond, "navigator.userAgentData on a loopback page")
+	pairs := func(bs []*emulation.UserAgentBrandVersion) (out []string) {
+		for _, b := range bs {
+			out = append(out, b.Brand+"/"+b.Version)
+		}
+		return out
+	}
+	seenPairs := func(bs []struct{ Brand, Version string }) (out []string) {
+		for _, b := range bs {
+			out = append(out, b.Brand+"/"+b.Version)
+		}
+		return out
+	}
+	assert.Equal(t, seenPairs(seen.Brands), pairs(hints.Brands), "brands")
+	assert.Equal(t, seenPairs(seen.FullVersionList), pairs(hints.FullVersionList), "full version list")
+	assert.Equal(t, []string{seen.Platform, seen.Architecture, seen.Bitness}, []string{hints.Platform, hints.Architecture, hints.Bitness})
+	assert.False(t, seen.Mobile, "mobile")
 }

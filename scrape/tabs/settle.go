@@ -2,107 +2,117 @@ package tabs
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"time"
+
+	cdproto "github.com/chromedp/cdproto/cdp"
+	cdppage "github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/trawler-dev/trawler/cdp"
 )
 
 // A rendered page is settled when nothing is left that could still change
-// it soon: the load event has fired, no request is in flight, no timer of
-// a second or less is pending, and the DOM has not changed for a moment.
-// The timers are what the browser cannot tell over CDP, so a small script,
-// installed in every document before the page's own (settleProbeScript),
-// counts the short timers the page sets and clears and when the DOM last
-// changed. A page that shows too little text (an app still waiting on
-// something the probe cannot see, such as storage or a worker, which
-// under load can take seconds), or whose timers are still pending, is
-// given settleLate after its load event, then settles by the older rule:
-// the network idle for 500 ms and the DOM unchanged for 300 ms.
+// it soon: the load event has fired, no request has been sent for a moment
+// or is still young, and the DOM has not changed for a moment. A small
+// script (settleProbeScript) watches the DOM from each document's start in
+// a world of its own (settleWorld), which shares the page's DOM but none of
+// its JavaScript: the page cannot see it, and it wraps nothing of the
+// page's (a probe that wrapped setTimeout to count timers was found out by
+// fingerprinting scripts, docs/stealth.md).
+//
+// A page showing its content (quietText characters) is settled once the
+// network and the DOM have been quiet for quietNet and quietDOM, and no
+// request in flight is younger than busyAge: an older one is a connection the
+// page keeps open (a long poll, a worker's script, whose end this session
+// never hears), as Puppeteer's networkidle2 lets two connections stay open.
+// A page showing less may still be waiting on its content: it is given
+// idleNet and idleDOM, waits lingering for each request in flight, and,
+// when it runs scripts, is given until shellWait after its load event (an
+// app whose content waits on a timer the probe cannot see).
 
 const (
 	// quietNet and quietDOM are how long the network and the DOM must have
-	// been quiet, with no short timer pending, for a page to be settled.
+	// been quiet for a page showing its content to be settled.
 	quietNet = 100 * time.Millisecond
 	quietDOM = 100 * time.Millisecond
-	// quietText is the text a page must show to be taken by that rule: a
-	// page still empty (an app waiting on a promise the probe cannot see:
-	// storage, a worker) is taken by the older one.
+	// busyAge and lingering are the ages from which a request in flight is
+	// taken for a connection the page keeps open, on a page showing its
+	// content and on one showing little.
+	busyAge   = 250 * time.Millisecond
+	lingering = time.Second
+	// quietText is the text a page must show to be taken by that rule; one
+	// with less must have been quiet for idleNet and idleDOM.
 	quietText = 200
-	// idleNet and idleDOM are the older rule's, for a page with too little
-	// text, or with timers still pending, settleLate after the load event.
-	idleNet    = 500 * time.Millisecond
-	idleDOM    = 300 * time.Millisecond
-	settleLate = 2 * time.Second
+	idleNet   = 300 * time.Millisecond
+	idleDOM   = 300 * time.Millisecond
+	// shellWait is how long after its load event a page with little text
+	// and scripts is waited for.
+	shellWait = time.Second
 	// settlePoll is how often the tab looks.
 	settlePoll = 25 * time.Millisecond
 )
 
-// newProbeName is the name of a tab's probe on window: random, not
-// enumerable, so that a page cannot count on it.
-func newProbeName() string {
-	b := make([]byte, 8)
-	rand.Read(b)
-	return "_" + hex.EncodeToString(b)
+// settleWorld is the name of the isolated world the probe runs in.
+const settleWorld = "trawler"
+
+// younger counts the requests in flight sent less than age ago. The caller
+// holds t.mu.
+func (t *Tab) younger(age time.Duration) int {
+	n := 0
+	for _, sent := range t.inflight {
+		if time.Since(sent) < age {
+			n++
+		}
+	}
+	return n
 }
 
-// settleProbeScript, with the probe's name, wraps setTimeout and
-// clearTimeout to count pending timers of 1 s or less (the wrappers look
-// native to the page: name, length and toString), and watches the DOM
-// from the document's start. A timer set by a timer's callback is one
-// generation deeper; from the third generation on a chain is taken for a
-// loop (a carousel, a poll) that never ends, and no longer counted.
-// window[name](quietMs) answers [pending timers, milliseconds since the DOM
-// last changed, characters of text the page shows (0 until no timer is
-// pending and the DOM has been quiet quietMs: it costs a layout)].
+// settleProbeScript watches the DOM from the document's start.
+// settled(quietMs) answers [milliseconds since the DOM last changed,
+// characters of text the page shows (0 until the DOM has been quiet
+// quietMs: it costs a layout), scripts in the document].
 const settleProbeScript = `(() => {
-  const name = %q;
-  if (Object.getOwnPropertyDescriptor(window, name)) return;
-  const st = window.setTimeout, ct = window.clearTimeout, fnToString = Function.prototype.toString;
-  const pending = new Set();
   let last = performance.now();
-  const natives = new WeakMap();
-  const toString = new Proxy(fnToString, {apply(target, self, args) {
-    return natives.has(self) ? natives.get(self) : Reflect.apply(target, self, args);
-  }});
-  natives.set(toString, Reflect.apply(fnToString, fnToString, []));
-  const disguise = (fake, orig) => {
-    natives.set(fake, Reflect.apply(fnToString, orig, []));
-    Object.defineProperty(fake, "name", {value: orig.name});
-    Object.defineProperty(fake, "length", {value: orig.length});
-    return fake;
-  };
-  let depth = 0;
-  const setTimeout = disguise({setTimeout(handler, delay, ...args) {
-    const d = Number(delay) || 0;
-    if (typeof handler !== "function" || d > 1000 || depth >= 3) return Reflect.apply(st, window, [handler, delay, ...args]);
-    const mine = depth + 1;
-    let id;
-    id = Reflect.apply(st, window, [function () {
-      pending.delete(id);
-      const outer = depth;
-      depth = mine;
-      try { return Reflect.apply(handler, this, args); } finally { depth = outer; }
-    }, delay]);
-    pending.add(id);
-    return id;
-  }}.setTimeout, st);
-  const clearTimeout = disguise({clearTimeout(id) {
-    pending.delete(id);
-    return Reflect.apply(ct, window, [id]);
-  }}.clearTimeout, ct);
-  Object.defineProperty(Function.prototype, "toString", {value: toString, writable: true, configurable: true, enumerable: false});
-  Object.defineProperty(window, "setTimeout", {value: setTimeout, writable: true, configurable: true, enumerable: true});
-  Object.defineProperty(window, "clearTimeout", {value: clearTimeout, writable: true, configurable: true, enumerable: true});
   new MutationObserver(() => { last = performance.now(); })
     .observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
-  Object.defineProperty(window, name, {value: (quietMs) => {
+  globalThis.settled = (quietMs) => {
     const since = performance.now() - last;
-    // innerText lays the page out: only asked once the rest is quiet.
-    const text = pending.size === 0 && since >= quietMs && document.body ? document.body.innerText.length : 0;
-    return [pending.size, since, text];
-  }, enumerable: false});
+    // innerText lays the page out: only asked once the DOM is quiet.
+    const text = since >= quietMs && document.body ? document.body.innerText.length : 0;
+    return [since, text, document.scripts.length];
+  };
 })()`
+
+// probeState evaluates the settle probe in the main frame's document. ok is
+// false when it is not there (a document it could not run in).
+func (t *Tab) probeState(ctx context.Context) (state []float64, ok bool, err error) {
+	expr := fmt.Sprintf("typeof settled === 'function' ? settled(%d) : null", quietDOM.Milliseconds())
+	for range 2 {
+		if t.world == 0 {
+			w, err := cdp.Do(ctx, t.sess, cdppage.CreateIsolatedWorld, cdppage.CreateIsolatedWorldParams{
+				FrameID: cdproto.FrameID(t.sess.TargetID), WorldName: settleWorld})
+			if err != nil {
+				return nil, false, err
+			}
+			t.world = w.ExecutionContextID
+		}
+		var res cdp.EvalResult
+		err = t.call(ctx, runtime.CommandEvaluate, runtime.EvaluateParams{Expression: expr, ContextID: t.world,
+			ReturnByValue: new(true)}, &res)
+		if err != nil {
+			// The document the world was made in has gone: the new
+			// document's world is found again.
+			t.world = 0
+			continue
+		}
+		if len(res.Result.Value) > 0 && json.Unmarshal(res.Result.Value, &state) == nil && len(state) == 3 {
+			return state, true, nil
+		}
+		return nil, false, nil
+	}
+	return nil, false, err
+}
 
 // settle waits for the load event, then until the page is quiet (as
 // above), within max. It returns how long it waited after the load event.
@@ -121,25 +131,25 @@ func (t *Tab) Settle(ctx context.Context, max time.Duration) time.Duration {
 		return 0
 	}
 	start := time.Now()
-	probe := fmt.Sprintf("(() => { const p = window[%q]; return p ? p(%d) : null; })()", t.probe, quietDOM.Milliseconds())
 	for {
 		t.mu.Lock()
-		inflight, sinceNet := len(t.inflight), time.Since(t.lastNet)
+		busy, fresh, sinceNet := t.younger(busyAge), t.younger(lingering), time.Since(t.lastNet)
 		t.mu.Unlock()
-		if inflight == 0 && sinceNet >= quietNet {
-			var state []float64
-			if err := t.Evaluate(dctx, probe, &state); err != nil && dctx.Err() != nil {
+		if busy == 0 && sinceNet >= quietNet {
+			state, ok, err := t.probeState(dctx)
+			if err != nil && dctx.Err() != nil {
 				return time.Since(start)
 			}
-			if len(state) == 3 {
-				sinceDOM := time.Duration(state[1] * float64(time.Millisecond))
-				quiet := state[0] == 0 && sinceDOM >= quietDOM && state[2] >= quietText
-				if quiet || time.Since(start) >= settleLate && sinceNet >= idleNet && sinceDOM >= idleDOM {
+			if ok {
+				sinceDOM, text, scripts := time.Duration(state[0]*float64(time.Millisecond)), state[1], state[2]
+				quiet := sinceDOM >= quietDOM && text >= quietText
+				idle := fresh == 0 && sinceNet >= idleNet && sinceDOM >= idleDOM
+				if quiet || idle && (scripts == 0 || time.Since(start) >= shellWait) {
 					return time.Since(start)
 				}
-			} else if sinceNet >= idleNet {
-				// No probe (a document it could not run in): the network
-				// rule alone, and a last look at the DOM.
+			} else if fresh == 0 && sinceNet >= idleNet {
+				// No probe: the network rule alone, and a last look at the
+				// DOM.
 				return time.Since(start)
 			}
 		}

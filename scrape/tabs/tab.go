@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -53,15 +52,16 @@ type Tab struct {
 	// reach, while private networks are allowed, tells which requests go
 	// to non-public addresses (see private).
 	reach *netguard.Cache
-	// probe is the name of the settle probe on the page's window.
-	probe string
+	// world is the settle probe's execution context in the main frame's
+	// document, 0 until it is looked up (probeState).
+	world runtime.ExecutionContextID
 	// in0 and out0 are the route's byte counts when the tab was readied
 	// for its scrape, and routeWarning what binding the route said.
 	in0, out0    int64
 	routeWarning string
 
 	mu       sync.Mutex
-	inflight map[string]struct{}
+	inflight map[string]time.Time // request → when it was sent
 	lastNet  time.Time
 	main     *MainResponse
 	blocked  error         // why the main document was refused
@@ -153,7 +153,7 @@ func (t *Tab) open(ctx context.Context, id string) error {
 }
 
 func newTab(conn *cdp.Conn, route *egress.Route) *Tab {
-	return &Tab{conn: conn, inflight: map[string]struct{}{}, lastNet: time.Now(), route: route,
+	return &Tab{conn: conn, inflight: map[string]time.Time{}, lastNet: time.Now(), route: route,
 		loaded: make(chan struct{}), taken: make(chan Taken, 1), crashed: make(chan struct{})}
 }
 
@@ -177,8 +177,9 @@ func (t *Tab) attach(ctx context.Context) error {
 func (t *Tab) reset() {
 	t.mu.Lock()
 	t.main, t.blocked, t.private = nil, nil, false
-	t.inflight = map[string]struct{}{}
+	t.inflight = map[string]time.Time{}
 	t.lastNet = time.Now()
+	t.world = 0
 	if t.isLoaded {
 		t.loaded, t.isLoaded = make(chan struct{}), false
 	}
@@ -243,9 +244,12 @@ func (t *Tab) prepare(ctx context.Context, browserUA string) error {
 		t.network = true
 		t.mu.Unlock()
 	}
+	// The screen is the device's: the browsers' own for a desktop, a
+	// phone's around a phone's viewport.
 	metrics := emulation.SetDeviceMetricsOverrideParams{Width: 1920, Height: 1080, DeviceScaleFactor: 1}
 	if t.set.Mobile {
-		metrics = emulation.SetDeviceMetricsOverrideParams{Width: 390, Height: 844, DeviceScaleFactor: 3, Mobile: true}
+		metrics = emulation.SetDeviceMetricsOverrideParams{Width: 390, Height: 844, DeviceScaleFactor: 3, Mobile: true,
+			ScreenWidth: 390, ScreenHeight: 844}
 	}
 	steps = append(steps,
 		func() error {
@@ -273,6 +277,7 @@ func (t *Tab) prepare(ctx context.Context, browserUA string) error {
 		}
 	}
 	ua := t.UserAgentOverride(t.userAgent(browserUA))
+	ua.UserAgentMetadata = t.hintsFor(ua.UserAgent, t.browserHints(ctx))
 	steps = append(steps, func() error { return t.sess.OverrideUserAgent(ctx, ua) })
 	if extra := t.ExtraHeaders(); len(extra) > 0 {
 		headers := network.Headers{}
@@ -283,15 +288,16 @@ func (t *Tab) prepare(ctx context.Context, browserUA string) error {
 			return cdp.Run(ctx, t.sess, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{Headers: headers})
 		})
 	}
-	scripts := []string{}
+	// Trawler's own scripts run in a world of their own, out of the page's
+	// sight.
+	scripts := []string{settleProbeScript}
 	if t.set.BlockAds {
 		scripts = append(scripts, hideBannersScript)
 	}
-	t.probe = newProbeName()
-	scripts = append(scripts, fmt.Sprintf(settleProbeScript, t.probe))
 	for _, src := range scripts {
 		steps = append(steps, func() error {
-			return cdp.Run(ctx, t.sess, cdppage.AddScriptToEvaluateOnNewDocument, cdppage.AddScriptToEvaluateOnNewDocumentParams{Source: src})
+			return cdp.Run(ctx, t.sess, cdppage.AddScriptToEvaluateOnNewDocument,
+				cdppage.AddScriptToEvaluateOnNewDocumentParams{Source: src, WorldName: settleWorld})
 		})
 	}
 	for _, step := range steps {
@@ -355,19 +361,6 @@ func (t *Tab) userAgent(browserUA string) string {
 	return browserUA
 }
 
-// ReducedUserAgent is the user agent a Chromium of version
-// ("156.0.8078.114") running on Linux reports, as BrowserUserAgent gives
-// it: Chromium's reduced user agent, which names only the major version,
-// on a platform fixed per system. ok is false when version is not
-// Chromium's.
-func ReducedUserAgent(version string) (ua string, ok bool) {
-	major, _, _ := strings.Cut(version, ".")
-	if n, err := strconv.Atoi(major); err != nil || n <= 0 {
-		return "", false
-	}
-	return "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/" + major + ".0.0.0 Safari/537.36", true
-}
-
 // BrowserUserAgent asks the browser for its user agent and drops the
 // "Headless" marker.
 func BrowserUserAgent(ctx context.Context, conn *cdp.Conn) (string, error) {
@@ -417,8 +410,8 @@ func (t *Tab) onEvent(ev cdp.Event) {
 		if json.Unmarshal(ev.Params, &e) == nil && e.Type != "WebSocket" && e.Type != "EventSource" &&
 			!(e.Type == "Document" && e.FrameID != string(t.sess.TargetID)) {
 			t.mu.Lock()
-			t.inflight[e.RequestID] = struct{}{}
 			t.lastNet = time.Now()
+			t.inflight[e.RequestID] = t.lastNet
 			t.mu.Unlock()
 		}
 	case network.LoadingFinished.Method, network.LoadingFailed.Method:
@@ -438,6 +431,10 @@ func (t *Tab) onEvent(ev cdp.Event) {
 			close(t.loaded)
 		}
 		t.mu.Unlock()
+	case cdppage.JavascriptDialogOpening.Method:
+		if e, _, err := cdp.Decode(ev, cdppage.JavascriptDialogOpening); err == nil {
+			go t.answerDialog(&e)
+		}
 	case cdppage.WindowOpen.Method:
 		t.mu.Lock()
 		t.opened = true
