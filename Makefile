@@ -74,12 +74,12 @@ test-node: build
 # test-docker runs the session suites (Go and Node: lifecycle, proxy,
 # limits, crashes, expiry, shutdown, profiles, execute) again with every browser in
 # its own container (TRAWLER_RUNTIME=docker).
-DOCKER_GO_TESTS := TestPagesReachNeitherBrowsersNorTrawler|TestCDPProxyRefusesBypasses|TestConfinedBrowsersReachNothing|TestScrapesLeaveThroughUpstreamProxies|TestServiceWorkersAndWebSocketsAreGuarded|TestSessionLifecycleWithChromedp|TestAuthenticationAndTeamIsolation|TestLocalModeAcceptsAnyCaller|TestDiscoveryEndpointsAndManyClients|TestRateLimitAndQueue|TestPoolFullQueues|TestBrowserCrashDestroysSession|TestActivityTTLAndTTLExpiry|TestProfilesInMinIO
+DOCKER_GO_TESTS := TestRenderedScrapesLookOrdinary|TestPagesReachNeitherBrowsersNorTrawler|TestCDPProxyRefusesBypasses|TestConfinedBrowsersReachNothing|TestScrapesLeaveThroughUpstreamProxies|TestServiceWorkersAndWebSocketsAreGuarded|TestSessionLifecycleWithChromedp|TestAuthenticationAndTeamIsolation|TestLocalModeAcceptsAnyCaller|TestDiscoveryEndpointsAndManyClients|TestRateLimitAndQueue|TestPoolFullQueues|TestBrowserCrashDestroysSession|TestActivityTTLAndTTLExpiry|TestProfilesInMinIO
 test-docker: build
 	bash scripts/images.sh sandbox
 	TRAWLER_TEST_RUNTIME=docker $(GO) test -race -count=1 -timeout 10m -run '^($(DOCKER_GO_TESTS))$$' ./service
 	cd test/node && TRAWLER_TEST_RUNTIME=docker TRAWLER_BIN=$(CURDIR)/$(BIN) node --test --test-concurrency=1 \
-		playwright.test.mjs puppeteer.test.mjs confinement.test.mjs expiry.test.mjs shutdown.test.mjs team-limits.test.mjs profiles.test.mjs execute.test.mjs
+		playwright.test.mjs puppeteer.test.mjs stealth.test.mjs confinement.test.mjs expiry.test.mjs shutdown.test.mjs team-limits.test.mjs profiles.test.mjs execute.test.mjs
 
 # test-cluster brings up the multi-node rig of deploy/cluster.compose.yml
 # (HAProxy in front of two nodes on the docker runtime, PostgreSQL, MinIO),
