@@ -74,7 +74,7 @@ test-node: build
 # test-docker runs the session suites (Go and Node: lifecycle, proxy,
 # limits, crashes, expiry, shutdown, profiles, execute) again with every browser in
 # its own container (TRAWLER_RUNTIME=docker).
-DOCKER_GO_TESTS := TestRenderedScrapesLookOrdinary|TestPagesReachNeitherBrowsersNorTrawler|TestCDPProxyRefusesBypasses|TestConfinedBrowsersReachNothing|TestScrapesLeaveThroughUpstreamProxies|TestServiceWorkersAndWebSocketsAreGuarded|TestSessionLifecycleWithChromedp|TestAuthenticationAndTeamIsolation|TestLocalModeAcceptsAnyCaller|TestDiscoveryEndpointsAndManyClients|TestRateLimitAndQueue|TestPoolFullQueues|TestBrowserCrashDestroysSession|TestActivityTTLAndTTLExpiry|TestProfilesInMinIO
+DOCKER_GO_TESTS := TestRenderedScrapesLookOrdinary|TestRenderedCrawlLooksOrdinary|TestPagesReachNeitherBrowsersNorTrawler|TestCDPProxyRefusesBypasses|TestConfinedBrowsersReachNothing|TestScrapesLeaveThroughUpstreamProxies|TestServiceWorkersAndWebSocketsAreGuarded|TestSessionLifecycleWithChromedp|TestAuthenticationAndTeamIsolation|TestLocalModeAcceptsAnyCaller|TestDiscoveryEndpointsAndManyClients|TestRateLimitAndQueue|TestPoolFullQueues|TestBrowserCrashDestroysSession|TestActivityTTLAndTTLExpiry|TestProfilesInMinIO
 test-docker: build
 	bash scripts/images.sh sandbox
 	TRAWLER_TEST_RUNTIME=docker $(GO) test -race -count=1 -timeout 10m -run '^($(DOCKER_GO_TESTS))$$' ./service

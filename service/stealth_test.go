@@ -2,7 +2,9 @@ package service_test
 
 import (
 	"encoding/json"
+	stdhtml "html"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,4 +140,25 @@ func TestPagesThatKeepWorkingSettle(t *testing.T) {
 		assert.Less(t, took, 5*time.Second, "%s was held as if it never settled", path)
 		t.Logf("%s: %v", path, took)
 	}
+}
+
+// TestRenderedCrawlLooksOrdinary: a crawl's rendered page reads as an
+// ordinary Chrome to the detectors too.
+func TestRenderedCrawlLooksOrdinary(t *testing.T) {
+	t.Parallel()
+	site := detectorSite(t)
+	ts := start(t, map[string]string{"TRAWLER_ALLOW_PRIVATE_NETWORKS": "true"})
+	_, st, docs := ts.runJob("/v2/crawl", keyAcme, map[string]any{"url": site.URL + "/detect.html", "limit": 1,
+		"scrapeOptions": map[string]any{"formats": []any{"rawHtml"}, "actions": []any{
+			map[string]any{"type": "wait", "selector": "#done"}}}})
+	require.Equal(t, "completed", st["status"], "crawl: %v", st)
+	require.Len(t, docs, 1)
+	html := docs[0]["rawHtml"].(string)
+	_, out, ok := strings.Cut(html, `<pre id="out">`)
+	require.True(t, ok, "no #out in %s", html)
+	out, _, _ = strings.Cut(out, "</pre>")
+	var d detection
+	require.NoError(t, json.Unmarshal([]byte(stdhtml.UnescapeString(out)), &d), "#out: %s", out)
+	require.Empty(t, d.BotdError+d.FpError, "the detectors failed")
+	assertOrdinary(t, d)
 }

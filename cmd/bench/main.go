@@ -61,6 +61,15 @@
 //     of a rendered scrape its renders spent waiting for the page to
 //     settle. When a static scrape takes over 50 ms, its steps are replayed
 //     over CDP and timed (stderr).
+//   - stealth: test/stealth's bot detectors (BotD, fpscanner) through a
+//     rendered scrape (desktop and phone) and sessions driven by Playwright
+//     and Puppeteer, and through two baselines on the same Chromium: a
+//     plain Playwright-launched headless one and Puppeteer with
+//     puppeteer-extra-plugin-stealth (test/node/stealth-bench.mjs); per path
+//     and detector, flagged or not, and fpscanner's signals (a session's
+//     hasCDP, its client's Runtime.enable, apart). Then 5 rendered scrapes
+//     of each settle-pattern page and of the same content with nothing
+//     kept open, interleaved: p50 each, of all, their max and the ratio.
 //   - concurrent: 50 scrapes at once (40 static, 10 client-rendered, each
 //     of its own URL, maxAge 0) against a fresh service with a pool of 4
 //     browsers (-concurrent-pool), one warm at the start; pages/s over the
@@ -244,7 +253,7 @@ func main() {
 	// take the most).
 	ctx, cancel := context.WithTimeout(ctx, time.Hour)
 	b := &bench{log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
-	flag.StringVar(&b.only, "only", "", "run only these phases, comma-separated: create, memory, cdp, leaks, transform, quality, scrape, concurrent, rendercost, crawl, docker, profiles, liveview, parse, search, model, changes, branding, audio, docs, egress, execute, cluster, queue")
+	flag.StringVar(&b.only, "only", "", "run only these phases, comma-separated: create, memory, cdp, leaks, transform, quality, scrape, stealth, concurrent, rendercost, crawl, docker, profiles, liveview, parse, search, model, changes, branding, audio, docs, egress, execute, cluster, queue")
 	flag.IntVar(&b.concurrentPool, "concurrent-pool", concurrentPool, "pool size of the concurrent phase")
 	flag.StringVar(&b.crawlProfile, "crawl-cpuprofile", "", "write a CPU profile of the timed crawl (the crawl phase's first) to this file")
 	page := flag.String("page", "", "after the run, write its figures and the machine to this Markdown file (make bench: docs/performance.md)")
@@ -361,6 +370,7 @@ func (b *bench) run(ctx context.Context) error {
 		{"transform", b.transformThroughput},
 		{"quality", b.mainContentQuality},
 		{"scrape", b.scrapeLatency},
+		{"stealth", b.stealthPhase},
 		{"concurrent", b.concurrentScrape},
 		{"rendercost", b.renderCost},
 		{"crawl", b.crawlThroughput},

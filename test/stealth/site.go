@@ -88,6 +88,8 @@ document.getElementById("main").innerHTML = "<h1>A page that keeps working</h1><
 // recurring for as long as it is open; none changes its content after it
 // is shown.
 func settle(mux *http.ServeMux) {
+	// plain is their baseline: the same content, nothing kept open.
+	mux.HandleFunc("/settle/plain", page(shown))
 	mux.HandleFunc("/settle/worker", page(shown+`<script>
 const w = new Worker("/settle/worker.js");
 w.onmessage = () => {};
