@@ -93,3 +93,16 @@ func limitBody(next http.Handler) http.Handler {
 func tooLarge(w http.ResponseWriter) {
 	wire.WriteError(w, http.StatusRequestEntityTooLarge, "PAYLOAD_TOO_LARGE", "request body is larger than 10 MB")
 }
+
+// TeamOf returns the team an Authorization header authenticates, as every
+// /v2 route authenticates it (the MCP endpoint's check).
+func (a *API) TeamOf(header string) (string, error) {
+	t, err := a.teamFor(header)
+	return t.ID, err
+}
+
+// WriteError answers err as the API's routes answer it.
+func (a *API) WriteError(w http.ResponseWriter, err error) {
+	e := a.toError(err)
+	e.body().Write(w, e.Status)
+}

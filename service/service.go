@@ -35,6 +35,7 @@ import (
 	"github.com/trawler-dev/trawler/egress"
 	"github.com/trawler-dev/trawler/extract"
 	"github.com/trawler-dev/trawler/liveview"
+	"github.com/trawler-dev/trawler/mcpserver"
 	"github.com/trawler-dev/trawler/model"
 	"github.com/trawler-dev/trawler/netguard"
 	"github.com/trawler-dev/trawler/parse"
@@ -246,7 +247,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 		}
 	}
 	s.startBackground()
-	s.handler = s.newHandler(a.Handler(), urls)
+	s.handler = s.newHandler(a, urls)
 	s.denyNodes()
 	return s, nil
 }
@@ -406,16 +407,20 @@ func (s *Service) startBackground() {
 	}
 }
 
-// newHandler routes the CDP proxy, the live view, the metrics and the API
-// (apiHandler) on one mux; with a node secret set, requests for another
-// node's sessions are forwarded to it.
-func (s *Service) newHandler(apiHandler http.Handler, urls wire.PublicURL) http.Handler {
+// newHandler routes the CDP proxy, the live view, the metrics, the MCP
+// server and the API on one mux; with a node secret set, requests for
+// another node's sessions are forwarded to it. The MCP server's tools make
+// their calls through the API's own handler.
+func (s *Service) newHandler(a *api.API, urls wire.PublicURL) http.Handler {
+	apiHandler := a.Handler()
+	mcpServer := mcpserver.NewServer(mcpserver.InProcess(apiHandler), mcpserver.Options{Log: s.log})
 	metricsRegistry := prometheus.NewRegistry()
 	metricsRegistry.MustRegister(s.collectors()...)
 	mux := http.NewServeMux()
 	mux.Handle("/cdp/", s.Proxy)
 	mux.Handle("/live/", liveview.New(s.Sessions, urls, s.log))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(metricsRegistry, promhttp.HandlerOpts{}))
+	mux.Handle("/v2/mcp", mcpserver.Handler(mcpServer, a.TeamOf, a.WriteError, s.log))
 	mux.Handle("/", apiHandler)
 	var h http.Handler = mux
 	if s.Config.NodeSecret != "" {
