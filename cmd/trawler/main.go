@@ -35,6 +35,10 @@ Usage:
   trawler parse [--format markdown|html|json] FILE
                     convert a local document (.pdf, .docx, .doc, .odt, .rtf, .xlsx, .xls, .html)
                     and print it, no server or browser needed
+  trawler mcp [--url URL]
+                    serve Trawler's MCP tools (those of /v2/mcp) over stdio, for hosts that start
+                    a local process: to the Trawler at URL (or TRAWLER_URL) with TRAWLER_API_KEY,
+                    else to one started in this process on a loopback port
   trawler healthcheck
                     exit 0 if the service at TRAWLER_ADDR answers /healthz (for container
                     health checks: the Trawler image has no shell or curl)
@@ -72,6 +76,11 @@ func main() {
 	case "parse":
 		if err := parseCmd(os.Args[2:], os.Stdout, os.Stderr); err != nil {
 			fmt.Fprintln(os.Stderr, "trawler parse:", err)
+			os.Exit(1)
+		}
+	case "mcp":
+		if err := mcpCmd(os.Args[2:], os.Stdin, os.Stdout, os.Stderr); err != nil {
+			fmt.Fprintln(os.Stderr, "trawler mcp:", err)
 			os.Exit(1)
 		}
 	case "healthcheck":
