@@ -155,7 +155,18 @@ func TestMCPServer(t *testing.T) {
 	require.False(t, isErr, "execute: %v", out)
 	assert.EqualValues(t, 42, out["value"])
 
-	// Another team sees none of acme's: not its session, not its crawl.
+	// Another team sees none of acme's: not its MCP session, nor its
+	// browser session, nor its crawl.
+	req, _ := http.NewRequest("POST", ts.URL+"/v2/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"tools/list"}`))
+	req.Header.Set("Authorization", "Bearer "+keyGlobex)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", acme.ID())
+	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	resp, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode, "globex on acme's MCP session")
 	globex := mcpClient(t, ts, keyGlobex, nil)
 	out, isErr = callTool(t, ctx, globex, "firecrawl_browser_execute", map[string]any{"id": id, "code": "document.title"})
 	assert.True(t, isErr, "globex ran code in acme's session: %v", out)
