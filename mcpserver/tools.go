@@ -10,6 +10,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/url"
+	"regexp"
 	"runtime/debug"
 	"strconv"
 	"time"
@@ -159,6 +160,20 @@ func take(args map[string]any, name string) (string, *mcp.CallToolResult) {
 	return s, nil
 }
 
+// validID is the shape of a job's or a session's id. An id goes into the
+// call's path: anything else (a slash, a dot segment, an escape) is
+// refused here rather than left to the router.
+var validID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+
+// takeID takes the id argument (take), which must have validID's shape.
+func takeID(args map[string]any) (string, *mcp.CallToolResult) {
+	id, bad := take(args, "id")
+	if bad == nil && !validID.MatchString(id) {
+		return "", badArgs("id", "must be a job's or session's id: letters, digits, - and _ only")
+	}
+	return id, bad
+}
+
 // paging takes the optional skip and limit arguments as a query string.
 func paging(args map[string]any) (string, *mcp.CallToolResult) {
 	q := url.Values{}
@@ -200,7 +215,7 @@ func post(path string) func(context.Context, *invocation, map[string]any) (*mcp.
 // skip and limit) and makes method on path + "/" + id.
 func byID(method, path string, paged bool) func(context.Context, *invocation, map[string]any) (*mcp.CallToolResult, error) {
 	return func(ctx context.Context, in *invocation, args map[string]any) (*mcp.CallToolResult, error) {
-		id, bad := take(args, "id")
+		id, bad := takeID(args)
 		if bad != nil {
 			return bad, nil
 		}
@@ -454,7 +469,7 @@ func (s *server) tools() []tool {
 			schema: obj([]string{"id", "code"}, map[string]any{"id": str("the session's id"), "code": str("the code"),
 				"language": str(`"js" (the page, default), "node", "python" or "bash"`), "timeout": num("seconds")}),
 			run: func(ctx context.Context, in *invocation, args map[string]any) (*mcp.CallToolResult, error) {
-				id, bad := take(args, "id")
+				id, bad := takeID(args)
 				if bad != nil {
 					return bad, nil
 				}

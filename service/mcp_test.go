@@ -122,6 +122,11 @@ func TestMCPServer(t *testing.T) {
 	out, isErr = callTool(t, ctx, acme, "firecrawl_check_crawl_status", map[string]any{})
 	assert.True(t, isErr, "a status without an id")
 	assert.Contains(t, out["error"], "id")
+	for _, id := range []string{"../../team/credit-usage", "..", "a%2Fb", "x?skip=1", "é"} {
+		out, isErr = callTool(t, ctx, acme, "firecrawl_cancel_crawl", map[string]any{"id": id})
+		assert.True(t, isErr, "id %q", id)
+		assert.Contains(t, out["error"], "must be a job's or session's id", "id %q", id)
+	}
 
 	// A document given as base64.
 	doc := base64.StdEncoding.EncodeToString([]byte("<html><body><h1>Harbour notes</h1><p>" + strings.Repeat("Ropes and buoys. ", 20) + "</p></body></html>"))
