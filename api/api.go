@@ -20,6 +20,7 @@ import (
 	"github.com/trawler-dev/trawler/extract"
 	"github.com/trawler-dev/trawler/model"
 	"github.com/trawler-dev/trawler/profiles"
+	"github.com/trawler-dev/trawler/recording"
 	"github.com/trawler-dev/trawler/scrape"
 	"github.com/trawler-dev/trawler/search"
 	"github.com/trawler-dev/trawler/sessions"
@@ -49,6 +50,9 @@ type Deps struct {
 	Docs *docsearch.Index
 	// Execute runs the node and bash code of POST /v2/browser/{id}/execute.
 	Execute *execute.Service
+	// Recordings keeps the recordings of recorded sessions (nil: sessions
+	// are not recorded).
+	Recordings *recording.Archive
 	// Browsers is how the service's browsers are confined, for /healthz.
 	Browsers BrowserHealth
 }
@@ -98,6 +102,8 @@ func New(d Deps) *API {
 	v2.Get("/browser/:id", query(), a.getBrowser)
 	v2.Delete("/browser/:id", query(), a.deleteBrowser)
 	v2.Post("/browser/:id/execute", query(), a.executeBrowser)
+	v2.Get("/browser/:id/replay", query("cursor"), a.getReplay)
+	v2.Get("/browser/:id/replay/:pageId", query("cursor"), a.getReplay)
 	v2.Get("/team/activity", query("endpoint", "limit", "cursor"), a.listActivity)
 	v2.Get("/team/token-usage", query(), a.tokenUsage)
 	v2.Get("/team/credit-usage", query(), a.creditUsage)

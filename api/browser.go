@@ -22,6 +22,10 @@ type createBrowserRequest struct {
 	ActivityTTL   *int            `json:"activityTtl"`
 	StreamWebView *bool           `json:"streamWebView"`
 	Profile       *profileRequest `json:"profile"`
+	// Recording records the session for replay; a team with the
+	// recordSessions feature records every session unless it is false.
+	Recording         *bool `json:"recording"`
+	ZeroDataRetention *bool `json:"zeroDataRetention"`
 	clientTags
 }
 
@@ -35,8 +39,19 @@ func (a *API) createBrowser(c *fiber.Ctx) error {
 	ttl := intRange(&problems, "ttl", req.TTL, 30, 3600, 300)
 	idle := intRange(&problems, "activityTtl", req.ActivityTTL, 10, 3600, 300)
 	profile := profileOption(&problems, "profile", req.Profile)
+	zdr := req.ZeroDataRetention != nil && *req.ZeroDataRetention
+	record := team.Features.RecordSessions && !zdr
+	if req.Recording != nil {
+		record = *req.Recording
+	}
+	if record && zdr {
+		problems = append(problems, fieldError("recording", "recording keeps the session's pages and cannot be combined with zeroDataRetention"))
+	}
 	if len(problems) > 0 {
 		return badRequest(problems...)
+	}
+	if zdr && !team.Features.ZeroDataRetention {
+		return featureError("zeroDataRetention")
 	}
 	stream := true
 	if req.StreamWebView != nil {
@@ -45,7 +60,7 @@ func (a *API) createBrowser(c *fiber.Ctx) error {
 	opts := sessions.CreateOptions{
 		Team: team.ID, TeamLimit: team.Concurrency,
 		TTL: time.Duration(ttl) * time.Second, ActivityTTL: time.Duration(idle) * time.Second,
-		StreamWebView: stream,
+		StreamWebView: stream, Record: record,
 	}
 	if profile != nil {
 		use, err := a.Profiles.Open(requestContext(c), team.ID, profile.Name, profiles.AccessFor(profile.SaveChanges))
@@ -60,15 +75,22 @@ func (a *API) createBrowser(c *fiber.Ctx) error {
 	}
 	rec := s.Record()
 	base := a.baseURL(c)
-	a.recordActivity(team.ID, rec.ID, "browser", base+"/v2/browser/"+rec.ID)
-	return c.JSON(fiber.Map{
+	if !zdr {
+		a.recordActivity(team.ID, rec.ID, "browser", base+"/v2/browser/"+rec.ID)
+	}
+	out := fiber.Map{
 		"success":                true,
 		"id":                     rec.ID,
 		"cdpUrl":                 cdpproxy.CDPURL(base, rec.ID, rec.CDPToken),
 		"liveViewUrl":            liveURL(base, rec.ID, rec.ViewToken),
 		"interactiveLiveViewUrl": liveURL(base, rec.ID, rec.InteractToken),
 		"expiresAt":              isoTime(rec.ExpiresAt),
-	})
+		"recording":              rec.Recording,
+	}
+	if rec.Recording {
+		out["replayUrl"] = replayURL(base, rec.ID, rec.ViewToken)
+	}
+	return c.JSON(out)
 }
 
 func liveURL(base, id, token string) string {
@@ -88,6 +110,10 @@ func (a *API) sessionJSON(base string, r store.Session) fiber.Map {
 		"createdAt":              isoTime(r.CreatedAt),
 		"lastActivity":           isoTime(r.LastActivity),
 		"expiresAt":              isoTime(r.ExpiresAt),
+		"recording":              r.Recording,
+	}
+	if r.Recording {
+		m["replayUrl"] = replayURL(base, r.ID, r.ViewToken)
 	}
 	if !r.DestroyedAt.IsZero() {
 		m["destroyedAt"] = isoTime(r.DestroyedAt)

@@ -150,6 +150,8 @@ func (a *API) toError(err error) *Error {
 	case errors.As(err, &sandbox):
 		a.log.Error("execute sandbox failed", "err", err)
 		return &Error{Status: fiber.StatusServiceUnavailable, Code: "UNAVAILABLE", Message: sandbox.Error()}
+	case errors.Is(err, sessions.ErrNoRecorder):
+		return &Error{Status: fiber.StatusServiceUnavailable, Code: "UNAVAILABLE", Message: err.Error()}
 	case errors.Is(err, sessions.ErrClosed), errors.Is(err, browsers.ErrPoolClosed):
 		return &Error{Status: fiber.StatusServiceUnavailable, Code: "UNAVAILABLE", Message: "the service is shutting down"}
 	case errors.Is(err, context.DeadlineExceeded):

@@ -214,6 +214,11 @@ type Config struct {
 	Profiles string
 	// S3 is the object store of s3:// profiles.
 	S3 S3
+	// Recordings is where the events of recorded sessions are kept
+	// (TRAWLER_RECORDINGS): "" (the default) in the database, or
+	// s3://bucket/prefix in an object store, with the S3 settings, the
+	// database then holding their index only.
+	Recordings string
 	// ProfileLockTTL is how long a profile writer's lock lives unless
 	// renewed (TRAWLER_PROFILE_LOCK_TTL, default 1m). A session renews it
 	// every third of that; a crashed writer's lock is taken over once it
@@ -271,6 +276,9 @@ type Features struct {
 	// SearchZDR and SearchAnon allow the search enterprise values zdr and
 	// anon (features searchZdr, searchAnon).
 	SearchZDR, SearchAnon bool
+	// RecordSessions records the team's browser sessions unless a session
+	// asks otherwise (feature recordSessions).
+	RecordSessions bool
 }
 
 // TeamKey is one configured API key and the team it belongs to.
@@ -448,6 +456,7 @@ func (e *envReader) docker(d *Docker) {
 // writers' lock lifetime.
 func (e *envReader) profiles(c *Config) {
 	e.str("TRAWLER_PROFILES", &c.Profiles)
+	e.str("TRAWLER_RECORDINGS", &c.Recordings)
 	e.str("TRAWLER_S3_ACCESS_KEY", &c.S3.AccessKey)
 	e.str("TRAWLER_S3_SECRET_KEY", &c.S3.SecretKey)
 	e.str("TRAWLER_S3_REGION", &c.S3.Region)
@@ -697,8 +706,10 @@ func parseFeatures(v string) (map[string]Features, error) {
 				f.SearchZDR = true
 			case "searchAnon":
 				f.SearchAnon = true
+			case "recordSessions":
+				f.RecordSessions = true
 			default:
-				return nil, fmt.Errorf("TRAWLER_TEAM_FEATURES: unknown feature %q for team %q (known: zeroDataRetention, ignoreRobotsTxt, searchZdr, searchAnon)", name, team)
+				return nil, fmt.Errorf("TRAWLER_TEAM_FEATURES: unknown feature %q for team %q (known: zeroDataRetention, ignoreRobotsTxt, searchZdr, searchAnon, recordSessions)", name, team)
 			}
 		}
 		out[team] = f
@@ -835,6 +846,13 @@ func (c *Config) validateProfiles() []error {
 		}
 	} else if strings.Contains(c.Profiles, "://") {
 		errs = append(errs, fmt.Errorf("TRAWLER_PROFILES must be a directory or s3://bucket/prefix, got %q", c.Profiles))
+	}
+	switch {
+	case c.Recordings == "":
+	case !strings.HasPrefix(c.Recordings, "s3://"):
+		errs = append(errs, fmt.Errorf("TRAWLER_RECORDINGS must be unset (the database) or s3://bucket/prefix, got %q", c.Recordings))
+	case c.S3.Endpoint == "" || c.S3.AccessKey == "" || c.S3.SecretKey == "":
+		errs = append(errs, fmt.Errorf("TRAWLER_RECORDINGS %q is an S3 store: set TRAWLER_S3_ENDPOINT, TRAWLER_S3_ACCESS_KEY and TRAWLER_S3_SECRET_KEY", c.Recordings))
 	}
 	return errs
 }

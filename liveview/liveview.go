@@ -17,17 +17,12 @@
 package liveview
 
 import (
-	"bytes"
-	"crypto/sha256"
 	"embed"
-	"encoding/hex"
 	"encoding/json"
 	"html/template"
-	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"path"
 	"strings"
 	"sync"
 	"time"
@@ -202,68 +197,11 @@ var errorPage = template.Must(template.New("error").Parse(`<!doctype html>
 //go:embed static
 var staticFiles embed.FS
 
-// assets are the page's files with their content hashes, for ETags and for
-// the version query the page's links carry.
-var assets = func() map[string]asset {
-	out := map[string]asset{}
-	fs.WalkDir(staticFiles, "static", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, _ := staticFiles.ReadFile(p)
-		sum := sha256.Sum256(b)
-		out[strings.TrimPrefix(p, "static/")] = asset{body: b, etag: `"` + hex.EncodeToString(sum[:8]) + `"`}
-		return nil
-	})
-	return out
-}()
+// static is the page and its assets.
+var static = wire.NewStatic(staticFiles, "static", secureHeaders)
 
-type asset struct {
-	body []byte
-	etag string
-}
+func assetPath(name string) string { return static.Path(name) }
 
-// assetPath is the link to an asset relative to /live/{id}, versioned so a
-// browser never runs an old script against a newer server.
-func assetPath(name string) string {
-	return "static/" + name + "?v=" + strings.Trim(assets[name].etag, `"`)
-}
+func serveStatic(w http.ResponseWriter, r *http.Request, name string) { static.ServeAsset(w, r, name) }
 
-var contentTypes = map[string]string{
-	".js":   "text/javascript; charset=utf-8",
-	".css":  "text/css; charset=utf-8",
-	".html": "text/html; charset=utf-8",
-	".svg":  "image/svg+xml",
-}
-
-func serveStatic(w http.ResponseWriter, r *http.Request, name string) {
-	a, ok := assets[name]
-	if !ok || name == "index.html" {
-		http.NotFound(w, r)
-		return
-	}
-	secureHeaders(w)
-	w.Header().Set("Content-Type", contentTypes[path.Ext(name)])
-	w.Header().Set("ETag", a.etag)
-	w.Header().Set("Cache-Control", "no-cache")
-	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(a.body))
-}
-
-// page is index.html with its asset links versioned.
-var page = func() []byte {
-	b := assets["index.html"].body
-	for name := range assets {
-		b = bytes.ReplaceAll(b, []byte(`"static/`+name+`"`), []byte(`"`+assetPath(name)+`"`))
-	}
-	return b
-}()
-
-func servePage(w http.ResponseWriter, r *http.Request) {
-	secureHeaders(w)
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	if r.Method == http.MethodHead {
-		return
-	}
-	w.Write(page)
-}
+func servePage(w http.ResponseWriter, r *http.Request) { static.ServePage(w, r) }

@@ -185,7 +185,7 @@ func TestLiveViewStaticAssetsAndPage(t *testing.T) {
 		require.Equal(t, 200, w.Code, name)
 		require.NotEmpty(t, w.Header().Get("ETag"), "%s: ETag", name)
 		require.Equal(t, contentSecurityPolicy, w.Header().Get("Content-Security-Policy"), name)
-		require.Contains(t, string(page), `"`+assetPath(name)+`"`, "the page does not link %s", assetPath(name))
+		require.Contains(t, string(static.Page()), `"`+assetPath(name)+`"`, "the page does not link %s", assetPath(name))
 	}
 	w := httptest.NewRecorder()
 	serveStatic(w, httptest.NewRequest("GET", "/live/static/index.html", nil), "index.html")

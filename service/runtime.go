@@ -21,7 +21,9 @@ import (
 	"github.com/trawler-dev/trawler/egress"
 	"github.com/trawler-dev/trawler/netguard"
 	"github.com/trawler-dev/trawler/profiles"
+	"github.com/trawler-dev/trawler/recording"
 	"github.com/trawler-dev/trawler/scrape"
+	"github.com/trawler-dev/trawler/store"
 )
 
 // egressProxy is the egress proxy.
@@ -156,21 +158,47 @@ func newRuntime(cfg *config.Config, conf browsers.Confinement, out egressProxy, 
 }
 
 // newProfileStore opens the profile store cfg names: a directory, or an S3
-// bucket (created when missing, so that a fresh MinIO works at once).
+// bucket.
 func newProfileStore(ctx context.Context, cfg *config.Config) (profiles.Store, error) {
 	if !strings.HasPrefix(cfg.Profiles, "s3://") {
 		return profiles.Faults(profiles.NewFS(cfg.Profiles)), nil
 	}
-	bucket, prefix, err := profiles.ParseS3URL(cfg.Profiles)
+	client, bucket, prefix, err := openBucket(ctx, cfg, "TRAWLER_PROFILES", cfg.Profiles)
 	if err != nil {
-		return nil, fmt.Errorf("TRAWLER_PROFILES: %w", err)
+		return nil, err
+	}
+	return profiles.Faults(profiles.NewS3(client, bucket, prefix)), nil
+}
+
+// newRecordings returns the archive of session recordings: their events in
+// the database, or in the S3 bucket TRAWLER_RECORDINGS names.
+func newRecordings(ctx context.Context, cfg *config.Config, st *store.Store, log *slog.Logger) (*recording.Archive, error) {
+	a := &recording.Archive{Store: st, Retention: cfg.ResultRetention, Log: log}
+	if cfg.Recordings == "" {
+		return a, nil
+	}
+	client, bucket, prefix, err := openBucket(ctx, cfg, "TRAWLER_RECORDINGS", cfg.Recordings)
+	if err != nil {
+		return nil, err
+	}
+	a.Objects = recording.NewS3(client, bucket, prefix)
+	return a, nil
+}
+
+// openBucket reaches the S3 bucket of the s3://bucket/prefix setting
+// named name, creating it when missing, so that a fresh MinIO works at
+// once.
+func openBucket(ctx context.Context, cfg *config.Config, name, setting string) (*minio.Client, string, string, error) {
+	bucket, prefix, err := profiles.ParseS3URL(setting)
+	if err != nil {
+		return nil, "", "", fmt.Errorf("%s: %w", name, err)
 	}
 	client, err := minio.New(cfg.S3.Endpoint, &minio.Options{
 		Creds:  credentials.NewStaticV4(cfg.S3.AccessKey, cfg.S3.SecretKey, ""),
 		Secure: cfg.S3.Secure, Region: cfg.S3.Region,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("TRAWLER_S3_ENDPOINT: %w", err)
+		return nil, "", "", fmt.Errorf("TRAWLER_S3_ENDPOINT: %w", err)
 	}
 	// An object store started alongside the service (docker-compose) may
 	// take a while to answer: wait up to 30 s while it is unreachable or
@@ -182,7 +210,7 @@ func newProfileStore(ctx context.Context, cfg *config.Config) (profiles.Store, e
 		}
 		status := minio.ToErrorResponse(err).StatusCode
 		if (status != 0 && status < 500) || time.Now().After(deadline) || ctx.Err() != nil {
-			return nil, fmt.Errorf("TRAWLER_PROFILES %s: reaching the bucket at %s: %w", cfg.Profiles, cfg.S3.Endpoint, err)
+			return nil, "", "", fmt.Errorf("%s %s: reaching the bucket at %s: %w", name, setting, cfg.S3.Endpoint, err)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
@@ -191,8 +219,8 @@ func newProfileStore(ctx context.Context, cfg *config.Config) (profiles.Store, e
 		// meanwhile (by itself, on another node) goes on.
 		if err := client.MakeBucket(ctx, bucket, minio.MakeBucketOptions{Region: cfg.S3.Region}); err != nil &&
 			minio.ToErrorResponse(err).Code != "BucketAlreadyOwnedByYou" {
-			return nil, fmt.Errorf("TRAWLER_PROFILES %s: creating the bucket: %w", cfg.Profiles, err)
+			return nil, "", "", fmt.Errorf("%s %s: creating the bucket: %w", name, setting, err)
 		}
 	}
-	return profiles.Faults(profiles.NewS3(client, bucket, prefix)), nil
+	return client, bucket, prefix, nil
 }

@@ -40,6 +40,7 @@ import (
 	"github.com/trawler-dev/trawler/netguard"
 	"github.com/trawler-dev/trawler/parse"
 	"github.com/trawler-dev/trawler/profiles"
+	"github.com/trawler-dev/trawler/recording"
 	"github.com/trawler-dev/trawler/scrape"
 	"github.com/trawler-dev/trawler/scrape/changetracking"
 	"github.com/trawler-dev/trawler/scrape/media"
@@ -61,6 +62,8 @@ type Service struct {
 	Extract  *extract.Service
 	Webhooks *webhook.Dispatcher
 	Profiles profiles.Store
+	// Recordings keeps the recordings of recorded sessions.
+	Recordings *recording.Archive
 	// Egress is the proxy every browser's requests go through.
 	Egress *egress.Proxy
 	// Model is the language model, nil when none is configured.
@@ -127,6 +130,9 @@ func (s *Service) janitor() {
 		if err := s.Store.PruneEgressUsage(ctx, time.Now().Add(-modelUsageRetention)); err != nil {
 			s.log.Error("pruning egress usage", "err", err)
 		}
+		if err := s.Recordings.Prune(ctx); err != nil {
+			s.log.Error("pruning session recordings", "err", err)
+		}
 		if err := s.Store.PrunePageVersions(ctx, time.Now().Add(-changetracking.Retention)); err != nil {
 			s.log.Error("pruning change tracking's page versions", "err", err)
 		}
@@ -191,12 +197,17 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 		return fail(err)
 	}
 	opener := &profiles.Opener{Store: profileStore, Instance: cfg.Instance, LockTTL: cfg.ProfileLockTTL}
+	recordings, err := newRecordings(ctx, cfg, st, log)
+	if err != nil {
+		return fail(err)
+	}
 	guard := &netguard.Guard{AllowPrivate: cfg.AllowPrivateNetworks}
 	b, err := startBrowsers(ctx, cfg, st, guard, &undo, log)
 	if err != nil {
 		return fail(err)
 	}
 	conf, out, pool, mgr := b.conf, b.out, b.pool, b.sessions
+	mgr.Recorder = recordings
 	urls := wire.PublicURL{Base: cfg.PublicURL, Trusted: cfg.TrustedProxies}
 	proxy := cdpproxy.New(mgr, urls, log)
 	executor, closeExecute, boxes, err := newExecute(ctx, cfg, proxy, out.proxy.Hide, log)
@@ -235,11 +246,11 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 	log.Debug("documentation indexed", "sections", len(docs.Sections()), "took", docs.BuildTime)
 	a := api.New(api.Deps{Teams: teamRegistry, Sessions: mgr, Scraper: scraper, Crawler: crawler, Store: st, URLs: urls, Log: log,
 		Profiles: opener, Search: found.service, Model: llm, Extract: extracts, Docs: docs,
-		Execute: executor, Browsers: api.BrowserHealth{Runtime: cfg.Runtime, Confined: conf.Confined, Sandbox: conf.Sandbox,
+		Execute: executor, Recordings: recordings, Browsers: api.BrowserHealth{Runtime: cfg.Runtime, Confined: conf.Confined, Sandbox: conf.Sandbox,
 			Sessions: conf.Confined || cfg.AllowUnconfinedSessions, Detail: conf.String()}})
 
 	s := &Service{Config: cfg, Store: st, Pool: pool, Sessions: mgr, Proxy: proxy, Crawler: crawler, Extract: extracts, Webhooks: hooks,
-		Profiles: profileStore, Egress: out.proxy, Model: llm, search: found, docs: docs, log: log, stop: make(chan struct{}), closeRuntime: b.closeRuntime}
+		Profiles: profileStore, Recordings: recordings, Egress: out.proxy, Model: llm, search: found, docs: docs, log: log, stop: make(chan struct{}), closeRuntime: b.closeRuntime}
 	s.closeExecute = closeExecute
 	for _, r := range []any{b.runtime.Runtime, boxes} {
 		if r, ok := r.(instanceReaper); ok {
@@ -419,6 +430,7 @@ func (s *Service) newHandler(a *api.API, urls wire.PublicURL) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/cdp/", s.Proxy)
 	mux.Handle("/live/", liveview.New(s.Sessions, urls, s.log))
+	mux.Handle("/replay/", &recording.Viewer{Archive: s.Recordings, Log: s.log})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(metricsRegistry, promhttp.HandlerOpts{}))
 	mux.Handle("/v2/mcp", mcpserver.Handler(mcpServer, a.TeamOf, a.WriteError, s.log))
 	mux.Handle("/", apiHandler)

@@ -99,9 +99,20 @@ func (e End) CloseCode() int {
 // Firecrawl bills its browser sessions.
 const creditsPerMinute = 2
 
+// recordingCreditsPerMinute is what recording a session adds per minute.
+const recordingCreditsPerMinute = 1
+
+// RecordingCredits is what recording a session that lasted d adds to its
+// bill: recordingCreditsPerMinute for each minute it was started.
+func RecordingCredits(d time.Duration) int {
+	return startedMinutes(d) * recordingCreditsPerMinute
+}
+
+// startedMinutes counts the minutes started in d, at least one.
+func startedMinutes(d time.Duration) int { return max(1, int((d+time.Minute-1)/time.Minute)) }
+
 // Credits is what a session that lasted d is billed: creditsPerMinute for
 // each minute it was started, at least one.
 func Credits(d time.Duration) int {
-	minutes := max(1, int((d+time.Minute-1)/time.Minute))
-	return minutes * creditsPerMinute
+	return startedMinutes(d) * creditsPerMinute
 }

@@ -58,6 +58,10 @@ type Manager struct {
 	store *store.Store
 	log   *slog.Logger
 
+	// Recorder records the sessions created with Record; without one,
+	// Create refuses them.
+	Recorder Recorder
+
 	// BindEgress, when set, binds a new session's browser's egress route
 	// to its team and id, so that its traffic is counted against them.
 	BindEgress func(browser, team, session string)
@@ -104,6 +108,8 @@ type CreateOptions struct {
 	TTL           time.Duration
 	ActivityTTL   time.Duration
 	StreamWebView bool
+	// Record records the session for replay (Recorder).
+	Record bool
 	// Profile, when set, is restored into the browser before the session
 	// starts and closed when it ends (a writer saves the browser's state
 	// then). Create takes ownership: it closes the profile if it fails.
@@ -120,6 +126,20 @@ type Profile interface {
 	Close(ctx context.Context, changes profiles.Changes) error
 }
 
+// Recorder records a session's tabs (a *recording.Archive).
+type Recorder interface {
+	// Record starts recording browser's tabs for team's session; stop
+	// writes what is left, while the browser still runs.
+	Record(ctx context.Context, browser *cdp.Mux, team, session string, started time.Time) (stop func(context.Context), err error)
+}
+
+// ErrNoRecorder refuses a recorded session on a manager without a
+// Recorder.
+var ErrNoRecorder = errors.New("session recording is not available on this server")
+
+// recordingStopTimeout bounds the last fetch and write of a recording.
+const recordingStopTimeout = 15 * time.Second
+
 // profileGrace is how long a session's browser outlives its ttl, so that
 // a profile writer can save the browser's state before it is stopped.
 const profileGrace = time.Minute
@@ -134,6 +154,8 @@ type Session struct {
 	lease   *browsers.Lease
 	mgr     *Manager
 	profile Profile
+	// stopRecording ends the session's recording; nil when unrecorded.
+	stopRecording func(context.Context)
 
 	lastActivity atomic.Int64 // unix nanoseconds
 
@@ -245,9 +267,15 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (*Session, error)
 	m.mu.Lock()
 	closed, refuse := m.closed, m.refuse
 	m.mu.Unlock()
+	if refuse == "" && !closed && o.Record && m.Recorder == nil {
+		refuse = "recording"
+	}
 	if closed || refuse != "" {
 		if o.Profile != nil {
 			o.Profile.Close(context.Background(), profiles.Discard)
+		}
+		if refuse == "recording" {
+			return nil, ErrNoRecorder
 		}
 		if refuse != "" {
 			return nil, &UnconfinedError{Reason: refuse}
@@ -277,12 +305,27 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (*Session, error)
 			ID: uuid.NewString(), Team: o.Team, Status: "active", StreamWebView: o.StreamWebView,
 			TTL: o.TTL, ActivityTTL: o.ActivityTTL,
 			CDPToken: newToken(), ViewToken: newToken(), InteractToken: newToken(),
-			CreatedAt: now, ExpiresAt: now.Add(o.TTL), LastActivity: now,
+			CreatedAt: now, ExpiresAt: now.Add(o.TTL), LastActivity: now, Recording: o.Record,
 		},
 		lease: lease, mgr: m, profile: o.Profile, done: make(chan struct{}),
 	}
 	s.lastActivity.Store(now.UnixNano())
+	if o.Record {
+		// Before any client: the recording starts with the session.
+		stop, err := m.Recorder.Record(ctx, lease.Browser().CDP(), o.Team, s.rec.ID, now)
+		if err != nil {
+			if o.Profile != nil {
+				o.Profile.Close(context.Background(), profiles.Discard)
+			}
+			lease.Release(browsers.Destroy)
+			return nil, err
+		}
+		s.stopRecording = stop
+	}
 	if err := m.store.InsertSession(ctx, s.rec); err != nil {
+		if s.stopRecording != nil {
+			s.stopRecording(context.Background())
+		}
 		if o.Profile != nil {
 			o.Profile.Close(context.Background(), profiles.Discard)
 		}
@@ -347,6 +390,9 @@ func (m *Manager) finish(s *Session, e End) bool {
 	s.end = e
 	s.endedAt = time.Now().UTC()
 	s.credits = Credits(s.endedAt.Sub(s.rec.CreatedAt))
+	if s.rec.Recording {
+		s.credits += RecordingCredits(s.endedAt.Sub(s.rec.CreatedAt))
+	}
 	var detached chan struct{}
 	if s.attached > 0 {
 		detached = make(chan struct{})
@@ -376,6 +422,11 @@ func (m *Manager) finish(s *Session, e End) bool {
 		case <-time.After(3 * time.Second):
 			m.log.Warn("clients did not detach in time", "session", s.rec.ID)
 		}
+	}
+	if s.stopRecording != nil {
+		rctx, cancel := context.WithTimeout(context.Background(), recordingStopTimeout)
+		s.stopRecording(rctx)
+		cancel()
 	}
 	if s.profile != nil {
 		// A browser that is still leased is still running: save its state.

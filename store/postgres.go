@@ -363,6 +363,24 @@ var postgresMigrations = []string{
 	// published at its heartbeat.
 	`DROP TABLE node_counts;`,
 	`CREATE TABLE store_probe (id BIGINT PRIMARY KEY, at BIGINT NOT NULL);`,
+	`ALTER TABLE browser_sessions ADD COLUMN recording BOOLEAN NOT NULL DEFAULT FALSE;
+	CREATE TABLE recording_chunks (
+		session_id TEXT NOT NULL,
+		page_id TEXT NOT NULL,
+		seq BIGINT NOT NULL,
+		team_id TEXT NOT NULL,
+		url TEXT NOT NULL,
+		title TEXT NOT NULL,
+		first_at BIGINT NOT NULL,
+		last_at BIGINT NOT NULL,
+		events BIGINT NOT NULL,
+		bytes BIGINT NOT NULL,
+		data BYTEA,
+		object TEXT NOT NULL DEFAULT '',
+		expires_at BIGINT NOT NULL,
+		PRIMARY KEY (session_id, page_id, seq)
+	);
+	CREATE INDEX recording_chunks_expires ON recording_chunks(expires_at);`,
 }
 
 // rebind turns the ? placeholders of query into PostgreSQL's $1, $2, ...;

@@ -25,16 +25,18 @@ type Session struct {
 	DestroyedAt   time.Time // zero while active
 	EndReason     string
 	Node          string // the node running its browser (store/nodes.go)
+	// Recording says the session is recorded (recordings.go).
+	Recording bool
 }
 
 const sessionColumns = `id, team_id, status, stream_web_view, ttl_s, activity_ttl_s, cdp_token, view_token,
-	interact_token, created_at, expires_at, last_activity, COALESCE(destroyed_at, 0), end_reason, node`
+	interact_token, created_at, expires_at, last_activity, COALESCE(destroyed_at, 0), end_reason, node, recording`
 
 func scanSession(row interface{ Scan(...any) error }) (Session, error) {
 	var r Session
 	var ttl, attl, created, expires, last, destroyed int64
 	err := row.Scan(&r.ID, &r.Team, &r.Status, &r.StreamWebView, &ttl, &attl, &r.CDPToken, &r.ViewToken,
-		&r.InteractToken, &created, &expires, &last, &destroyed, &r.EndReason, &r.Node)
+		&r.InteractToken, &created, &expires, &last, &destroyed, &r.EndReason, &r.Node, &r.Recording)
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, ErrNotFound
 	}
@@ -53,10 +55,10 @@ func scanSession(row interface{ Scan(...any) error }) (Session, error) {
 // InsertSession records a new session.
 func (s *Store) InsertSession(ctx context.Context, r Session) error {
 	_, err := s.db.ExecContext(ctx, `INSERT INTO browser_sessions (id, team_id, status, stream_web_view, ttl_s,
-		activity_ttl_s, cdp_token, view_token, interact_token, created_at, expires_at, last_activity, node)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		activity_ttl_s, cdp_token, view_token, interact_token, created_at, expires_at, last_activity, node, recording)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.Team, r.Status, r.StreamWebView, int64(r.TTL/time.Second), int64(r.ActivityTTL/time.Second),
-		r.CDPToken, r.ViewToken, r.InteractToken, millis(r.CreatedAt), millis(r.ExpiresAt), millis(r.LastActivity), s.node)
+		r.CDPToken, r.ViewToken, r.InteractToken, millis(r.CreatedAt), millis(r.ExpiresAt), millis(r.LastActivity), s.node, r.Recording)
 	if err != nil {
 		return fmt.Errorf("inserting session %s: %w", r.ID, err)
 	}

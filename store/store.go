@@ -325,6 +325,26 @@ var migrations = []string{
 	`DROP TABLE node_counts;`,
 	// The row Health writes to learn whether a full store has room again.
 	`CREATE TABLE store_probe (id INTEGER PRIMARY KEY, at INTEGER NOT NULL);`,
+	// Session recordings (recordings.go): a chunk of a tab's events per
+	// row, its bytes here or, with an object store, there.
+	`ALTER TABLE browser_sessions ADD COLUMN recording INTEGER NOT NULL DEFAULT 0;
+	CREATE TABLE recording_chunks (
+		session_id TEXT NOT NULL,
+		page_id TEXT NOT NULL,
+		seq INTEGER NOT NULL,
+		team_id TEXT NOT NULL,
+		url TEXT NOT NULL,
+		title TEXT NOT NULL,
+		first_at INTEGER NOT NULL,
+		last_at INTEGER NOT NULL,
+		events INTEGER NOT NULL,
+		bytes INTEGER NOT NULL,
+		data BLOB,
+		object TEXT NOT NULL DEFAULT '',
+		expires_at INTEGER NOT NULL,
+		PRIMARY KEY (session_id, page_id, seq)
+	);
+	CREATE INDEX recording_chunks_expires ON recording_chunks(expires_at);`,
 }
 
 // Open opens (creating if needed) the SQLite database at path and migrates

@@ -121,7 +121,7 @@ class Trawler {
       TRAWLER_DATA_DIR: this.dataDir,
       TRAWLER_API_KEYS: `acme:${this.keys.acme},globex:${this.keys.globex}`,
       TRAWLER_WARM_BROWSERS: '1',
-      TRAWLER_LOG_LEVEL: 'info',
+      TRAWLER_LOG_LEVEL: process.env.TRAWLER_LOG_LEVEL || 'info',
       // make test-docker runs the suites again with browsers in containers.
       ...(process.env.TRAWLER_TEST_RUNTIME ? { TRAWLER_RUNTIME: process.env.TRAWLER_TEST_RUNTIME } : {}),
       ...extraEnv,

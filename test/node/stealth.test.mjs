@@ -25,15 +25,18 @@ function assertOrdinary(d, client) {
   assert.deepEqual(d.screen.slice(0, 2), [1920, 1080], `${client}: screen`);
 }
 
-test('a session driven by Playwright looks like an ordinary Chrome', async () => {
+// A recorded session too: its recorder lives in an isolated world, which
+// none of the page's checks can see.
+for (const recording of [false, true]) test(`a ${recording ? 'recorded ' : ''}session driven by Playwright looks like an ordinary Chrome`, async () => {
   const site = await detectorSite();
-  const s = await trawler.createSession('acme');
+  const s = await trawler.createSession('acme', { ttl: 300, activityTtl: 120, recording });
+  assert.equal(s.recording, recording);
   let browser;
   try {
     browser = await within(20_000, chromium.connectOverCDP(s.cdpUrl, { timeout: 15_000 }), 'connectOverCDP');
     const context = browser.contexts()[0];
     const page = context.pages()[0] ?? await context.newPage();
-    assertOrdinary(await within(30_000, detect(page, site.url), 'detectors'), 'Playwright');
+    assertOrdinary(await within(30_000, detect(page, site.url), 'detectors'), recording ? 'Playwright, recorded' : 'Playwright');
   } finally {
     await browser?.close().catch(() => {});
     await trawler.cleanup('acme', s.id);
