@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/minio/minio-go/v7"
 )
@@ -15,8 +16,12 @@ type S3 struct {
 	bucket, prefix string
 }
 
-// NewS3 returns the object store of bucket, keys under prefix.
+// NewS3 returns the object store of bucket, keys under the folder prefix
+// ("" for the bucket's root).
 func NewS3(client *minio.Client, bucket, prefix string) *S3 {
+	if prefix = strings.Trim(prefix, "/"); prefix != "" {
+		prefix += "/"
+	}
 	return &S3{client: client, bucket: bucket, prefix: prefix}
 }
 
