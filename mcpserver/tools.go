@@ -446,7 +446,40 @@ func (s *server) tools() []tool {
 				"url": str("where to fetch it instead"), "formats": map[string]any{"type": "array", "items": map[string]any{}}}), readOnly: true, run: s.parse},
 		{name: "firecrawl_browser_create", description: "Start a Chromium session (POST /v2/browser): its cdpUrl takes Playwright's connectOverCDP or Puppeteer's connect, its liveViewUrl opens in a browser.",
 			schema: obj(nil, map[string]any{"ttl": num("seconds the session lives at most"), "activityTtl": num("seconds without activity before it ends"),
-				"profile": map[string]any{"type": "object", "description": `{"name": "...", "saveChanges": true}`}}), run: post("/v2/browser")},
+				"profile":   map[string]any{"type": "object", "description": `{"name": "...", "saveChanges": true}`},
+				"recording": map[string]any{"type": "boolean", "description": "record the session for replay (firecrawl_browser_replay, the replayUrl)"}}), run: post("/v2/browser")},
+		{name: "firecrawl_browser_replay", description: "A recorded session's pages and rrweb events (GET /v2/browser/{id}/replay), paged with the cursor of next; with pageId, one page's; its replayUrl plays it in a browser.",
+			schema: obj([]string{"id"}, map[string]any{"id": str("the session's id"), "pageId": str("one page's id, from pages"),
+				"cursor": str("the cursor of the answer's next link")}), readOnly: true,
+			run: func(ctx context.Context, in *invocation, args map[string]any) (*mcp.CallToolResult, error) {
+				id, bad := takeID(args)
+				if bad != nil {
+					return bad, nil
+				}
+				path := "/v2/browser/" + url.PathEscape(id) + "/replay"
+				if _, ok := args["pageId"]; ok {
+					page, bad := take(args, "pageId")
+					if bad == nil && !validID.MatchString(page) {
+						bad = badArgs("pageId", "must be a page's id from pages: letters, digits, - and _ only")
+					}
+					if bad != nil {
+						return bad, nil
+					}
+					path += "/" + page
+				}
+				if _, ok := args["cursor"]; ok {
+					cursor, bad := take(args, "cursor")
+					if bad != nil {
+						return bad, nil
+					}
+					path += "?cursor=" + url.QueryEscape(cursor)
+				}
+				if bad := noneLeft(args); bad != nil {
+					return bad, nil
+				}
+				r, _, err := in.do(ctx, http.MethodGet, path, nil)
+				return r, err
+			}},
 		{name: "firecrawl_browser_list", description: "The team's browser sessions.", readOnly: true,
 			schema: obj(nil, map[string]any{"status": str(`"active" or "destroyed"`)}),
 			run: func(ctx context.Context, in *invocation, args map[string]any) (*mcp.CallToolResult, error) {

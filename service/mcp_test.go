@@ -106,7 +106,7 @@ func TestMCPServer(t *testing.T) {
 	for _, want := range []string{"firecrawl_scrape", "firecrawl_batch_scrape", "firecrawl_check_batch_status", "firecrawl_map",
 		"firecrawl_crawl", "firecrawl_check_crawl_status", "firecrawl_cancel_crawl", "firecrawl_search", "firecrawl_extract",
 		"firecrawl_parse", "firecrawl_browser_create", "firecrawl_browser_list", "firecrawl_browser_execute",
-		"firecrawl_browser_delete", "firecrawl_credit_usage"} {
+		"firecrawl_browser_delete", "firecrawl_browser_replay", "firecrawl_credit_usage"} {
 		assert.Contains(t, names, want)
 	}
 
@@ -152,13 +152,20 @@ func TestMCPServer(t *testing.T) {
 	// Usage and sessions.
 	out, isErr = callTool(t, ctx, acme, "firecrawl_credit_usage", nil)
 	require.False(t, isErr, "credit usage: %v", out)
-	out, isErr = callTool(t, ctx, acme, "firecrawl_browser_create", map[string]any{"ttl": 120})
+	out, isErr = callTool(t, ctx, acme, "firecrawl_browser_create", map[string]any{"ttl": 120, "recording": true})
 	require.False(t, isErr, "browser create: %v", out)
 	id, _ := out["id"].(string)
 	assert.True(t, strings.HasPrefix(fmt.Sprint(out["cdpUrl"]), "ws://127.0.0.1:"), "cdpUrl %v", out["cdpUrl"])
 	out, isErr = callTool(t, ctx, acme, "firecrawl_browser_execute", map[string]any{"id": id, "code": "1 + 41"})
 	require.False(t, isErr, "execute: %v", out)
 	assert.EqualValues(t, 42, out["value"])
+	require.Eventually(t, func() bool {
+		out, isErr = callTool(t, ctx, acme, "firecrawl_browser_replay", map[string]any{"id": id})
+		pages, _ := out["pages"].([]any)
+		return !isErr && len(pages) > 0 && out["status"] == "recording"
+	}, 5*time.Second, 200*time.Millisecond, "the recorded session's replay: %v", out)
+	out, isErr = callTool(t, ctx, acme, "firecrawl_browser_replay", map[string]any{"id": id, "pageId": "../x"})
+	assert.True(t, isErr, "a page id that is a path: %v", out)
 
 	// Another team sees none of acme's: not its MCP session, nor its
 	// browser session, nor its crawl.
