@@ -32,7 +32,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -52,8 +54,9 @@ var rrwebRecord string
 var startScript string
 
 // pollEvery is how often a tab's buffered events are fetched and written:
-// a crash loses at most this much, plus a write.
-const pollEvery = 500 * time.Millisecond
+// a crash loses at most this much, plus a write. Input and clicks do not
+// wait for it (see lastGasp).
+const pollEvery = time.Second
 
 // Chunk is one write of a tab's recording: the events gathered since the
 // last, as a gzip-compressed JSON array.
@@ -228,8 +231,11 @@ type tab struct {
 	mu       sync.Mutex
 	url      string
 	title    string
-	context  int // the recorder world's execution context; 0 when unknown
-	extra    []json.RawMessage
+	context  int               // the recorder world's execution context; 0 when unknown
+	batches  []batch           // from the recorder world, by console (lastGasp)
+	extra    []json.RawMessage // custom events, with their times in first and last
+	first    int64
+	last     int64
 	requests map[string]*request
 	seq      int
 	finished bool
@@ -281,7 +287,7 @@ func (t *tab) run(waiting bool) {
 		case <-t.r.ctx.Done():
 			return
 		case <-t.done:
-			t.write(t.r.ctx, "", 0) // what the CDP domains reported last
+			t.write(t.r.ctx, batch{}, false) // what the CDP domains reported last
 			return
 		case <-tick.C:
 		case <-t.poke:
@@ -291,10 +297,15 @@ func (t *tab) run(waiting bool) {
 }
 
 func (t *tab) setup(ctx context.Context) error {
-	for _, m := range []string{"Page.enable", "Network.enable", "Console.enable", "Log.enable"} {
+	for _, m := range []string{"Page.enable", "Console.enable", "Log.enable"} {
 		if err := t.call(ctx, m, nil, nil); err != nil {
 			return err
 		}
+	}
+	// The recording lists requests, not their bodies: the browser need not
+	// keep a copy of each (Network.getResponseBody is never asked).
+	if err := t.call(ctx, "Network.enable", map[string]any{"maxTotalBufferSize": 0, "maxResourceBufferSize": 0}, nil); err != nil {
+		return err
 	}
 	return t.call(ctx, "Page.addScriptToEvaluateOnNewDocument", map[string]any{
 		"source": rrwebRecord + ";\n" + strings.ReplaceAll(startScript, "__TRAWLER_MARK__", t.r.mark), "worldName": world, "runImmediately": true}, nil)
@@ -329,13 +340,48 @@ func (t *tab) flush(ctx context.Context) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	events, n := t.take(cctx)
-	t.write(ctx, events, n)
+	b, ok := t.take(cctx)
+	t.write(ctx, b, ok)
 }
 
-// take returns the events buffered in the recorder world as a JSON array
-// (or "") and their count.
-func (t *tab) take(ctx context.Context) (string, int) {
+// batch is events of the recorder world: a JSON array of n events whose
+// timestamps (Unix ms) span first to last.
+type batch struct {
+	n           int
+	first, last int64
+	events      string
+}
+
+// parseBatch reads a batch as the recorder world writes it:
+// "COUNT FIRST LAST [events]".
+func parseBatch(s string) (batch, bool) {
+	var b batch
+	var rest string
+	for i, dst := range []*int64{nil, &b.first, &b.last} {
+		head, tail, ok := strings.Cut(s, " ")
+		if !ok {
+			return batch{}, false
+		}
+		n, err := strconv.ParseInt(head, 10, 64)
+		if err != nil {
+			return batch{}, false
+		}
+		if i == 0 {
+			b.n = int(n)
+		} else {
+			*dst = n
+		}
+		s, rest = tail, tail
+	}
+	if !strings.HasPrefix(rest, "[") || !strings.HasSuffix(rest, "]") || b.n <= 0 {
+		return batch{}, false
+	}
+	b.events = rest
+	return b, true
+}
+
+// take returns the events buffered in the recorder world.
+func (t *tab) take(ctx context.Context) (batch, bool) {
 	for attempt := 0; attempt < 2; attempt++ {
 		t.mu.Lock()
 		id := t.context
@@ -348,7 +394,7 @@ func (t *tab) take(ctx context.Context) (string, int) {
 			}
 			if err := t.call(ctx, "Page.createIsolatedWorld", map[string]any{"frameId": t.target, "worldName": world}, &w); err != nil {
 				t.r.log.Debug("recording a tab: no recorder world", "target", t.target, "err", err)
-				return "", 0
+				return batch{}, false
 			}
 			id = w.ExecutionContextID
 			t.mu.Lock()
@@ -374,46 +420,59 @@ func (t *tab) take(ctx context.Context) (string, int) {
 			t.mu.Unlock()
 			continue
 		}
-		v := res.Result.Value
-		if v == "" || v == "[]" {
-			return "", 0
+		if res.Result.Value == "" {
+			return batch{}, false
 		}
-		return v, strings.Count(v, `"timestamp":`)
+		return parseBatch(res.Result.Value)
 	}
-	return "", 0
+	return batch{}, false
 }
 
-// write writes one chunk of events (a JSON array from the recorder world,
-// or "") with the custom events gathered meanwhile.
-func (t *tab) write(ctx context.Context, events string, n int) {
+// write writes one chunk: the batches of the recorder world gathered
+// meanwhile, then fetched, with the custom events of the CDP domains. The
+// recorder world's events are stored as it wrote them, unread.
+func (t *tab) write(ctx context.Context, fetched batch, ok bool) {
 	t.mu.Lock()
-	extra := t.extra
-	t.extra = nil
+	batches, extra, first, last := t.batches, t.extra, t.first, t.last
+	t.batches, t.extra, t.first, t.last = nil, nil, 0, 0
 	url, title := t.url, t.title
 	t.mu.Unlock()
-	if n == 0 && len(extra) == 0 {
+	if ok {
+		batches = append(batches, fetched)
+	}
+	if len(batches) == 0 && len(extra) == 0 {
 		return
 	}
-	var all []json.RawMessage
-	if events != "" {
-		if err := json.Unmarshal([]byte(events), &all); err != nil {
-			t.r.log.Warn("recording a tab: unreadable events", "target", t.target, "err", err)
-			all = nil
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	zw.Write([]byte{'['})
+	n := 0
+	sep := func() {
+		if n > 0 {
+			zw.Write([]byte{','})
 		}
 	}
-	all = append(all, extra...)
-	first, last := timesOf(all)
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	if err := json.NewEncoder(zw).Encode(all); err != nil {
+	for _, b := range batches {
+		sep()
+		io.WriteString(zw, b.events[1:len(b.events)-1])
+		n += b.n
+		first, last = span(first, last, b.first, b.last)
+	}
+	for _, e := range extra {
+		sep()
+		zw.Write(e)
+		n++
+	}
+	zw.Write([]byte{']'})
+	if err := zw.Close(); err != nil {
 		return
 	}
-	zw.Close()
 	t.mu.Lock()
 	seq := t.seq
 	t.seq++
 	t.mu.Unlock()
-	c := Chunk{Page: t.target, Seq: seq, URL: url, Title: title, First: first, Last: last, Events: len(all), Data: buf.Bytes()}
+	c := Chunk{Page: t.target, Seq: seq, URL: url, Title: title, First: time.UnixMilli(first), Last: time.UnixMilli(last),
+		Events: n, Data: buf.Bytes()}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if err := t.r.sink.Put(wctx, c); err != nil {
@@ -421,24 +480,12 @@ func (t *tab) write(ctx context.Context, events string, n int) {
 	}
 }
 
-// timesOf returns the earliest and latest timestamps of events.
-func timesOf(events []json.RawMessage) (first, last time.Time) {
-	for _, e := range events {
-		var h struct {
-			Timestamp int64 `json:"timestamp"`
-		}
-		if json.Unmarshal(e, &h) != nil || h.Timestamp == 0 {
-			continue
-		}
-		at := time.UnixMilli(h.Timestamp)
-		if first.IsZero() || at.Before(first) {
-			first = at
-		}
-		if at.After(last) {
-			last = at
-		}
+// span widens [first, last] (0, 0 when empty) to take in [from, to].
+func span(first, last, from, to int64) (int64, int64) {
+	if first == 0 || from < first {
+		first = from
 	}
-	return first, last
+	return first, max(last, to)
 }
 
 func newMark() string {
@@ -454,12 +501,12 @@ func newMark() string {
 // to a frame that is navigating. A console message is the one way out of
 // the world that needs no command and that the page cannot observe.
 func (t *tab) lastGasp(events string) {
-	var all []json.RawMessage
-	if json.Unmarshal([]byte(events), &all) != nil {
+	b, ok := parseBatch(events)
+	if !ok {
 		return
 	}
 	t.mu.Lock()
-	t.extra = append(t.extra, all...)
+	t.batches = append(t.batches, b)
 	t.mu.Unlock()
 	select {
 	case t.poke <- struct{}{}:
@@ -480,8 +527,10 @@ func (t *tab) custom(tag string, at time.Time, payload any) {
 	if err != nil {
 		return
 	}
+	ms := at.UnixMilli()
 	t.mu.Lock()
 	t.extra = append(t.extra, b)
+	t.first, t.last = span(t.first, t.last, ms, ms)
 	t.mu.Unlock()
 }
 

@@ -253,7 +253,7 @@ func main() {
 	// take the most).
 	ctx, cancel := context.WithTimeout(ctx, time.Hour)
 	b := &bench{log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
-	flag.StringVar(&b.only, "only", "", "run only these phases, comma-separated: create, memory, cdp, leaks, transform, quality, scrape, stealth, concurrent, rendercost, crawl, docker, profiles, liveview, parse, search, model, changes, branding, audio, docs, egress, execute, cluster, queue")
+	flag.StringVar(&b.only, "only", "", "run only these phases, comma-separated: create, memory, cdp, leaks, transform, quality, scrape, stealth, concurrent, rendercost, crawl, docker, profiles, liveview, recording, parse, search, model, changes, branding, audio, docs, egress, execute, cluster, queue")
 	flag.IntVar(&b.concurrentPool, "concurrent-pool", concurrentPool, "pool size of the concurrent phase")
 	flag.StringVar(&b.crawlProfile, "crawl-cpuprofile", "", "write a CPU profile of the timed crawl (the crawl phase's first) to this file")
 	page := flag.String("page", "", "after the run, write its figures and the machine to this Markdown file (make bench: docs/performance.md)")
@@ -377,6 +377,7 @@ func (b *bench) run(ctx context.Context) error {
 		{"docker", b.dockerRuntime},
 		{"profiles", b.profileSaveRestore},
 		{"liveview", b.liveView},
+		{"recording", b.recordingCost},
 		{"parse", b.parseThroughput},
 		{"search", b.searchPerformance},
 		{"model", b.modelPerformance},
