@@ -1,6 +1,6 @@
 // Command bench measures Trawler against baselines: sessions (creation,
-// memory, leaks, the CDP proxy's overhead, the live view, execute),
-// scrapes and crawls (latency, throughput, memory, what a render costs),
+// memory, leaks, the CDP proxy's overhead, the live view, recordings,
+// execute), scrapes and crawls (latency, throughput, memory, what a render costs),
 // the content pipeline and the quality of its main content on a public
 // corpus, document parsing, the search index, the model-backed formats,
 // change tracking, branding, audio, the documentation search, the egress
@@ -119,6 +119,13 @@
 //     plus the session browser's process group while the page animates,
 //     with no viewer and with 1 and 5 viewers (WebSocket clients in a child
 //     process), per viewer.
+//   - recording: a session of the warm service visits 24 pages of the test
+//     site (articles and app pages in turn; each is scrolled three times
+//     and gains a paragraph), unrecorded and recorded ({"recording": true}),
+//     two runs of each in ABBA order after a warm-up: the CPU of the
+//     session browser's process group plus this process per visit,
+//     recorded over unrecorded (recording_overhead), and the bytes the
+//     recorded runs stored per minute (recording_bytes_per_minute).
 //   - parse: the PDF manuals of parse.Manuals (Debian's bash-doc,
 //     debian-faq, xorg-docs) through parse.PDF and through pdftotext
 //     -layout, median of 5 rounds each: pages per second, their ratio and

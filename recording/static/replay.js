@@ -129,8 +129,10 @@
       await ready;
       if (!player) return false;
       const replayer = player.getReplayer();
+      // The replayer applies at once only the events before the time it
+      // is sent to: past the last one, every event is applied.
       const total = replayer.getMetaData().totalTime;
-      player.goto(total, false);
+      player.goto(total + 1, false);
       await new Promise((r) => setTimeout(r, 300));
       return true;
     },
