@@ -34,6 +34,7 @@ function startSite() {
     if (u.pathname === '/two') {
       res.end(`<!doctype html><title>Two</title><style>li{color:rgb(0, 90, 200)}</style>
         <h1>Welcome, ${u.searchParams.get('name') ?? ''}</h1><ul id="items"><li>first</li></ul>
+        <img src="/missing.png" onerror="try { window.top.document.title = 'pwned' } catch (e) {}">
         <button id="more">More</button>
         <script>
           document.getElementById('more').addEventListener('click', async () => {
@@ -97,6 +98,7 @@ test('a recorded Playwright session replays to the DOM it ended with, password m
     await page.locator('li').nth(2).waitFor();
     live = await page.evaluate(describe);
     assert.match(live.body, /item from the server 2/, 'the live page took both clicks');
+    assert.equal(live.title, 'pwned', 'the page\'s own error handler ran in the session');
     // The recorder fetches every half second: the session's end takes the rest.
   } finally {
     await browser?.close().catch(() => {});
@@ -148,6 +150,10 @@ test('a recorded Playwright session replays to the DOM it ended with, password m
     assert.ok(await viewer.locator('#console li', { hasText: 'added item 3' }).count() > 0, 'the console panel lists the page\'s messages');
     assert.ok(await viewer.locator('#network li', { hasText: '/api/items' }).count() > 0, 'the requests panel lists the fetch');
     assert.deepEqual(problems, [], 'the replay page threw');
+    // The recorded page's handlers do not run in the viewer: the replay
+    // frame is sandboxed without scripts, and the page's CSP allows none.
+    assert.doesNotMatch(await viewer.evaluate(() => document.querySelector('iframe').getAttribute('sandbox') ?? 'none'), /allow-scripts/);
+    assert.equal(await viewer.title(), 'Replay · Trawler', 'a recorded handler ran in the replay page');
   } finally {
     await viewer.close();
   }
