@@ -79,7 +79,7 @@ test-docker: build
 	bash scripts/images.sh sandbox
 	TRAWLER_TEST_RUNTIME=docker $(GO) test -race -count=1 -timeout 10m -run '^($(DOCKER_GO_TESTS))$$' ./service
 	cd test/node && TRAWLER_TEST_RUNTIME=docker TRAWLER_BIN=$(CURDIR)/$(BIN) node --test --test-concurrency=1 \
-		playwright.test.mjs puppeteer.test.mjs stealth.test.mjs confinement.test.mjs expiry.test.mjs shutdown.test.mjs team-limits.test.mjs profiles.test.mjs execute.test.mjs
+		playwright.test.mjs puppeteer.test.mjs stealth.test.mjs confinement.test.mjs expiry.test.mjs shutdown.test.mjs team-limits.test.mjs profiles.test.mjs execute.test.mjs recording.test.mjs
 
 # test-cluster brings up the multi-node rig of deploy/cluster.compose.yml
 # (HAProxy in front of two nodes on the docker runtime, PostgreSQL, MinIO),
