@@ -66,15 +66,7 @@ func New(s cdpproxy.Sessions, urls wire.PublicURL, log *slog.Logger) *Handler {
 const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob: data:; " +
 	"connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
-func secureHeaders(w http.ResponseWriter) {
-	h := w.Header()
-	h.Set("Content-Security-Policy", contentSecurityPolicy)
-	h.Set("Referrer-Policy", "no-referrer")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("X-Frame-Options", "DENY")
-	h.Set("Cross-Origin-Opener-Policy", "same-origin")
-	h.Set("Cross-Origin-Resource-Policy", "same-origin")
-}
+func secureHeaders(w http.ResponseWriter) { wire.PageHeaders(w, contentSecurityPolicy) }
 
 // ServeHTTP routes a live-view request.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -28,14 +28,7 @@ const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 
 	"img-src * data: blob:; font-src * data:; media-src * data: blob:; connect-src 'self'; frame-src 'self'; " +
 	"base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
-func secureHeaders(w http.ResponseWriter) {
-	h := w.Header()
-	h.Set("Content-Security-Policy", contentSecurityPolicy)
-	h.Set("Referrer-Policy", "no-referrer")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("X-Frame-Options", "DENY")
-	h.Set("Cross-Origin-Opener-Policy", "same-origin")
-}
+func secureHeaders(w http.ResponseWriter) { wire.PageHeaders(w, contentSecurityPolicy) }
 
 // Viewer serves /replay/{id}?token=... (the replay page), its data at
 // /replay/{id}/data and its assets at /replay/static/. It opens with the

@@ -16,6 +16,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test as nodeTest } from 'node:test';
+import { chromium } from 'playwright-core';
 
 const HOST = '127.0.0.1';
 const FIRECRAWL_MODEL_VARS = ['OPENAI_BASE_URL', 'OPENAI_API_KEY', 'MODEL_NAME', 'OLLAMA_BASE_URL'];
@@ -448,5 +449,19 @@ export function rawWebSocket(wsUrl, { timeoutMs = 10_000 } = {}) {
       });
     });
     req.end();
+  });
+}
+
+/**
+ * Launches a local headless Chromium for a test's viewer (the person who
+ * opens a live view or a replay): a client of Trawler, not one of its
+ * browsers, so it runs as the test does, without Chromium's sandbox when
+ * that is root.
+ */
+export function launchViewer() {
+  return chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
+      '--disable-sync', '--no-first-run', '--disable-quic'],
   });
 }

@@ -8,12 +8,9 @@ import http from 'node:http';
 import { after, before } from 'node:test';
 import { chromium } from 'playwright-core';
 import { decodePng } from './png.mjs';
-import { eventually, sleep, useTrawler, within } from './harness.mjs';
+import { eventually, launchViewer, sleep, useTrawler, within } from './harness.mjs';
 
 const { trawler, test } = useTrawler({ TRAWLER_ALLOW_PRIVATE_NETWORKS: 'true' }); // the site is on loopback
-
-const VIEWER_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
-  '--disable-sync', '--no-first-run', '--disable-quic'];
 
 let viewerBrowser;
 let site;
@@ -32,7 +29,7 @@ function startSite() {
 }
 
 before(async () => {
-  viewerBrowser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: VIEWER_ARGS });
+  viewerBrowser = await launchViewer();
   site = await startSite();
   siteURL = `http://127.0.0.1:${site.address().port}`;
 });

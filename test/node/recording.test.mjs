@@ -9,12 +9,10 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before } from 'node:test';
 import { chromium } from 'playwright-core';
-import { eventually, useTrawler, within } from './harness.mjs';
+import { eventually, launchViewer, useTrawler, within } from './harness.mjs';
 
 const { trawler, test } = useTrawler({ TRAWLER_ALLOW_PRIVATE_NETWORKS: 'true' }); // the site is on loopback
 
-const VIEWER_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
-  '--disable-sync', '--no-first-run', '--disable-quic'];
 const PASSWORD = 'hunter2-Secret-9f3a';
 
 let viewerBrowser;
@@ -56,7 +54,7 @@ function startSite() {
 }
 
 before(async () => {
-  viewerBrowser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: VIEWER_ARGS });
+  viewerBrowser = await launchViewer();
   site = await startSite();
   siteURL = `http://127.0.0.1:${site.address().port}`;
 });
