@@ -145,9 +145,13 @@ func TestMCPServer(t *testing.T) {
 	var crawled map[string]any
 	require.NoError(t, json.Unmarshal([]byte(res.Content[0].(*mcp.TextContent).Text), &crawled))
 	assert.Equal(t, "completed", crawled["status"])
-	mu.Lock()
-	assert.NotEmpty(t, seen, "progress notifications during the crawl")
-	mu.Unlock()
+	// The server sends each notification before the result, but the
+	// client may hand it to its handler after CallTool has returned.
+	assert.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen) > 0
+	}, 3*time.Second, 20*time.Millisecond, "progress notifications during the crawl")
 
 	// Usage and sessions.
 	out, isErr = callTool(t, ctx, acme, "firecrawl_credit_usage", nil)

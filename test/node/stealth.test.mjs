@@ -44,16 +44,16 @@ for (const recording of [false, true]) test(`a ${recording ? 'recorded ' : ''}se
   }
 });
 
-test('a session driven by Puppeteer (defaultViewport: null) looks like an ordinary Chrome', async () => {
+for (const recording of [false, true]) test(`a ${recording ? 'recorded ' : ''}session driven by Puppeteer (defaultViewport: null) looks like an ordinary Chrome`, async () => {
   const site = await detectorSite();
-  const s = await trawler.createSession('acme');
+  const s = await trawler.createSession('acme', { ttl: 300, activityTtl: 120, recording });
   let browser;
   try {
     // Puppeteer's own default viewport is 800x600 in a 1920x1080 screen,
     // which detectors flag; null keeps the window's.
     browser = await within(20_000, puppeteer.connect({ browserWSEndpoint: s.cdpUrl, defaultViewport: null }), 'puppeteer.connect');
     const page = (await browser.pages())[0] ?? await browser.newPage();
-    assertOrdinary(await within(30_000, detect(page, site.url), 'detectors'), 'Puppeteer');
+    assertOrdinary(await within(30_000, detect(page, site.url), 'detectors'), recording ? 'Puppeteer, recorded' : 'Puppeteer');
   } finally {
     await browser?.disconnect().catch(() => {});
     await trawler.cleanup('acme', s.id);
