@@ -267,14 +267,11 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (*Session, error)
 	m.mu.Lock()
 	closed, refuse := m.closed, m.refuse
 	m.mu.Unlock()
-	if refuse == "" && !closed && o.Record && m.Recorder == nil {
-		refuse = "recording"
-	}
-	if closed || refuse != "" {
+	if closed || refuse != "" || (o.Record && m.Recorder == nil) {
 		if o.Profile != nil {
 			o.Profile.Close(context.Background(), profiles.Discard)
 		}
-		if refuse == "recording" {
+		if !closed && refuse == "" {
 			return nil, ErrNoRecorder
 		}
 		if refuse != "" {
