@@ -27,6 +27,10 @@ type Backend interface {
 	// from that row or a later one (another node wrote it): they need no
 	// conversion.
 	indexed(ctx context.Context, rows []store.IndexEntry) (map[int64]bool, error)
+	// lockApply holds off the other nodes' syncers until unlock: one node
+	// at a time reads, converts and applies the log's next rows, so that
+	// no page is converted twice.
+	lockApply(ctx context.Context) (unlock func(), err error)
 }
 
 var (
@@ -36,6 +40,8 @@ var (
 
 // shared: one node's own files.
 func (ix *Index) shared() bool { return false }
+
+func (ix *Index) lockApply(context.Context) (func(), error) { return func() {}, nil }
 
 func (ix *Index) indexed(context.Context, []store.IndexEntry) (map[int64]bool, error) {
 	return nil, nil

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -59,6 +60,29 @@ func (p *PG) marker() (int64, error) {
 
 // shared: several nodes apply the one log to this index.
 func (p *PG) shared() bool { return true }
+
+// lockApply takes a session advisory lock on a connection of its own,
+// given back (unlocked) by unlock.
+func (p *PG) lockApply(ctx context.Context) (func(), error) {
+	conn, err := p.db.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the search index: %w", err)
+	}
+	const key = `SELECT pg_advisory_lock(hashtext('trawler.search.apply'))`
+	if _, err := conn.ExecContext(ctx, key); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("reading the search index: %w", err)
+	}
+	return func() {
+		// Unlocked whatever ctx became; a connection that cannot say so
+		// is closed by the pool, which ends its session and its lock.
+		if _, err := conn.ExecContext(context.Background(),
+			`SELECT pg_advisory_unlock(hashtext('trawler.search.apply'))`); err != nil {
+			conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+		conn.Close()
+	}, nil
+}
 
 func (p *PG) indexed(ctx context.Context, rows []store.IndexEntry) (map[int64]bool, error) {
 	if len(rows) == 0 {

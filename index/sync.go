@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,6 +43,10 @@ type Syncer struct {
 	// once; directCh tells writeOffered of them.
 	direct   []Doc
 	directCh chan struct{}
+	// pending counts, by log row, the offered documents not yet written
+	// (or failed): apply stops short of the first, which this node is
+	// about to write itself.
+	pending map[int64]int
 }
 
 // maxOffered bounds the documents held for rows not yet applied; past it,
@@ -57,7 +62,8 @@ type status struct {
 // NewSyncer returns a syncer; Run starts it.
 func NewSyncer(ix Backend, st *store.Store, convert Convert, log *slog.Logger) *Syncer {
 	return &Syncer{Index: ix, Store: st, Convert: convert, Log: log, notify: make(chan struct{}, 1),
-		urgent: make(chan struct{}, 1), moved: make(chan struct{}), offered: map[int64]Doc{}, directCh: make(chan struct{}, 1)}
+		urgent: make(chan struct{}, 1), moved: make(chan struct{}), offered: map[int64]Doc{}, directCh: make(chan struct{}, 1),
+		pending: map[int64]int{}}
 }
 
 // Offer hands over the document of the page that log row seq cached, as
@@ -70,6 +76,7 @@ func (s *Syncer) Offer(seq int64, d Doc) {
 		// the page there and do not convert it themselves.
 		if len(s.direct) < maxOffered {
 			s.direct = append(s.direct, d)
+			s.pending[seq]++
 		}
 		s.mu.Unlock()
 		select {
@@ -99,11 +106,43 @@ func (s *Syncer) writeOffered(ctx context.Context) {
 		docs := s.direct
 		s.direct = nil
 		s.mu.Unlock()
-		if err := s.Index.Put(docs, nil, 0); err != nil && ctx.Err() == nil {
+		if err := s.writeDirect(ctx, docs); err != nil && ctx.Err() == nil {
 			s.Log.Warn("writing the pages this node cached to the search index; the log will bring them", "err", err)
 		}
+		s.mu.Lock()
+		for _, d := range docs {
+			if s.pending[d.seq]--; s.pending[d.seq] <= 0 {
+				delete(s.pending, d.seq)
+			}
+		}
+		s.mu.Unlock()
 		s.Notify()
 	}
+}
+
+// writeDirect writes docs under the apply lock, so that no node applying
+// their rows meanwhile converts them as well.
+func (s *Syncer) writeDirect(ctx context.Context, docs []Doc) error {
+	unlock, err := s.Index.lockApply(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return s.Index.Put(docs, nil, 0)
+}
+
+// firstPending returns the first log row whose offered document is not
+// written yet, or 0.
+func (s *Syncer) firstPending() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	first := int64(0)
+	for seq := range s.pending {
+		if first == 0 || seq < first {
+			first = seq
+		}
+	}
+	return first
 }
 
 // takeOffered removes and returns the documents offered for rows.
@@ -283,7 +322,13 @@ func (s *Syncer) rebuild(ctx context.Context) error {
 // apply applies the next rows of the log and returns how many it read.
 func (s *Syncer) apply(ctx context.Context) (int, error) {
 	if s.Index.shared() {
-		// The rows another node applied are not converted again.
+		// One node at a time: the rows another node applied are not
+		// converted again.
+		unlock, err := s.Index.lockApply(ctx)
+		if err != nil {
+			return 0, err
+		}
+		defer unlock()
 		marker, err := s.Index.marker()
 		if err != nil {
 			return 0, err
@@ -295,6 +340,14 @@ func (s *Syncer) apply(ctx context.Context) (int, error) {
 	rows, err := s.Store.IndexLog(ctx, s.applied.Load(), logBatch)
 	if err != nil || len(rows) == 0 {
 		return 0, err
+	}
+	if first := s.firstPending(); first > 0 {
+		// This node writes that row's page in a moment (writeOffered),
+		// then tells the loop to go on.
+		rows = slices.DeleteFunc(rows, func(r store.IndexEntry) bool { return r.Seq >= first })
+		if len(rows) == 0 {
+			return 0, nil
+		}
 	}
 	// The last row of a page decides; earlier ones are superseded.
 	type target struct{ team, url string }

@@ -285,8 +285,9 @@ func TestNodesShareTheIndexInPostgres(t *testing.T) {
 	require.Equal(t, want, find(a, "common words"), "node a's search")
 	require.Len(t, find(a, "harbour"), 10)
 	require.Len(t, find(b, "grey"), 5)
-	assert.Zero(t, a.converted.Load(), "pages node a converted from the store")
-	assert.EqualValues(t, 5, b.converted.Load(), "pages node b converted from the store (its own, once each)")
+	// Node b's five, once each, by whichever node applied their rows;
+	// node a's offered ten by no one.
+	assert.EqualValues(t, 5, a.converted.Load()+b.converted.Load(), "pages converted from the store")
 
 	// Node b caches one of node a's pages again, with other words.
 	_, err = b.st.PutPage(context.Background(), page("a3", "walruses only"))
