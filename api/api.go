@@ -19,6 +19,7 @@ import (
 	"github.com/trawler-dev/trawler/execute"
 	"github.com/trawler-dev/trawler/extract"
 	"github.com/trawler-dev/trawler/model"
+	"github.com/trawler-dev/trawler/monitor"
 	"github.com/trawler-dev/trawler/profiles"
 	"github.com/trawler-dev/trawler/recording"
 	"github.com/trawler-dev/trawler/scrape"
@@ -53,6 +54,11 @@ type Deps struct {
 	// Recordings keeps the recordings of recorded sessions (nil: sessions
 	// are not recorded).
 	Recordings *recording.Archive
+	// Monitors runs the monitors' checks.
+	Monitors *monitor.Service
+	// MonitorMinInterval is the shortest interval a monitor's schedule
+	// may have.
+	MonitorMinInterval time.Duration
 	// Browsers is how the service's browsers are confined, for /healthz.
 	Browsers BrowserHealth
 }
@@ -130,6 +136,14 @@ func New(d Deps) *API {
 	v2.Get("/profiles", query(), a.listProfiles)
 	v2.Delete("/profiles/:name", query(), a.deleteProfile)
 	v2.Post("/support/docs-search", query(), a.docsSearch)
+	v2.Post("/monitor", query(), a.billable, a.createMonitor)
+	v2.Get("/monitor", query("limit", "offset"), a.listMonitors)
+	v2.Get("/monitor/:id", query(), a.getMonitor)
+	v2.Patch("/monitor/:id", query(), a.updateMonitor)
+	v2.Delete("/monitor/:id", query(), a.deleteMonitor)
+	v2.Post("/monitor/:id/run", query(), a.billable, a.runMonitor)
+	v2.Get("/monitor/:id/checks", query("limit", "offset", "status"), a.listMonitorChecks)
+	v2.Get("/monitor/:id/checks/:checkId", query("limit", "skip", "status"), a.getMonitorCheck)
 	return a
 }
 

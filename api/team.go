@@ -47,6 +47,16 @@ func (a *API) creditsExhausted(ctx context.Context, team teams.Team) error {
 		Details: fiber.Map{"usedCredits": used, "planCredits": team.CreditLimit, "billingPeriodEnd": isoTime(to.Add(-time.Second))}}
 }
 
+// CreditsLeft says why team id may not start more billable work now
+// (its credits are spent), "" when it may: the gate of a monitor's
+// scheduled checks.
+func (a *API) CreditsLeft(ctx context.Context, id string) string {
+	if err := a.creditsExhausted(ctx, a.Teams.ByID(id)); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
 // billable is the middleware of the routes that cost credits: a team
 // whose credits are exhausted is answered 402 before anything is done.
 func (a *API) billable(c *fiber.Ctx) error {

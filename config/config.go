@@ -155,6 +155,10 @@ type Config struct {
 	// CacheRetention is how long a fetched page stays in the cache, and so
 	// in the search index (TRAWLER_CACHE_RETENTION, default 720h: 30 days).
 	CacheRetention time.Duration
+	// MonitorMinInterval is the shortest interval between two runs of a
+	// monitor's schedule (TRAWLER_MONITOR_MIN_INTERVAL, default 5m, as
+	// Firecrawl's).
+	MonitorMinInterval time.Duration
 	// SearchProviders are where POST /v2/search takes results from, in
 	// order (TRAWLER_SEARCH_PROVIDERS, default the embedded index alone; see
 	// package search/provider for the syntax).
@@ -348,6 +352,7 @@ func defaults() *Config {
 		BrowserUID:          browsers.DefaultBrowserUID,
 		LogLevel:            "info",
 		ResultRetention:     24 * time.Hour,
+		MonitorMinInterval:  5 * time.Minute,
 		CacheRetention:      30 * 24 * time.Hour,
 		SearchProviders:     []provider.Spec{{Kind: "index"}},
 		SearchIndex:         true,
@@ -482,6 +487,7 @@ func (e *envReader) limits(c *Config) {
 	e.duration("TRAWLER_BROWSER_START_TIMEOUT", &c.BrowserStartTimeout)
 	e.duration("TRAWLER_RESULT_RETENTION", &c.ResultRetention)
 	e.duration("TRAWLER_CACHE_RETENTION", &c.CacheRetention)
+	e.duration("TRAWLER_MONITOR_MIN_INTERVAL", &c.MonitorMinInterval)
 	e.boolean("TRAWLER_SEARCH_INDEX", &c.SearchIndex)
 	if v := e.get("TRAWLER_SEARCH_PROVIDERS"); v != "" {
 		specs, err := provider.ParseSpecs(v)
@@ -768,6 +774,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ResultRetention < time.Minute {
 		errs = append(errs, fmt.Errorf("TRAWLER_RESULT_RETENTION must be at least 1m, got %s", c.ResultRetention))
+	}
+	if c.MonitorMinInterval < time.Second {
+		errs = append(errs, fmt.Errorf("TRAWLER_MONITOR_MIN_INTERVAL must be at least 1s, got %s", c.MonitorMinInterval))
 	}
 	if c.CacheRetention < time.Minute {
 		errs = append(errs, fmt.Errorf("TRAWLER_CACHE_RETENTION must be at least 1m, got %s", c.CacheRetention))

@@ -37,6 +37,7 @@ import (
 	"github.com/trawler-dev/trawler/liveview"
 	"github.com/trawler-dev/trawler/mcpserver"
 	"github.com/trawler-dev/trawler/model"
+	"github.com/trawler-dev/trawler/monitor"
 	"github.com/trawler-dev/trawler/netguard"
 	"github.com/trawler-dev/trawler/parse"
 	"github.com/trawler-dev/trawler/profiles"
@@ -60,6 +61,7 @@ type Service struct {
 	Proxy    *cdpproxy.Proxy
 	Crawler  *crawl.Service
 	Extract  *extract.Service
+	Monitors *monitor.Service
 	Webhooks *webhook.Dispatcher
 	Profiles profiles.Store
 	// Recordings keeps the recordings of recorded sessions.
@@ -117,6 +119,9 @@ func (s *Service) janitor() {
 		}
 		if err := s.Store.PruneJobs(ctx, time.Now()); err != nil {
 			s.log.Error("pruning jobs", "err", err)
+		}
+		if err := s.Store.PruneMonitorChecks(ctx, time.Now()); err != nil {
+			s.log.Error("pruning monitor checks", "err", err)
 		}
 		if err := s.Store.PruneExtracts(ctx, time.Now()); err != nil {
 			s.log.Error("pruning extracts", "err", err)
@@ -238,6 +243,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 	if err := extracts.Start(ctx); err != nil {
 		return fail(err)
 	}
+	monitors := &monitor.Service{Store: st, Crawler: crawler, Model: llm, Webhooks: hooks, Log: log,
+		Lease: max(2*cfg.NodeLease, 10*time.Second)}
 	docs, err := docsearch.New(trawler.Docs)
 	if err != nil {
 		return fail(err)
@@ -246,10 +253,11 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 	log.Debug("documentation indexed", "sections", len(docs.Sections()), "took", docs.BuildTime)
 	a := api.New(api.Deps{Teams: teamRegistry, Sessions: mgr, Scraper: scraper, Crawler: crawler, Store: st, URLs: urls, Log: log,
 		Profiles: opener, Search: found.service, Model: llm, Extract: extracts, Docs: docs,
-		Execute: executor, Recordings: recordings, Browsers: api.BrowserHealth{Runtime: cfg.Runtime, Confined: conf.Confined, Sandbox: conf.Sandbox,
+		Execute: executor, Recordings: recordings, Monitors: monitors, MonitorMinInterval: cfg.MonitorMinInterval, Browsers: api.BrowserHealth{Runtime: cfg.Runtime, Confined: conf.Confined, Sandbox: conf.Sandbox,
 			Sessions: conf.Confined || cfg.AllowUnconfinedSessions, Detail: conf.String()}})
 
-	s := &Service{Config: cfg, Store: st, Pool: pool, Sessions: mgr, Proxy: proxy, Crawler: crawler, Extract: extracts, Webhooks: hooks,
+	monitors.Admit = a.CreditsLeft
+	s := &Service{Config: cfg, Store: st, Pool: pool, Sessions: mgr, Proxy: proxy, Crawler: crawler, Extract: extracts, Monitors: monitors, Webhooks: hooks,
 		Profiles: profileStore, Recordings: recordings, Egress: out.proxy, Model: llm, search: found, docs: docs, log: log, stop: make(chan struct{}), closeRuntime: b.closeRuntime}
 	s.closeExecute = closeExecute
 	for _, r := range []any{b.runtime.Runtime, boxes} {
@@ -395,7 +403,11 @@ func newSessions(ctx context.Context, cfg *config.Config, conf browsers.Confinem
 func (s *Service) startBackground() {
 	bg, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
-	s.wg.Add(4)
+	s.wg.Add(5)
+	go func() {
+		defer s.wg.Done()
+		s.Monitors.Run(bg)
+	}()
 	go s.janitor()
 	go s.heartbeat()
 	go func() {

@@ -17,6 +17,7 @@ const (
 	CreditExtract = "extract"
 	CreditParse   = "parse"
 	CreditBrowser = "browser"
+	CreditMonitor = "monitor" // a monitor's judgments (its pages are its jobs')
 )
 
 // Charge is one billable event of the credit ledger.

@@ -381,6 +381,61 @@ var postgresMigrations = []string{
 		PRIMARY KEY (session_id, page_id, seq)
 	);
 	CREATE INDEX recording_chunks_expires ON recording_chunks(expires_at);`,
+	`CREATE TABLE monitors (
+		id TEXT PRIMARY KEY,
+		team_id TEXT NOT NULL,
+		name TEXT NOT NULL,
+		status TEXT NOT NULL,
+		spec BYTEA NOT NULL,
+		next_run_at BIGINT NOT NULL,
+		last_run_at BIGINT NOT NULL,
+		current_check TEXT NOT NULL,
+		summary BYTEA,
+		failures BIGINT NOT NULL,
+		created_at BIGINT NOT NULL,
+		updated_at BIGINT NOT NULL
+	);
+	CREATE INDEX monitors_team ON monitors(team_id, created_at);
+	CREATE INDEX monitors_due ON monitors(status, next_run_at);
+	CREATE TABLE monitor_checks (
+		id TEXT PRIMARY KEY,
+		monitor_id TEXT NOT NULL,
+		team_id TEXT NOT NULL,
+		status TEXT NOT NULL,
+		trigger_kind TEXT NOT NULL,
+		scheduled_for BIGINT NOT NULL,
+		late BOOLEAN NOT NULL,
+		started_at BIGINT NOT NULL,
+		finished_at BIGINT NOT NULL,
+		summary BYTEA,
+		detail BYTEA,
+		owner TEXT NOT NULL,
+		lease_until BIGINT NOT NULL,
+		created_at BIGINT NOT NULL,
+		updated_at BIGINT NOT NULL,
+		expires_at BIGINT NOT NULL
+	);
+	CREATE INDEX monitor_checks_monitor ON monitor_checks(monitor_id, created_at);
+	CREATE INDEX monitor_checks_open ON monitor_checks(status, lease_until);
+	CREATE INDEX monitor_checks_expires ON monitor_checks(expires_at);
+	CREATE TABLE monitor_pages (
+		check_id TEXT NOT NULL,
+		seq BIGINT NOT NULL,
+		status TEXT NOT NULL,
+		body BYTEA NOT NULL,
+		PRIMARY KEY (check_id, seq)
+	);
+	CREATE TABLE monitor_snapshots (
+		monitor_id TEXT NOT NULL,
+		target_id TEXT NOT NULL,
+		url_key TEXT NOT NULL,
+		url TEXT NOT NULL,
+		markdown TEXT NOT NULL,
+		status_code BIGINT NOT NULL,
+		check_id TEXT NOT NULL,
+		scraped_at BIGINT NOT NULL,
+		PRIMARY KEY (monitor_id, target_id, url_key)
+	);`,
 }
 
 // rebind turns the ? placeholders of query into PostgreSQL's $1, $2, ...;

@@ -345,6 +345,63 @@ var migrations = []string{
 		PRIMARY KEY (session_id, page_id, seq)
 	);
 	CREATE INDEX recording_chunks_expires ON recording_chunks(expires_at);`,
+	// Monitors (monitors.go): the definitions and schedules, their checks,
+	// each check's pages, and the last version of each page a monitor saw.
+	`CREATE TABLE monitors (
+		id TEXT PRIMARY KEY,
+		team_id TEXT NOT NULL,
+		name TEXT NOT NULL,
+		status TEXT NOT NULL,
+		spec BLOB NOT NULL,
+		next_run_at INTEGER NOT NULL,
+		last_run_at INTEGER NOT NULL,
+		current_check TEXT NOT NULL,
+		summary BLOB,
+		failures INTEGER NOT NULL,
+		created_at INTEGER NOT NULL,
+		updated_at INTEGER NOT NULL
+	);
+	CREATE INDEX monitors_team ON monitors(team_id, created_at);
+	CREATE INDEX monitors_due ON monitors(status, next_run_at);
+	CREATE TABLE monitor_checks (
+		id TEXT PRIMARY KEY,
+		monitor_id TEXT NOT NULL,
+		team_id TEXT NOT NULL,
+		status TEXT NOT NULL,
+		trigger_kind TEXT NOT NULL,
+		scheduled_for INTEGER NOT NULL,
+		late INTEGER NOT NULL,
+		started_at INTEGER NOT NULL,
+		finished_at INTEGER NOT NULL,
+		summary BLOB,
+		detail BLOB,
+		owner TEXT NOT NULL,
+		lease_until INTEGER NOT NULL,
+		created_at INTEGER NOT NULL,
+		updated_at INTEGER NOT NULL,
+		expires_at INTEGER NOT NULL
+	);
+	CREATE INDEX monitor_checks_monitor ON monitor_checks(monitor_id, created_at);
+	CREATE INDEX monitor_checks_open ON monitor_checks(status, lease_until);
+	CREATE INDEX monitor_checks_expires ON monitor_checks(expires_at);
+	CREATE TABLE monitor_pages (
+		check_id TEXT NOT NULL,
+		seq INTEGER NOT NULL,
+		status TEXT NOT NULL,
+		body BLOB NOT NULL,
+		PRIMARY KEY (check_id, seq)
+	);
+	CREATE TABLE monitor_snapshots (
+		monitor_id TEXT NOT NULL,
+		target_id TEXT NOT NULL,
+		url_key TEXT NOT NULL,
+		url TEXT NOT NULL,
+		markdown TEXT NOT NULL,
+		status_code INTEGER NOT NULL,
+		check_id TEXT NOT NULL,
+		scraped_at INTEGER NOT NULL,
+		PRIMARY KEY (monitor_id, target_id, url_key)
+	);`,
 }
 
 // Open opens (creating if needed) the SQLite database at path and migrates

@@ -99,5 +99,9 @@ func hashKey(key string) []byte {
 	return h[:]
 }
 
+// ByID returns team id, for work a team's request left running (a
+// monitor's checks).
+func (r *Registry) ByID(id string) Team { return r.team(id) }
+
 // Concurrency returns team id's concurrency limit.
 func (r *Registry) Concurrency(id string) int { return r.team(id).Concurrency }

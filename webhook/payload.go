@@ -28,12 +28,19 @@ type body struct {
 // spec's metadata echoed back. Success is false for "failed" and for a page
 // event that carries an error; otherwise true.
 func Payload(kind, event, jobID string, spec *Spec, docs []json.RawMessage, errMsg string) []byte {
+	return Body(kind+"."+event, jobID, event != "failed" && !(event == "page" && errMsg != ""), spec, docs, errMsg)
+}
+
+// Body builds the body of one event of type typ about id (a job, a
+// monitor check) in the same shape: data (empty when nil), error errMsg
+// when there is one, a new webhookId and the spec's metadata.
+func Body(typ, id string, success bool, spec *Spec, data []json.RawMessage, errMsg string) []byte {
 	b := body{
-		Success:   event != "failed" && !(event == "page" && errMsg != ""),
-		Type:      kind + "." + event,
-		ID:        jobID,
+		Success:   success,
+		Type:      typ,
+		ID:        id,
 		WebhookID: uuid.NewString(),
-		Data:      docs,
+		Data:      data,
 		Error:     errMsg,
 	}
 	if b.Data == nil {

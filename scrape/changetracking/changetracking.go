@@ -103,7 +103,7 @@ func Compare(ctx context.Context, st *store.Store, r *Result, current *store.Pag
 	r.PreviousScrapeAt = &at
 	if !gone(current.StatusCode) {
 		r.ChangeStatus = StatusChanged
-		if sameContent(previous.Markdown, current.Markdown) {
+		if SameContent(previous.Markdown, current.Markdown) {
 			r.ChangeStatus = StatusSame
 		}
 	}

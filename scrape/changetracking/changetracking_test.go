@@ -224,8 +224,8 @@ func TestSameContent(t *testing.T) {
 		{"case", "# pricing\n\nStarter: $9/mo\nPro: $29/mo\n", false},
 		{"emptied", "", false},
 	} {
-		assert.Equal(t, tc.same, sameContent(page, tc.current), tc.name)
-		assert.Equal(t, tc.same, sameContent(tc.current, page), "%s, the other way", tc.name)
+		assert.Equal(t, tc.same, SameContent(page, tc.current), tc.name)
+		assert.Equal(t, tc.same, SameContent(tc.current, page), "%s, the other way", tc.name)
 	}
 }
 

@@ -303,11 +303,11 @@ func hunkRange(start, n int) string {
 	return strconv.Itoa(start) + "," + strconv.Itoa(n)
 }
 
-// sameContent reports whether two versions' Markdown differ in whitespace
+// SameContent reports whether two versions' Markdown differ in whitespace
 // only: every run of whitespace, line breaks included, counts as one
 // space, and leading and trailing whitespace as none. A reflowed
 // paragraph, a trailing space or an extra blank line is the same page.
-func sameContent(a, b string) bool {
+func SameContent(a, b string) bool {
 	fa, fb := strings.Fields(a), strings.Fields(b)
 	if len(fa) != len(fb) {
 		return false
