@@ -56,8 +56,8 @@ test-fuzz:
 test-postgres:
 	scripts/pgtest.sh bash -c '$(GO) test -race -count=1 ./store/... && \
 		$(GO) test -count=1 ./index && \
-		$(GO) test -count=1 -run "^(TestNodesShareJobsAndSessions|TestNodesShareHostPoliteness)$$" ./cmd/trawler && \
-		$(GO) test -count=1 -run "^(TestTeamLimitHoldsAcrossNodes|TestExtractMovesToAnotherNode|TestDatabaseDown|TestRecordingServedByAnyNode|TestSessionRecording)$$" ./service'
+		$(GO) test -count=1 -run "^(TestNodesShareJobsAndSessions|TestNodesShareHostPoliteness|TestMonitorScheduleSurvivesKill)$$" ./cmd/trawler && \
+		$(GO) test -count=1 -run "^(TestTeamLimitHoldsAcrossNodes|TestExtractMovesToAnotherNode|TestDatabaseDown|TestRecordingServedByAnyNode|TestSessionRecording|TestMonitorOnTwoNodes|TestMonitorPagesAndSite)$$" ./service'
 
 # test-postgres-all runs the whole Go suite on PostgreSQL: every service a
 # test starts gets a database of its own there (test/pgdb). It takes as long

@@ -241,7 +241,7 @@ type docFields struct {
 // removed pages.
 func (r *run) compare(ctx context.Context, def Definition) (pages []Page, keep, drop []store.MonitorSnapshot, err error) {
 	now := time.Now()
-	at := now.UTC().Format(time.RFC3339Nano)
+	at := now.UTC().Format("2006-01-02T15:04:05.000Z") // as the API writes times
 	for i, t := range def.Targets {
 		res := r.detail.TargetResults[i]
 		snaps, err := r.s.Store.MonitorSnapshots(ctx, r.check.Monitor, t.ID)
@@ -446,12 +446,13 @@ const maxBackoff = 24 * time.Hour
 
 // backoff is how long after a check a monitor whose checks failed
 // failures times in a row waits before its next run: nothing for the
-// first failure, then doubling from the schedule's interval.
+// first failure (the schedule's own next time), then twice the schedule's
+// interval, doubling with each failure.
 func backoff(failures int, interval time.Duration) time.Duration {
 	if failures < 2 {
 		return 0
 	}
-	d := interval
+	d := 2 * interval
 	for i := 2; i < failures && d < maxBackoff; i++ {
 		d *= 2
 	}

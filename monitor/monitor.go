@@ -250,7 +250,7 @@ func (s *Service) RunNow(ctx context.Context, m store.Monitor) (c store.MonitorC
 	}
 	now := time.Now()
 	c = store.MonitorCheck{ID: newID(), Monitor: m.ID, Team: m.Team, Status: CheckQueued, Trigger: "manual",
-		CreatedAt: now, ExpiresAt: now.Add(retention(def))}
+		CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(retention(def))}
 	ok, err = s.Store.StartMonitorRun(ctx, c)
 	if ok {
 		s.Wake()

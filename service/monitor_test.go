@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/trawler-dev/trawler/model/modeltest"
+	"github.com/trawler-dev/trawler/test/pgdb"
 	"github.com/trawler-dev/trawler/test/polltest"
 )
 
@@ -194,4 +197,212 @@ func TestMonitorValidation(t *testing.T) {
 		assert.Contains(t, string(r.Raw), c.want, "%v", c.body)
 	}
 	assert.Equal(t, 404, ts.do("GET", "/v2/monitor/nope", keyAcme, nil).Status)
+}
+
+// checksOf lists monitor id's checks, newest first.
+func (ts *testService) checksOf(key, id string) []map[string]any {
+	ts.t.Helper()
+	r := ts.do("GET", "/v2/monitor/"+id+"/checks?limit=100", key, nil)
+	require.Equal(ts.t, 200, r.Status, "%s", r.Raw)
+	var list struct{ Data []map[string]any }
+	require.NoError(ts.t, json.Unmarshal(r.Raw, &list))
+	return list.Data
+}
+
+// finished counts the checks that are done.
+func finished(checks []map[string]any) int {
+	n := 0
+	for _, c := range checks {
+		if s := c["status"]; s != "queued" && s != "running" {
+			n++
+		}
+	}
+	return n
+}
+
+// A monitor runs at each due time of its schedule, once, and stops when
+// paused; a monitor whose pages keep failing backs off and says so.
+func TestMonitorRunsOnSchedule(t *testing.T) {
+	site := newChangingSite(t)
+	site.set("/p", 200, "<h1>P</h1><p>steady text</p>")
+	hooks := newHookLog(t)
+	ts := start(t, map[string]string{"TRAWLER_ALLOW_PRIVATE_NETWORKS": "true", "TRAWLER_MONITOR_MIN_INTERVAL": "1s"})
+
+	r := ts.do("POST", "/v2/monitor", keyAcme, map[string]any{
+		"name": "every 2s", "schedule": map[string]any{"cron": "*/2 * * * * *"},
+		"targets": []any{map[string]any{"type": "scrape", "urls": []string{site.URL + "/p"}}},
+		"webhook": map[string]any{"url": hooks.addr, "events": []string{"monitor.check.completed"}},
+	})
+	require.Equal(t, 200, r.Status, "%s", r.Raw)
+	id := data(r)["id"].(string)
+	polltest.Until(t, 30*time.Second, "three scheduled checks", func() bool { return finished(ts.checksOf(keyAcme, id)) >= 3 })
+	r = ts.do("PATCH", "/v2/monitor/"+id, keyAcme, map[string]any{"status": "paused"})
+	require.Equal(t, 200, r.Status, "%s", r.Raw)
+	assert.Nil(t, data(r)["nextRunAt"], "a paused monitor has no next run")
+	polltest.Until(t, 30*time.Second, "the last check to finish", func() bool {
+		cs := ts.checksOf(keyAcme, id)
+		return finished(cs) == len(cs)
+	})
+	checks := ts.checksOf(keyAcme, id)
+	time.Sleep(3 * time.Second)
+	assert.Len(t, ts.checksOf(keyAcme, id), len(checks), "no run while paused")
+
+	var due []time.Time
+	for i := len(checks) - 1; i >= 0; i-- {
+		c := checks[i]
+		assert.Equal(t, "scheduled", c["trigger"])
+		assert.Equal(t, false, c["late"])
+		assert.Equal(t, "completed", c["status"], "%v", c)
+		at, err := time.Parse(time.RFC3339Nano, c["scheduledFor"].(string))
+		require.NoError(t, err)
+		assert.Zero(t, at.Second()%2, "a due time of */2: %s", at)
+		if len(due) > 0 {
+			assert.Equal(t, 2*time.Second, at.Sub(due[len(due)-1]), "each due time once, none skipped")
+		}
+		due = append(due, at)
+	}
+	sums := []string{}
+	for i := len(checks) - 1; i >= 0; i-- {
+		s := checks[i]["summary"].(map[string]any)
+		sums = append(sums, map[bool]string{true: "new", false: "same"}[s["new"] == 1.0])
+	}
+	assert.Equal(t, "new", sums[0])
+	for _, s := range sums[1:] {
+		assert.Equal(t, "same", s)
+	}
+	polltest.Until(t, 30*time.Second, "a webhook per check", func() bool {
+		return len(hooks.ofType("monitor.check.completed")) >= len(checks)
+	})
+	time.Sleep(300 * time.Millisecond)
+	seen := map[any]int{}
+	for _, h := range hooks.ofType("monitor.check.completed") {
+		seen[h["data"].([]any)[0].(map[string]any)["checkId"]]++
+	}
+	for _, c := range checks {
+		assert.Equal(t, 1, seen[c["id"]], "one webhook for check %v", c["id"])
+	}
+	assert.Len(t, seen, len(checks))
+
+	// Failing pages: the first two failures keep the schedule, then the
+	// runs are put off, twice the interval and doubling.
+	site.set("/p", 500, "down")
+	r = ts.do("PATCH", "/v2/monitor/"+id, keyAcme, map[string]any{"status": "active",
+		"schedule": map[string]any{"cron": "* * * * * *"}})
+	require.Equal(t, 200, r.Status, "%s", r.Raw)
+	before := len(checks)
+	var m map[string]any
+	polltest.Until(t, 30*time.Second, "three failed checks", func() bool {
+		m = data(ts.do("GET", "/v2/monitor/"+id, keyAcme, nil))
+		return m["consecutiveFailures"].(float64) >= 3
+	})
+	assert.Contains(t, m["warning"], "checks failed")
+	next, err := time.Parse(time.RFC3339Nano, m["nextRunAt"].(string))
+	require.NoError(t, err)
+	last, err := time.Parse(time.RFC3339Nano, m["lastRunAt"].(string))
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, next.Sub(last), 3*time.Second, "three failures: four times the interval")
+	failed := ts.checksOf(keyAcme, id)[:len(ts.checksOf(keyAcme, id))-before]
+	for _, c := range failed {
+		if c["status"] != "running" && c["status"] != "queued" {
+			assert.Equal(t, "failed", c["status"])
+			assert.Contains(t, c["error"], "every page failed")
+		}
+	}
+	assert.Equal(t, 200, ts.do("DELETE", "/v2/monitor/"+id, keyAcme, nil).Status)
+}
+
+// With a goal, the model judges each changed page's diff against it; the
+// check says whether the change matters and why, and the judgment costs
+// 4 credits a page.
+func TestMonitorGoal(t *testing.T) {
+	site := newChangingSite(t)
+	page := func(pro, date string) string {
+		return "<h1>Pricing</h1><p>Updated " + date + "</p><ul><li>Starter: $9/mo</li><li>Pro: " + pro + "/mo</li></ul>"
+	}
+	site.set("/pricing", 200, page("$29", "May 1"))
+	llm := modeltest.Start(t)
+	llm.Respond(func(q modeltest.Request) modeltest.Reply {
+		if strings.Contains(q.User(), "+- Pro:") || strings.Contains(q.User(), "+ - Pro:") || regexp.MustCompile(`(?m)^\+.*Pro: \$`).MatchString(q.User()) {
+			return modeltest.Reply{Content: `{"meaningful": true, "confidence": "high", "reason": "the Pro price went up",
+				"meaningfulChanges": [{"type": "changed", "before": "Pro: $29/mo", "after": "Pro: $39/mo", "reason": "price"}]}`}
+		}
+		return modeltest.Reply{Content: `{"meaningful": false, "confidence": "high", "reason": "only the date changed", "meaningfulChanges": []}`}
+	})
+	ts := startWithModel(t, llm, map[string]string{"TRAWLER_ALLOW_PRIVATE_NETWORKS": "true"})
+	r := ts.do("POST", "/v2/monitor", keyAcme, map[string]any{
+		"name": "prices", "schedule": map[string]any{"text": "hourly"}, "goal": "tell me when the Pro price changes",
+		"targets": []any{map[string]any{"type": "scrape", "urls": []string{site.URL + "/pricing"}}},
+	})
+	require.Equal(t, 200, r.Status, "%s", r.Raw)
+	id := data(r)["id"].(string)
+	assert.Equal(t, true, data(r)["judgeEnabled"])
+
+	first := ts.runCheck(keyAcme, id)
+	assert.Equal(t, map[string]string{"/pricing": "new"}, pageStatuses(first, site.URL))
+	assert.Empty(t, llm.Requests(), "a new page is not judged")
+
+	judged := func(check map[string]any) map[string]any {
+		p := check["pages"].([]any)[0].(map[string]any)
+		require.Equal(t, "changed", p["status"], "%v", p)
+		j, _ := p["judgment"].(map[string]any)
+		require.NotNil(t, j, "%v", p)
+		return j
+	}
+	site.set("/pricing", 200, page("$29", "May 2"))
+	second := ts.runCheck(keyAcme, id)
+	j := judged(second)
+	assert.Equal(t, false, j["meaningful"])
+	assert.Equal(t, "only the date changed", j["reason"])
+	require.Len(t, llm.Requests(), 1)
+	q := llm.Requests()[0]
+	assert.Contains(t, q.User(), "tell me when the Pro price changes")
+	assert.Contains(t, q.User(), "+Updated May 2")
+
+	site.set("/pricing", 200, page("$39", "May 2"))
+	third := ts.runCheck(keyAcme, id)
+	j = judged(third)
+	assert.Equal(t, true, j["meaningful"])
+	assert.Equal(t, "the Pro price went up", j["reason"])
+	assert.Len(t, j["meaningfulChanges"], 1)
+	assert.Equal(t, first["actualCredits"].(float64)+4, third["actualCredits"], "a judged page costs 4 credits more")
+}
+
+// Two nodes sharing one PostgreSQL database run each due time of a
+// monitor once, whichever claims it, and send one webhook per check.
+func TestMonitorOnTwoNodes(t *testing.T) {
+	if !pgdb.Enabled() {
+		t.Skip(pgdb.Env + " is not set: make test-postgres runs this test on a throwaway PostgreSQL")
+	}
+	site := newChangingSite(t)
+	site.set("/p", 200, "<h1>P</h1><p>steady text</p>")
+	hooks := newHookLog(t)
+	env := map[string]string{"TRAWLER_DATABASE_URL": pgdb.For(t, "shared"), "TRAWLER_ALLOW_PRIVATE_NETWORKS": "true",
+		"TRAWLER_WARM_BROWSERS": "0", "TRAWLER_MONITOR_MIN_INTERVAL": "1s"}
+	a, b := start(t, env), start(t, env)
+	r := a.do("POST", "/v2/monitor", keyAcme, map[string]any{
+		"name": "shared", "schedule": map[string]any{"cron": "* * * * * *"},
+		"targets": []any{map[string]any{"type": "scrape", "urls": []string{site.URL + "/p"}}},
+		"webhook": map[string]any{"url": hooks.addr, "events": []string{"monitor.check.completed"}},
+	})
+	require.Equal(t, 200, r.Status, "%s", r.Raw)
+	id := data(r)["id"].(string)
+	polltest.Until(t, 30*time.Second, "six checks", func() bool { return finished(b.checksOf(keyAcme, id)) >= 6 })
+	require.Equal(t, 200, b.do("PATCH", "/v2/monitor/"+id, keyAcme, map[string]any{"status": "paused"}).Status)
+	polltest.Until(t, 30*time.Second, "the last check to finish", func() bool {
+		cs := a.checksOf(keyAcme, id)
+		return finished(cs) == len(cs)
+	})
+	checks := a.checksOf(keyAcme, id)
+	seen := map[string]bool{}
+	for _, c := range checks {
+		at := c["scheduledFor"].(string)
+		assert.False(t, seen[at], "due time %s run twice", at)
+		seen[at] = true
+		assert.Contains(t, []any{"completed"}, c["status"], "%v", c)
+	}
+	polltest.Until(t, 30*time.Second, "a webhook per check", func() bool {
+		return len(hooks.ofType("monitor.check.completed")) >= len(checks)
+	})
+	time.Sleep(500 * time.Millisecond)
+	assert.Len(t, hooks.ofType("monitor.check.completed"), len(checks), "one webhook per check")
 }

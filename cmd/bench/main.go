@@ -126,6 +126,12 @@
 //     session browser's process group plus this process per visit,
 //     recorded over unrecorded (recording_overhead), and the bytes the
 //     recorded runs stored per minute (recording_bytes_per_minute).
+//   - monitor: a trawler serve process (no warm browser) idle for 20 s
+//     with no monitor, then for 20 s more with 1,000 idle monitors (yearly
+//     schedules, a loopback page each) created through POST /v2/monitor:
+//     the process's CPU in percent of a core beyond the first window's,
+//     the second window's over the first's, its VmRSS growth, and the
+//     median create. See monitorbench.go.
 //   - parse: the PDF manuals of parse.Manuals (Debian's bash-doc,
 //     debian-faq, xorg-docs) through parse.PDF and through pdftotext
 //     -layout, median of 5 rounds each: pages per second, their ratio and
@@ -260,7 +266,7 @@ func main() {
 	// take the most).
 	ctx, cancel := context.WithTimeout(ctx, time.Hour)
 	b := &bench{log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
-	flag.StringVar(&b.only, "only", "", "run only these phases, comma-separated: create, memory, cdp, leaks, transform, quality, scrape, stealth, concurrent, rendercost, crawl, docker, profiles, liveview, recording, parse, search, model, changes, branding, audio, docs, egress, execute, cluster, queue")
+	flag.StringVar(&b.only, "only", "", "run only these phases, comma-separated: create, memory, cdp, leaks, transform, quality, scrape, stealth, concurrent, rendercost, crawl, docker, profiles, liveview, recording, monitor, parse, search, model, changes, branding, audio, docs, egress, execute, cluster, queue")
 	flag.IntVar(&b.concurrentPool, "concurrent-pool", concurrentPool, "pool size of the concurrent phase")
 	flag.StringVar(&b.crawlProfile, "crawl-cpuprofile", "", "write a CPU profile of the timed crawl (the crawl phase's first) to this file")
 	page := flag.String("page", "", "after the run, write its figures and the machine to this Markdown file (make bench: docs/performance.md)")
@@ -385,6 +391,7 @@ func (b *bench) run(ctx context.Context) error {
 		{"profiles", b.profileSaveRestore},
 		{"liveview", b.liveView},
 		{"recording", b.recordingCost},
+		{"monitor", b.monitorOverhead},
 		{"parse", b.parseThroughput},
 		{"search", b.searchPerformance},
 		{"model", b.modelPerformance},

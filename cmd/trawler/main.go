@@ -39,6 +39,11 @@ Usage:
                     serve Trawler's MCP tools (those of /v2/mcp) over stdio, for hosts that start
                     a local process: to the Trawler at URL (or TRAWLER_URL) with TRAWLER_API_KEY,
                     else to one started in this process on a loopback port
+  trawler monitor add|list|run|checks|delete [--url URL] ...
+                    manage the monitors of the Trawler at URL (or TRAWLER_URL) with
+                    TRAWLER_API_KEY: add one of pages or a site on a schedule, list them,
+                    run a check now (--wait prints what changed) and read past checks;
+                    trawler monitor help tells more
   trawler healthcheck
                     exit 0 if the service at TRAWLER_ADDR answers /healthz (for container
                     health checks: the Trawler image has no shell or curl)
@@ -81,6 +86,11 @@ func main() {
 	case "mcp":
 		if err := mcpCmd(os.Args[2:], os.Stdin, os.Stdout, os.Stderr); err != nil {
 			fmt.Fprintln(os.Stderr, "trawler mcp:", err)
+			os.Exit(1)
+		}
+	case "monitor":
+		if err := monitorCmd(os.Args[2:], os.Stdout, os.Stderr); err != nil {
+			fmt.Fprintln(os.Stderr, "trawler monitor:", err)
 			os.Exit(1)
 		}
 	case "healthcheck":
