@@ -20,28 +20,35 @@ import (
 	"github.com/trawler-dev/trawler/wire"
 )
 
+// crawlOptions are the members of a crawl request that say which pages
+// it takes and how: a monitor's crawl target takes them as its
+// crawlOptions.
+type crawlOptions struct {
+	ExcludePaths           []string `json:"excludePaths"`
+	IncludePaths           []string `json:"includePaths"`
+	MaxDiscoveryDepth      *int     `json:"maxDiscoveryDepth"`
+	Sitemap                *string  `json:"sitemap"`
+	IgnoreQueryParameters  *bool    `json:"ignoreQueryParameters"`
+	DeduplicateSimilarURLs *bool    `json:"deduplicateSimilarURLs"`
+	RegexOnFullURL         *bool    `json:"regexOnFullURL"`
+	Limit                  *int     `json:"limit"`
+	CrawlEntireDomain      *bool    `json:"crawlEntireDomain"`
+	AllowExternalLinks     *bool    `json:"allowExternalLinks"`
+	AllowSubdomains        *bool    `json:"allowSubdomains"`
+	IgnoreRobotsTxt        *bool    `json:"ignoreRobotsTxt"`
+	RobotsUserAgent        *string  `json:"robotsUserAgent"`
+	Delay                  *float64 `json:"delay"`
+	MaxConcurrency         *int     `json:"maxConcurrency"`
+}
+
 // crawlRequest is POST /v2/crawl (spec 4.2).
 type crawlRequest struct {
-	URL                    *string         `json:"url"`
-	Prompt                 *string         `json:"prompt"`
-	ExcludePaths           []string        `json:"excludePaths"`
-	IncludePaths           []string        `json:"includePaths"`
-	MaxDiscoveryDepth      *int            `json:"maxDiscoveryDepth"`
-	Sitemap                *string         `json:"sitemap"`
-	IgnoreQueryParameters  *bool           `json:"ignoreQueryParameters"`
-	DeduplicateSimilarURLs *bool           `json:"deduplicateSimilarURLs"`
-	RegexOnFullURL         *bool           `json:"regexOnFullURL"`
-	Limit                  *int            `json:"limit"`
-	CrawlEntireDomain      *bool           `json:"crawlEntireDomain"`
-	AllowExternalLinks     *bool           `json:"allowExternalLinks"`
-	AllowSubdomains        *bool           `json:"allowSubdomains"`
-	IgnoreRobotsTxt        *bool           `json:"ignoreRobotsTxt"`
-	RobotsUserAgent        *string         `json:"robotsUserAgent"`
-	Delay                  *float64        `json:"delay"`
-	MaxConcurrency         *int            `json:"maxConcurrency"`
-	Webhook                json.RawMessage `json:"webhook"`
-	ScrapeOptions          json.RawMessage `json:"scrapeOptions"`
-	ZeroDataRetention      *bool           `json:"zeroDataRetention"`
+	URL               *string         `json:"url"`
+	Prompt            *string         `json:"prompt"`
+	Webhook           json.RawMessage `json:"webhook"`
+	ScrapeOptions     json.RawMessage `json:"scrapeOptions"`
+	ZeroDataRetention *bool           `json:"zeroDataRetention"`
+	crawlOptions
 	clientTags
 }
 

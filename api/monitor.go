@@ -50,26 +50,6 @@ type monitorTarget struct {
 	ExcludeDomains json.RawMessage `json:"excludeDomains"`
 }
 
-// crawlTargetOptions are a crawl target's crawlOptions: a crawl request's
-// members, less those the target holds itself.
-type crawlTargetOptions struct {
-	ExcludePaths           []string `json:"excludePaths"`
-	IncludePaths           []string `json:"includePaths"`
-	MaxDiscoveryDepth      *int     `json:"maxDiscoveryDepth"`
-	Sitemap                *string  `json:"sitemap"`
-	IgnoreQueryParameters  *bool    `json:"ignoreQueryParameters"`
-	DeduplicateSimilarURLs *bool    `json:"deduplicateSimilarURLs"`
-	RegexOnFullURL         *bool    `json:"regexOnFullURL"`
-	Limit                  *int     `json:"limit"`
-	CrawlEntireDomain      *bool    `json:"crawlEntireDomain"`
-	AllowExternalLinks     *bool    `json:"allowExternalLinks"`
-	AllowSubdomains        *bool    `json:"allowSubdomains"`
-	IgnoreRobotsTxt        *bool    `json:"ignoreRobotsTxt"`
-	RobotsUserAgent        *string  `json:"robotsUserAgent"`
-	Delay                  *float64 `json:"delay"`
-	MaxConcurrency         *int     `json:"maxConcurrency"`
-}
-
 // Bounds of a monitor.
 const (
 	maxMonitorTargets = 50
@@ -308,7 +288,7 @@ func (a *API) monitorTargetOf(c *fiber.Ctx, raw json.RawMessage, path string, te
 		if len(req.URLs) > 0 {
 			problems = append(problems, fieldError(path+".urls", "%s.urls is a scrape target's; a crawl target has url", path))
 		}
-		var co crawlTargetOptions
+		var co crawlOptions
 		if !isNull(req.CrawlOptions) {
 			if err := decodeJSON(req.CrawlOptions, &co, path+".crawlOptions."); err != nil {
 				problems = append(problems, problemsOf(err, path+".crawlOptions")...)
@@ -319,12 +299,7 @@ func (a *API) monitorTargetOf(c *fiber.Ctx, raw json.RawMessage, path string, te
 			def := 100
 			co.Limit = &def
 		}
-		cr := crawlRequest{URL: req.URL, ExcludePaths: co.ExcludePaths, IncludePaths: co.IncludePaths,
-			MaxDiscoveryDepth: co.MaxDiscoveryDepth, Sitemap: co.Sitemap, IgnoreQueryParameters: co.IgnoreQueryParameters,
-			DeduplicateSimilarURLs: co.DeduplicateSimilarURLs, RegexOnFullURL: co.RegexOnFullURL, Limit: co.Limit,
-			CrawlEntireDomain: co.CrawlEntireDomain, AllowExternalLinks: co.AllowExternalLinks,
-			AllowSubdomains: co.AllowSubdomains, IgnoreRobotsTxt: co.IgnoreRobotsTxt, RobotsUserAgent: co.RobotsUserAgent,
-			Delay: co.Delay, MaxConcurrency: co.MaxConcurrency}
+		cr := crawlRequest{URL: req.URL, crawlOptions: co}
 		spec, ps := a.crawlSpec(requestContext(c), &cr, team)
 		for _, p := range ps {
 			if p.Path[0] != "url" {

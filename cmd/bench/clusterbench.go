@@ -588,16 +588,25 @@ type node struct {
 
 // startNode starts a trawler serve process on database db with its own
 // data directory, on a free 127.0.0.1 port, and waits until it answers.
-// Of this process's environment it inherits only what is not Trawler's
-// (and the bench's process marker).
 func (b *bench) startNode(ctx context.Context, bin, name, db string) (*node, error) {
+	return startServe(ctx, b.tmp, bin, name, bearer{key: clusterKeyA, next: &http.Transport{MaxIdleConnsPerHost: 4}},
+		"TRAWLER_API_KEYS="+benchAPIKeys, "TRAWLER_DATABASE_URL="+db, "TRAWLER_NODE_LEASE="+failoverLease.String())
+}
+
+// startServe starts bin serve with a data directory of its own under tmp,
+// private networks allowed (the bench's pages are on loopback) and the
+// settings extra, on a free 127.0.0.1 port, and waits until it answers.
+// Of this process's environment it inherits only what is not Trawler's,
+// the browser's path and the bench's process marker. Its API client
+// sends through transport.
+func startServe(ctx context.Context, tmp, bin, name string, transport http.RoundTripper, extra ...string) (*node, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	n := &node{name: name, dataDir: filepath.Join(b.tmp, name), logPath: filepath.Join(b.tmp, name+".log")}
+	n := &node{name: name, dataDir: filepath.Join(tmp, name), logPath: filepath.Join(tmp, name+".log")}
 	if err := os.MkdirAll(n.dataDir, 0o755); err != nil {
 		return nil, err
 	}
@@ -612,9 +621,9 @@ func (b *bench) startNode(ctx context.Context, bin, name, db string) (*node, err
 			env = append(env, kv)
 		}
 	}
-	env = append(env, "TRAWLER_DATA_DIR="+n.dataDir, "TRAWLER_ADDR="+addr, "TRAWLER_API_KEYS="+benchAPIKeys,
-		"TRAWLER_ALLOW_PRIVATE_NETWORKS=true", "TRAWLER_DATABASE_URL="+db, "TRAWLER_NODE_LEASE="+failoverLease.String(),
+	env = append(env, "TRAWLER_DATA_DIR="+n.dataDir, "TRAWLER_ADDR="+addr, "TRAWLER_ALLOW_PRIVATE_NETWORKS=true",
 		"TRAWLER_LOG_LEVEL=warn")
+	env = append(env, extra...)
 	n.cmd = exec.Command(bin, "serve")
 	n.cmd.Env = env
 	n.cmd.Stdout, n.cmd.Stderr = logFile, logFile
@@ -622,7 +631,7 @@ func (b *bench) startNode(ctx context.Context, bin, name, db string) (*node, err
 		return nil, err
 	}
 	n.api = &instance{name: name, dataDir: n.dataDir, base: "http://" + addr,
-		client: &http.Client{Timeout: 30 * time.Second, Transport: bearer{key: clusterKeyA, next: &http.Transport{MaxIdleConnsPerHost: 4}}}}
+		client: &http.Client{Timeout: 30 * time.Second, Transport: transport}}
 	err = pollEvery(ctx, 30*time.Second, name+" to answer /healthz", func() (bool, error) {
 		resp, err := http.Get(n.api.base + "/healthz")
 		if err != nil {

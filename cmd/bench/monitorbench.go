@@ -3,16 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -55,7 +52,8 @@ func (b *bench) monitorOverhead(ctx context.Context, _ *instance) error {
 	if err := buildTrawler(ctx, bin); err != nil {
 		return err
 	}
-	sp, err := startServe(ctx, b.tmp, bin, "monitor")
+	sp, err := startServe(ctx, b.tmp, bin, "monitor", &http.Transport{MaxIdleConnsPerHost: 4},
+		"TRAWLER_API_KEYS=", "TRAWLER_WARM_BROWSERS=0")
 	if err != nil {
 		return err
 	}
@@ -149,102 +147,6 @@ func (b *bench) monitorOverhead(ctx context.Context, _ *instance) error {
 	return nil
 }
 
-// serveProc is a trawler serve process of the bench, in local mode.
-type serveProc struct {
-	cmd     *exec.Cmd
-	api     *instance // its HTTP API (svc nil)
-	logPath string
-	waited  bool
-}
-
-// startServe starts bin serve with a data directory of its own under
-// tmp, no warm browser, private networks allowed (its pages are on
-// loopback) and none of the caller's TRAWLER_ settings but the browser's
-// path (and the bench's marker, which finds it if it were left running).
-func startServe(ctx context.Context, tmp, bin, name string) (*serveProc, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	dir := filepath.Join(tmp, name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	sp := &serveProc{logPath: filepath.Join(tmp, name+".log")}
-	logFile, err := os.Create(sp.logPath)
-	if err != nil {
-		return nil, err
-	}
-	defer logFile.Close()
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "TRAWLER_") || strings.HasPrefix(kv, markerEnv+"=") || strings.HasPrefix(kv, "TRAWLER_CHROMIUM_PATH=") {
-			env = append(env, kv)
-		}
-	}
-	env = append(env, "TRAWLER_DATA_DIR="+dir, "TRAWLER_ADDR="+addr, "TRAWLER_API_KEYS=", "TRAWLER_WARM_BROWSERS=0",
-		"TRAWLER_ALLOW_PRIVATE_NETWORKS=true", "TRAWLER_LOG_LEVEL=warn")
-	sp.cmd = exec.Command(bin, "serve")
-	sp.cmd.Env = env
-	sp.cmd.Stdout, sp.cmd.Stderr = logFile, logFile
-	if err := sp.cmd.Start(); err != nil {
-		return nil, err
-	}
-	sp.api = &instance{name: name, dataDir: dir, base: "http://" + addr,
-		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 4}}}
-	err = pollEvery(ctx, 30*time.Second, name+" to answer /healthz", func() (bool, error) {
-		resp, err := http.Get(sp.api.base + "/healthz")
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	})
-	if err != nil {
-		sp.stop()
-		sp.tail(20)
-		return nil, err
-	}
-	logf("%s: trawler serve, pid %d, at %s, data directory %s", name, sp.cmd.Process.Pid, sp.api.base, dir)
-	return sp, nil
-}
-
-// stop ends the process with SIGTERM, and SIGKILL after 10 s.
-func (sp *serveProc) stop() {
-	if sp.waited {
-		return
-	}
-	sp.waited = true
-	sp.api.client.CloseIdleConnections()
-	sp.cmd.Process.Signal(syscall.SIGTERM)
-	exited := make(chan error, 1)
-	go func() { exited <- sp.cmd.Wait() }()
-	select {
-	case err := <-exited:
-		if err != nil {
-			logf("%s: exited after SIGTERM: %v", sp.api.name, err)
-		}
-	case <-time.After(10 * time.Second):
-		logf("%s: still running 10 s after SIGTERM; killed", sp.api.name)
-		sp.cmd.Process.Kill()
-		<-exited
-	}
-}
-
-// tail logs the last n lines of the process's log.
-func (sp *serveProc) tail(n int) {
-	raw, err := os.ReadFile(sp.logPath)
-	if err != nil {
-		return
-	}
-	lines := strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
-	for _, l := range lines[max(0, len(lines)-n):] {
-		logf("%s log: %s", sp.api.name, l)
-	}
-}
-
 // threadsCPU is the run time of the live threads of pid, summed.
 func threadsCPU(pid int) time.Duration {
 	dir := fmt.Sprintf("/proc/%d/task", pid)
@@ -269,13 +171,13 @@ func threadsCPU(pid int) time.Duration {
 // settle waits, up to d, until the process has used under 5 ms of CPU in
 // each of two seconds in a row: its start-up work (the documentation's
 // index, the store's migrations) or the creates' aftermath done.
-func (sp *serveProc) settle(ctx context.Context, d time.Duration) error {
+func (sp *node) settle(ctx context.Context, d time.Duration) error {
 	pid := sp.cmd.Process.Pid
 	t0, quiet := time.Now(), 0
 	last := threadsCPU(pid)
 	for quiet < 2 {
 		if time.Since(t0) > d {
-			logf("%s: not quiet after %s (last second: %s of CPU); measuring anyway", sp.api.name, d, (threadsCPU(pid) - last).Round(time.Microsecond))
+			logf("%s: not quiet after %s (last second: %s of CPU); measuring anyway", sp.name, d, (threadsCPU(pid) - last).Round(time.Microsecond))
 			return nil
 		}
 		select {
@@ -291,7 +193,7 @@ func (sp *serveProc) settle(ctx context.Context, d time.Duration) error {
 		}
 		last = cur
 	}
-	logf("%s: quiet after %s", sp.api.name, time.Since(t0).Round(100*time.Millisecond))
+	logf("%s: quiet after %s", sp.name, time.Since(t0).Round(100*time.Millisecond))
 	return nil
 }
 
@@ -315,7 +217,7 @@ func (w serveWindow) String() string {
 }
 
 // window measures the process's CPU over d, and its memory at the end.
-func (sp *serveProc) window(ctx context.Context, d time.Duration) (serveWindow, error) {
+func (sp *node) window(ctx context.Context, d time.Duration) (serveWindow, error) {
 	pid := sp.cmd.Process.Pid
 	var w serveWindow
 	cpu0, ticks0, t0 := threadsCPU(pid), statTicks(pid, false), time.Now()
@@ -327,7 +229,7 @@ func (sp *serveProc) window(ctx context.Context, d time.Duration) (serveWindow, 
 	w.cpu, w.ticks, w.took = threadsCPU(pid)-cpu0, statTicks(pid, false)-ticks0, time.Since(t0)
 	var err error
 	if w.rss, err = rssKB(pid); err != nil {
-		return w, fmt.Errorf("%s: %w", sp.api.name, err)
+		return w, fmt.Errorf("%s: %w", sp.name, err)
 	}
 	w.anon, _ = statusKB(pid, "status", "RssAnon")
 	w.hwm, _ = statusKB(pid, "status", "VmHWM")
